@@ -1,0 +1,47 @@
+# Everything a new machine needs is installed by these targets: a virtual environment with the
+# package and its test tools, and the broker class paths resolved by Maven into ~/.m2 (cached).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv brokers-classpath test unit lint typecheck proto demo clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Resolve the class paths of Kafka, Pulsar and TubeMQ from Maven Central (cached in ~/.m2).
+brokers-classpath: $(STAMP)
+	$(PY) -m brokers fetch
+
+# Regenerate the protobuf modules of pulsarwire and tubemqwire from the .proto files written here.
+proto: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I pulsarwire/protocol --python_out=pulsarwire/protocol --mypy_out=pulsarwire/protocol pulsarwire/protocol/*.proto
+	$(PY) -m grpc_tools.protoc -I tubemqwire/protocol --python_out=tubemqwire/protocol --mypy_out=tubemqwire/protocol tubemqwire/protocol/*.proto
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+
+# The whole suite: unit tests, then integration tests against real brokers started by the tests.
+test: $(STAMP) brokers-classpath
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: $(STAMP) brokers-classpath
+	$(PY) examples/demo.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

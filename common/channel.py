@@ -1,0 +1,138 @@
+"""A connection paired with its correlation table: the request/response machinery of every protocol.
+
+The protocol package says how to find the request id in a frame (``correlation_id_of``); frames without
+one (pushes such as Pulsar's MESSAGE or a broker-initiated CLOSE) go to ``on_unsolicited``. The request
+is registered before its bytes are written, and when the connection closes every pending request fails
+with the connection's error, so a caller never waits beyond its timeout or the connection's life.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl as _ssl
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from common.correlation import CorrelationTable
+from common.errors import MqwireError
+from common.framing import FrameSplitter
+from common.transport import Address, Connection
+
+F = TypeVar("F")
+
+log = logging.getLogger(__name__)
+
+
+class Channel(Generic[F]):
+    """Request/response over one connection; open it with ``await Channel.open(...)``."""
+
+    def __init__(
+        self,
+        name: str,
+        correlation_id_of: Callable[[F], int | None],
+        on_unsolicited: Callable[[F], None] | None,
+        on_close: Callable[[MqwireError], None] | None,
+        first_id: int = 0,
+    ) -> None:
+        self.name = name
+        self.table: CorrelationTable[F] = CorrelationTable(name, first_id=first_id)
+        self._correlation_id_of = correlation_id_of
+        self._on_unsolicited = on_unsolicited
+        self._on_close = on_close
+        self._connection: Connection[F] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        address: Address,
+        *,
+        splitter: FrameSplitter[F],
+        correlation_id_of: Callable[[F], int | None],
+        on_unsolicited: Callable[[F], None] | None = None,
+        on_close: Callable[[MqwireError], None] | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        connect_timeout: float = 10.0,
+        first_id: int = 0,
+        name: str | None = None,
+    ) -> Channel[F]:
+        label = name or f"{address[0]}:{address[1]}"
+        channel = cls(label, correlation_id_of, on_unsolicited, on_close, first_id)
+        channel._connection = await Connection.open(
+            address,
+            splitter=splitter,
+            on_frame=channel._frame_received,
+            on_close=channel._connection_closed,
+            ssl=ssl,
+            server_hostname=server_hostname,
+            connect_timeout=connect_timeout,
+            name=label,
+        )
+        return channel
+
+    @property
+    def connection(self) -> Connection[F]:
+        assert self._connection is not None
+        return self._connection
+
+    @property
+    def closed(self) -> bool:
+        return self.connection.closed
+
+    @property
+    def error(self) -> MqwireError | None:
+        return self.connection.error
+
+    @property
+    def pending(self) -> int:
+        return len(self.table)
+
+    def next_id(self) -> int:
+        return self.table.next_id()
+
+    async def request(self, request_id: int, data: bytes, timeout: float | None) -> F:
+        """Send ``data`` (which carries ``request_id``) and wait for the frame that answers it."""
+        connection = self.connection
+        if connection.error is not None:
+            raise connection.error
+        future = self.table.register(request_id, timeout)
+        try:
+            connection.write(data)
+            await connection.drain()
+        except BaseException:
+            future.cancel()
+            raise
+        return await future
+
+    def send(self, data: bytes) -> None:
+        """Send a frame that expects no response (or whose answer arrives unsolicited)."""
+        self.connection.write(data)
+
+    async def drain(self) -> None:
+        await self.connection.drain()
+
+    def close(self, error: MqwireError | None = None) -> None:
+        if self._connection is not None:
+            self._connection.close(error)
+
+    def abort(self, error: MqwireError | None = None) -> None:
+        if self._connection is not None:
+            self._connection.abort(error)
+
+    async def wait_closed(self) -> None:
+        if self._connection is not None:
+            await self._connection.wait_closed()
+
+    def _frame_received(self, frame: F) -> None:
+        request_id = self._correlation_id_of(frame)
+        if request_id is not None:
+            self.table.resolve(request_id, frame)
+        elif self._on_unsolicited is not None:
+            self._on_unsolicited(frame)
+        else:
+            log.warning("%s: dropping a frame that answers no request", self.name)
+
+    def _connection_closed(self, error: MqwireError) -> None:
+        self.table.fail_all(error)
+        if self._on_close is not None:
+            self._on_close(error)

@@ -1,0 +1,105 @@
+"""The table that matches responses to the requests waiting for them.
+
+Each entry is a future with its own timeout. When the connection drops, ``fail_all`` fails every
+pending request with the connection-lost error, so no caller waits forever. A response whose id is not
+in the table (late after a timeout, or never asked for) is logged and dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Generic, TypeVar
+
+from common.errors import RequestTimeoutError
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+_MAX_ID = 2**31 - 1
+
+
+class CorrelationTable(Generic[T]):
+    """Request id -> future, with per-request timeouts."""
+
+    __slots__ = ("_entries", "_name", "_next_id")
+
+    def __init__(self, name: str = "", *, first_id: int = 0) -> None:
+        self._name = name
+        self._next_id = first_id
+        self._entries: dict[int, tuple[asyncio.Future[T], asyncio.TimerHandle | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._entries
+
+    def next_id(self) -> int:
+        """A fresh id, wrapping before int32 overflows and skipping ids still pending."""
+        while True:
+            request_id = self._next_id
+            self._next_id = 0 if request_id >= _MAX_ID else request_id + 1
+            if request_id not in self._entries:
+                return request_id
+
+    def register(self, request_id: int, timeout: float | None) -> asyncio.Future[T]:
+        """Start waiting for ``request_id``; the future fails with RequestTimeoutError after ``timeout``."""
+        if request_id in self._entries:
+            raise ValueError(f"request id {request_id} is already pending")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        timer = None
+        if timeout is not None:
+            timer = loop.call_later(timeout, self._expire, request_id, timeout)
+        self._entries[request_id] = (future, timer)
+        # A caller that gives up (cancellation) must not leave its entry behind.
+        future.add_done_callback(lambda _f: self._forget(request_id, _f))
+        return future
+
+    def resolve(self, request_id: int, value: T) -> bool:
+        """Complete the request; returns False (and logs) when nobody waits for that id."""
+        entry = self._entries.pop(request_id, None)
+        if entry is None:
+            log.warning("%s: dropping response to unknown or expired request id %d", self._name, request_id)
+            return False
+        future, timer = entry
+        if timer is not None:
+            timer.cancel()
+        if not future.done():
+            future.set_result(value)
+        return True
+
+    def fail(self, request_id: int, error: BaseException) -> bool:
+        """Fail one request; returns False when nobody waits for that id."""
+        entry = self._entries.pop(request_id, None)
+        if entry is None:
+            return False
+        future, timer = entry
+        if timer is not None:
+            timer.cancel()
+        if not future.done():
+            future.set_exception(error)
+        return True
+
+    def fail_all(self, error: BaseException) -> int:
+        """Fail every pending request (the connection is gone); returns how many there were."""
+        entries, self._entries = self._entries, {}
+        for future, timer in entries.values():
+            if timer is not None:
+                timer.cancel()
+            if not future.done():
+                future.set_exception(error)
+        return len(entries)
+
+    def _expire(self, request_id: int, timeout: float) -> None:
+        self.fail(request_id, RequestTimeoutError(f"{self._name}: no response to request {request_id} "
+                                                  f"within {timeout:g} s"))
+
+    def _forget(self, request_id: int, future: asyncio.Future[T]) -> None:
+        entry = self._entries.get(request_id)
+        if entry is not None and entry[0] is future:
+            del self._entries[request_id]
+            if entry[1] is not None:
+                entry[1].cancel()

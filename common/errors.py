@@ -1,0 +1,87 @@
+"""One error hierarchy for the three clients.
+
+Every error says whether retrying can help (``retriable``). Protocol packages subclass these for their
+broker error codes and re-export the whole hierarchy, so ``except mqwire_pkg.ConnectionLostError`` works
+the same way everywhere.
+"""
+
+from __future__ import annotations
+
+
+class MqwireError(Exception):
+    """Base of every error raised by the clients."""
+
+    retriable: bool = False
+
+
+class RetriableError(MqwireError):
+    """A later attempt may succeed (connection trouble, leader moves, timeouts)."""
+
+    retriable = True
+
+
+class FatalError(MqwireError):
+    """Retrying the same operation cannot help."""
+
+    retriable = False
+
+
+class ProtocolError(FatalError):
+    """The peer sent bytes that do not follow the protocol; the connection that carried them is closed."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A length field claims more than the configured maximum; nothing of that size was allocated."""
+
+    def __init__(self, claimed: int, maximum: int) -> None:
+        super().__init__(f"frame of {claimed} bytes exceeds the maximum of {maximum} bytes")
+        self.claimed = claimed
+        self.maximum = maximum
+
+
+class ChecksumError(ProtocolError):
+    """A checksum carried on the wire does not match the data."""
+
+
+class UnsupportedVersionError(FatalError):
+    """Client and broker share no version of a request."""
+
+
+class AuthenticationError(FatalError):
+    """Credentials were refused or the handshake failed. Never carries the secret itself."""
+
+
+class ConfigurationError(FatalError, ValueError):
+    """An option is wrong; raised when the object is built, never deep in the network code."""
+
+
+class ClosedError(FatalError):
+    """The client, producer, consumer or connection was closed by the application."""
+
+
+class ConnectError(RetriableError):
+    """A TCP or TLS connection could not be established (refused, unreachable, timed out)."""
+
+
+class ConnectionLostError(RetriableError):
+    """The connection dropped; every request pending on it fails with this error."""
+
+
+class RequestTimeoutError(RetriableError, TimeoutError):
+    """No response arrived within the request timeout."""
+
+
+class BrokerError(MqwireError):
+    """An error code returned by a broker. Protocol packages map each code to a named subclass."""
+
+    def __init__(self, message: str, *, code: int | str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class RetriableBrokerError(BrokerError, RetriableError):
+    """A broker error that a later attempt may not see (e.g. leader not available)."""
+
+
+class FatalBrokerError(BrokerError, FatalError):
+    """A broker error that retrying will not fix (e.g. authorization failed)."""

@@ -1,0 +1,238 @@
+"""A TCP or TLS connection that turns reads into frames and coalesces writes.
+
+Built on ``asyncio.Protocol`` so that a read is split into frames inside the event loop's callback with
+no extra task switch per frame. Small writes made in the same loop iteration leave in one system call.
+``drain`` waits while the kernel buffer is full, so a fast producer cannot grow memory without bound.
+
+A frame handler that raises ProtocolError closes only this connection; the error is what ``on_close``
+receives and what every later call raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import ssl as _ssl
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from common.errors import ClosedError, ConnectError, ConnectionLostError, MqwireError, ProtocolError
+from common.framing import FrameSplitter
+
+F = TypeVar("F")
+
+log = logging.getLogger(__name__)
+
+Address = tuple[str, int]
+
+# Writes below this size wait for the end of the loop iteration to leave together.
+_COALESCE_LIMIT = 64 * 1024
+_DEFAULT_HIGH_WATER = 1024 * 1024
+# How long a graceful close may wait for queued bytes to leave before the socket is dropped.
+_CLOSE_GRACE = 5.0
+
+
+class Connection(asyncio.Protocol, Generic[F]):
+    """One connection; create it with ``await Connection.open(...)``."""
+
+    def __init__(
+        self,
+        splitter: FrameSplitter[F],
+        on_frame: Callable[[F], None],
+        on_close: Callable[[MqwireError], None] | None,
+        name: str,
+    ) -> None:
+        self.name = name
+        self._splitter = splitter
+        self._on_frame = on_frame
+        self._on_close = on_close
+        self._transport: asyncio.Transport | None = None
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._flush_scheduled = False
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._error: MqwireError | None = None
+        self._notified = False
+        self._closed = asyncio.get_running_loop().create_future()
+
+    # ----------------------------------------------------------------------------------------- opening
+    @classmethod
+    async def open(
+        cls,
+        address: Address,
+        *,
+        splitter: FrameSplitter[F],
+        on_frame: Callable[[F], None],
+        on_close: Callable[[MqwireError], None] | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        connect_timeout: float = 10.0,
+        write_high_water: int = _DEFAULT_HIGH_WATER,
+        name: str | None = None,
+    ) -> Connection[F]:
+        """Connect to ``address``; raise ConnectError within ``connect_timeout`` when that fails."""
+        host, port = address
+        label = name or f"{host}:{port}"
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(connect_timeout):
+                _, protocol = await loop.create_connection(
+                    lambda: cls(splitter, on_frame, on_close, label),
+                    host,
+                    port,
+                    ssl=ssl,
+                    server_hostname=(server_hostname or host) if ssl is not None else None,
+                )
+        except TimeoutError:
+            raise ConnectError(f"{label}: connect timed out after {connect_timeout:g} s") from None
+        except _ssl.SSLError as exc:
+            raise ConnectError(f"{label}: TLS handshake failed: {exc.reason or exc}") from exc
+        except OSError as exc:
+            raise ConnectError(f"{label}: {exc.strerror or exc}") from exc
+        protocol.set_write_high_water(write_high_water)
+        return protocol
+
+    def set_write_high_water(self, high: int) -> None:
+        if self._transport is not None:
+            self._transport.set_write_buffer_limits(high=high)
+
+    # ------------------------------------------------------------------------------ asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        if self._error is not None:
+            return
+        try:
+            for frame in self._splitter.feed(data):
+                self._on_frame(frame)
+                if self._error is not None:
+                    return
+        except ProtocolError as exc:
+            log.warning("%s: closing after malformed input: %s", self.name, exc)
+            self._shut(exc, abort=True)
+        except Exception as exc:
+            # A handler bug must not leave the connection half alive.
+            log.exception("%s: frame handler failed", self.name)
+            self._shut(ConnectionLostError(f"{self.name}: frame handler failed: {exc!r}"), abort=True)
+
+    def eof_received(self) -> bool | None:
+        return False
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._error is None:
+            pending = self._splitter.pending_bytes()
+            if pending:
+                reason = f"peer closed mid-frame with {pending} bytes of an incomplete frame"
+            elif exc is not None:
+                reason = f"connection lost: {exc}"
+            else:
+                reason = "connection closed by peer"
+            self._error = ConnectionLostError(f"{self.name}: {reason}")
+        self._finish()
+
+    # ----------------------------------------------------------------------------------------- writing
+    @property
+    def closed(self) -> bool:
+        return self._error is not None
+
+    @property
+    def error(self) -> MqwireError | None:
+        """Why the connection closed, or None while it is open."""
+        return self._error
+
+    def write(self, data: bytes) -> None:
+        """Queue ``data``; it leaves with the other writes of this loop iteration."""
+        if self._error is not None:
+            raise self._error
+        self._pending.append(data)
+        self._pending_size += len(data)
+        if self._pending_size >= _COALESCE_LIMIT:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    async def drain(self) -> None:
+        """Wait until the kernel buffer has room again (backpressure); raise if the connection closed."""
+        if self._error is not None:
+            raise self._error
+        if not self._writable.is_set():
+            waiter = asyncio.ensure_future(self._writable.wait())
+            await asyncio.wait((waiter, self._closed), return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if self._error is not None:
+                raise self._error
+
+    async def send(self, data: bytes) -> None:
+        """``write`` then ``drain``."""
+        self.write(data)
+        await self.drain()
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._pending or self._transport is None or self._error is not None:
+            return
+        chunk = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        self._transport.write(chunk)
+
+    # ----------------------------------------------------------------------------------------- closing
+    def close(self, error: MqwireError | None = None) -> None:
+        """Close after flushing queued writes; pending work fails with ``error`` (ClosedError by default)."""
+        self._shut(error or ClosedError(f"{self.name}: connection closed"), abort=False)
+
+    def abort(self, error: MqwireError | None = None) -> None:
+        """Drop the connection at once, discarding queued writes."""
+        self._shut(error or ClosedError(f"{self.name}: connection aborted"), abort=True)
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+    def _shut(self, error: MqwireError, *, abort: bool) -> None:
+        if self._error is not None:
+            return
+        if not abort:
+            self._flush()
+        self._error = error
+        self._writable.set()
+        self._notify_closed()
+        transport = self._transport
+        if transport is None:
+            self._finish()
+        elif abort:
+            transport.abort()
+        else:
+            transport.close()
+            # A peer that stops reading must not keep a graceful close pending forever.
+            asyncio.get_running_loop().call_later(_CLOSE_GRACE, transport.abort)
+
+    def _notify_closed(self) -> None:
+        # Runs once, as soon as the connection is known to be unusable, so waiters fail promptly.
+        if self._notified:
+            return
+        self._notified = True
+        if self._on_close is not None and self._error is not None:
+            try:
+                self._on_close(self._error)
+            except Exception:
+                log.exception("%s: close handler failed", self.name)
+
+    def _finish(self) -> None:
+        self._pending.clear()
+        self._notify_closed()
+        if not self._closed.done():
+            self._closed.set_result(None)

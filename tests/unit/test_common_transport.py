@@ -1,0 +1,241 @@
+"""Connection, Channel and pool against loopback servers written for each case."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from common.channel import Channel
+from common.errors import ClosedError, ConnectError, ConnectionLostError, FrameTooLargeError, RequestTimeoutError
+from common.framing import LengthPrefixedSplitter
+from common.pool import ConnectionPool
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def frame(request_id: int, body: bytes = b"") -> bytes:
+    payload = struct.pack(">i", request_id) + body
+    return struct.pack(">I", len(payload)) + payload
+
+
+def request_id_of(data: bytes) -> int | None:
+    value: int = struct.unpack_from(">i", data)[0]
+    return None if value < 0 else value
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes:
+    (size,) = struct.unpack(">I", await reader.readexactly(4))
+    return await reader.readexactly(size)
+
+
+async def serve(handler: Handler) -> AsyncIterator[tuple[str, int]]:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    address = server.sockets[0].getsockname()[:2]
+    try:
+        yield address
+    finally:
+        server.close()
+
+
+async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    # Answers every request, in reverse order of each burst, to prove matching is by id.
+    try:
+        while True:
+            data = await read_frame(reader)
+            writer.write(struct.pack(">I", len(data)) + data)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+
+
+async def open_channel(address: tuple[str, int], **kwargs: object) -> Channel[bytes]:
+    return await Channel.open(
+        address, splitter=LengthPrefixedSplitter(1 << 20), correlation_id_of=request_id_of, **kwargs  # type: ignore[arg-type]
+    )
+
+
+async def test_requests_are_matched_by_id() -> None:
+    async for address in serve(echo):
+        channel = await open_channel(address)
+        ids = [channel.next_id() for _ in range(50)]
+        replies = await asyncio.gather(*(channel.request(i, frame(i, b"x%d" % i), 5) for i in ids))
+        assert [r[4:] for r in replies] == [b"x%d" % i for i in ids]
+        channel.close()
+        await channel.wait_closed()
+
+
+async def test_unsolicited_frames_reach_the_handler() -> None:
+    async def push(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(frame(-1, b"push"))
+        await writer.drain()
+        await reader.read()
+
+    received: list[bytes] = []
+    async for address in serve(push):
+        channel = await open_channel(address, on_unsolicited=received.append)
+        for _ in range(100):
+            if received:
+                break
+            await asyncio.sleep(0.01)
+        assert received == [struct.pack(">i", -1) + b"push"]
+        channel.close()
+
+
+async def test_connection_loss_fails_every_pending_request() -> None:
+    async def read_then_drop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for _ in range(3):
+            await read_frame(reader)
+        writer.close()
+
+    closes: list[BaseException] = []
+    async for address in serve(read_then_drop):
+        channel = await open_channel(address, on_close=closes.append)
+        results = await asyncio.gather(*(channel.request(i, frame(i), 30) for i in range(3)), return_exceptions=True)
+        assert all(isinstance(r, ConnectionLostError) for r in results)
+        assert channel.pending == 0
+        assert len(closes) == 1
+        with pytest.raises(ConnectionLostError):
+            await channel.request(7, frame(7), 1)
+
+
+async def test_peer_closing_mid_frame_fails_pending_with_connection_lost() -> None:
+    async def half_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        writer.write(struct.pack(">I", 100) + b"\0\0\0\1partial")
+        await writer.drain()
+        writer.close()
+
+    async for address in serve(half_answer):
+        channel = await open_channel(address)
+        with pytest.raises(ConnectionLostError, match="mid-frame"):
+            await channel.request(1, frame(1), 30)
+
+
+async def test_oversize_frame_closes_only_that_connection() -> None:
+    async def liar(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_frame(reader)
+        writer.write(struct.pack(">I", 2**31 - 1) + b"\0\0\0\1")
+        await writer.drain()
+        await reader.read()
+
+    async for bad_address in serve(liar):
+        async for good_address in serve(echo):
+            bad = await open_channel(bad_address)
+            good = await open_channel(good_address)
+            with pytest.raises(FrameTooLargeError):
+                await bad.request(1, frame(1), 30)
+            assert bad.closed and not good.closed
+            assert (await good.request(2, frame(2, b"ok"), 5))[4:] == b"ok"
+            assert bad.connection._splitter.pending_bytes() == 0  # nothing of the claimed size was kept
+            good.close()
+
+
+async def test_request_timeout() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    async for address in serve(silent):
+        channel = await open_channel(address)
+        with pytest.raises(RequestTimeoutError):
+            await channel.request(1, frame(1), 0.05)
+        assert channel.pending == 0 and not channel.closed
+        channel.close()
+
+
+async def test_connect_to_closed_port_is_a_typed_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(ConnectError):
+        await open_channel(("127.0.0.1", port), connect_timeout=2)
+    assert time.monotonic() - started < 2.5
+
+
+async def test_connect_timeout_to_unanswering_peer() -> None:
+    # A listening socket whose backlog is full never completes the handshake.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        fillers = []
+        try:
+            for _ in range(8):
+                filler = socket.socket()
+                filler.setblocking(False)
+                filler.connect_ex(listener.getsockname())
+                fillers.append(filler)
+            started = time.monotonic()
+            try:
+                channel = await open_channel(listener.getsockname(), connect_timeout=0.3)
+            except ConnectError:
+                assert time.monotonic() - started < 1.5
+            else:  # the kernel accepted into the backlog after all: it still must not block forever
+                channel.close()
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+async def test_close_fails_pending_with_closed_error() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    async for address in serve(silent):
+        channel = await open_channel(address)
+        pending = asyncio.ensure_future(channel.request(1, frame(1), 30))
+        await asyncio.sleep(0.01)
+        channel.close()
+        with pytest.raises(ClosedError):
+            await pending
+        await asyncio.wait_for(channel.wait_closed(), 6)
+
+
+async def test_small_writes_are_coalesced() -> None:
+    chunks: list[int] = []
+
+    async def count_reads(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(1 << 20):
+            chunks.append(len(data))
+
+    async for address in serve(count_reads):
+        channel = await open_channel(address)
+        for i in range(100):
+            channel.send(frame(i))
+        await channel.drain()
+        await asyncio.sleep(0.1)
+        assert sum(chunks) == 100 * 8
+        assert len(chunks) < 10
+        channel.close()
+
+
+async def test_pool_opens_once_and_closes_idle() -> None:
+    opened: list[int] = []
+
+    class Fake:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    async def factory(key: int) -> Fake:
+        opened.append(key)
+        await asyncio.sleep(0.01)
+        return Fake()
+
+    clock = [0.0]
+    pool: ConnectionPool[int, Fake] = ConnectionPool(factory, idle_timeout=10, clock=lambda: clock[0])
+    first, second = await asyncio.gather(pool.get(1), pool.get(1))
+    assert first is second and opened == [1]
+    clock[0] = 11
+    assert pool.close_idle() == 1 and first.closed
+    third = await pool.get(1)
+    assert third is not first and opened == [1, 1]
+    await pool.close()
+    assert third.closed
+    with pytest.raises(ClosedError):
+        await pool.get(1)
