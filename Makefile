@@ -24,8 +24,8 @@ brokers-classpath: $(STAMP)
 
 # Regenerate the protobuf modules of pulsarwire and tubemqwire from the .proto files written here.
 proto: $(STAMP)
-	$(PY) -m grpc_tools.protoc -I pulsarwire/protocol --python_out=pulsarwire/protocol --mypy_out=pulsarwire/protocol pulsarwire/protocol/*.proto
-	$(PY) -m grpc_tools.protoc -I tubemqwire/protocol --python_out=tubemqwire/protocol --mypy_out=tubemqwire/protocol tubemqwire/protocol/*.proto
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m grpc_tools.protoc -I pulsarwire/protocol --python_out=pulsarwire/protocol --mypy_out=pulsarwire/protocol pulsarwire/protocol/*.proto
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m grpc_tools.protoc -I tubemqwire/protocol --python_out=tubemqwire/protocol --mypy_out=tubemqwire/protocol tubemqwire/protocol/*.proto
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -38,7 +38,8 @@ unit: $(STAMP)
 test: $(STAMP) brokers-classpath
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
 demo: $(STAMP) brokers-classpath
 	$(PY) examples/demo.py

@@ -1,0 +1,247 @@
+"""One connection to a Pulsar broker (or proxy): CONNECT handshake, keep-alive, request ids, dispatch.
+
+Responses that carry a ``request_id`` complete the matching request through the correlation table.
+Pushes for a producer or consumer (receipts, messages, broker-initiated closes) go to the handler
+registered for that producer or consumer id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl as _ssl
+import time
+from collections.abc import Callable
+from typing import Any
+
+from common.channel import Channel
+from common.errors import AuthenticationError, ConnectionLostError, MqwireError
+from common.transport import Address
+from pulsarwire import errors
+from pulsarwire.protocol import commands
+from pulsarwire.protocol.frames import FRAME_SIZE_PADDING, Frame, PulsarFrameSplitter, encode_command
+from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand
+
+log = logging.getLogger(__name__)
+
+# Before CONNECTED names the broker's limit, accept the protocol's default maximum message size.
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+
+T = BaseCommand.Type
+# Push commands, routed by the producer or consumer id they name.
+_PRODUCER_PUSHES = {T.SEND_RECEIPT, T.SEND_ERROR, T.CLOSE_PRODUCER, T.TOPIC_MIGRATED}
+_CONSUMER_PUSHES = {T.MESSAGE, T.CLOSE_CONSUMER, T.ACTIVE_CONSUMER_CHANGE, T.REACHED_END_OF_TOPIC}
+
+PushHandler = Callable[[int, Any, Frame], None]
+
+
+class PulsarConnection:
+    """Open with ``await PulsarConnection.open(address)``; the handshake is complete on return."""
+
+    def __init__(self, name: str, keepalive_interval: float) -> None:
+        self.name = name
+        self.keepalive_interval = keepalive_interval
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self.server_version = ""
+        self.protocol_version = 0
+        self.feature_flags: Any = None
+        self._channel: Channel[Frame] | None = None
+        self._splitter = PulsarFrameSplitter(DEFAULT_MAX_MESSAGE_SIZE + FRAME_SIZE_PADDING)
+        self._connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pongs: list[asyncio.Future[None]] = []
+        self._last_received = time.monotonic()
+        self._keepalive: asyncio.Task[None] | None = None
+        self._producers: dict[int, PushHandler] = {}
+        self._consumers: dict[int, PushHandler] = {}
+        self._close_listeners: list[Callable[[MqwireError], None]] = []
+
+    @classmethod
+    async def open(
+        cls,
+        address: Address,
+        *,
+        ssl: _ssl.SSLContext | None = None,
+        server_hostname: str | None = None,
+        connect_timeout: float = 10.0,
+        keepalive_interval: float = 30.0,
+        client_version: str = "mqwire-0.1.0",
+        auth_method: str | None = None,
+        auth_data: bytes | None = None,
+        proxy_to_broker_url: str | None = None,
+    ) -> PulsarConnection:
+        name = f"pulsar {address[0]}:{address[1]}"
+        connection = cls(name, keepalive_interval)
+        connection._channel = await Channel.open(
+            address,
+            splitter=connection._splitter,
+            correlation_id_of=connection._request_id_of,
+            on_unsolicited=connection._dispatch,
+            on_close=connection._closed,
+            ssl=ssl,
+            server_hostname=server_hostname,
+            connect_timeout=connect_timeout,
+            name=name,
+        )
+        try:
+            connection._channel.send(
+                encode_command(
+                    commands.connect(
+                        client_version=client_version,
+                        auth_method_name=auth_method,
+                        auth_data=auth_data,
+                        proxy_to_broker_url=proxy_to_broker_url,
+                    )
+                )
+            )
+            async with asyncio.timeout(connect_timeout):
+                connected = await connection._connected
+        except TimeoutError:
+            connection._channel.abort()
+            raise ConnectionLostError(f"{name}: no CONNECTED within {connect_timeout:g} s") from None
+        except BaseException:
+            connection._channel.abort()
+            raise
+        connection.server_version = connected.server_version
+        connection.protocol_version = connected.protocol_version
+        connection.feature_flags = connected.feature_flags if connected.HasField("feature_flags") else None
+        if connected.HasField("max_message_size") and connected.max_message_size > 0:
+            connection.max_message_size = connected.max_message_size
+            connection._splitter.max_frame_size = connected.max_message_size + FRAME_SIZE_PADDING
+        connection._keepalive = asyncio.ensure_future(connection._keep_alive())
+        return connection
+
+    # ------------------------------------------------------------------------------------ properties
+    @property
+    def channel(self) -> Channel[Frame]:
+        assert self._channel is not None
+        return self._channel
+
+    @property
+    def closed(self) -> bool:
+        return self.channel.closed
+
+    # -------------------------------------------------------------------------------------- requests
+    def next_request_id(self) -> int:
+        return self.channel.next_id()
+
+    async def request(self, command: BaseCommand, request_id: int, timeout: float | None) -> Frame:
+        """Send a command carrying ``request_id``; return the response frame, raising on ERROR."""
+        frame = await self.channel.request(request_id, encode_command(command), timeout)
+        if frame.command.type == T.ERROR:
+            raise errors.error_for(frame.command.error.error, frame.command.error.message)
+        return frame
+
+    def send(self, data: bytes) -> None:
+        """Send an already-encoded frame (SEND, ACK, FLOW ...)."""
+        self.channel.send(data)
+
+    async def drain(self) -> None:
+        await self.channel.drain()
+
+    async def ping(self, timeout: float = 10.0) -> float:
+        """Send PING and wait for PONG; return the round trip in seconds."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pongs.append(waiter)
+        started = time.monotonic()
+        self.channel.send(encode_command(commands.ping()))
+        try:
+            async with asyncio.timeout(timeout):
+                await waiter
+        finally:
+            if waiter in self._pongs:
+                self._pongs.remove(waiter)
+        return time.monotonic() - started
+
+    # ----------------------------------------------------------------------------- push registration
+    def register_producer(self, producer_id: int, handler: PushHandler) -> None:
+        self._producers[producer_id] = handler
+
+    def unregister_producer(self, producer_id: int) -> None:
+        self._producers.pop(producer_id, None)
+
+    def register_consumer(self, consumer_id: int, handler: PushHandler) -> None:
+        self._consumers[consumer_id] = handler
+
+    def unregister_consumer(self, consumer_id: int) -> None:
+        self._consumers.pop(consumer_id, None)
+
+    def on_close(self, listener: Callable[[MqwireError], None]) -> None:
+        self._close_listeners.append(listener)
+
+    # --------------------------------------------------------------------------------------- closing
+    def close(self, error: MqwireError | None = None) -> None:
+        self.channel.close(error)
+
+    async def wait_closed(self) -> None:
+        await self.channel.wait_closed()
+
+    # -------------------------------------------------------------------------------------- internals
+    def _request_id_of(self, frame: Frame) -> int | None:
+        self._last_received = time.monotonic()
+        return commands.response_request_id(frame.command)
+
+    def _dispatch(self, frame: Frame) -> None:
+        command = frame.command
+        kind = command.type
+        if kind == T.PING:
+            self.channel.send(encode_command(commands.pong()))
+        elif kind == T.PONG:
+            if self._pongs:
+                waiter = self._pongs.pop(0)
+                if not waiter.done():
+                    waiter.set_result(None)
+        elif kind == T.CONNECTED:
+            if not self._connected.done():
+                self._connected.set_result(command.connected)
+        elif kind == T.ERROR and not self._connected.done():
+            # An ERROR before CONNECTED is the broker refusing the handshake (most often authentication).
+            refused: MqwireError = errors.error_for(command.error.error, command.error.message)
+            if not isinstance(refused, AuthenticationError):
+                refused = AuthenticationError(f"{self.name}: handshake refused: {command.error.message}")
+            self._connected.set_exception(refused)
+        elif kind in _PRODUCER_PUSHES or kind in _CONSUMER_PUSHES:
+            self._route(kind, command, frame)
+        else:
+            log.warning("%s: dropping unexpected %s", self.name, T.Name(kind))
+
+    def _route(self, kind: BaseCommand.Type.ValueType, command: BaseCommand, frame: Frame) -> None:
+        _, body = commands.unwrap(command)
+        if kind in _PRODUCER_PUSHES:
+            owner_id, handlers = body.producer_id, self._producers
+        else:
+            owner_id, handlers = body.consumer_id, self._consumers
+        handler = handlers.get(owner_id)
+        if handler is None:
+            log.warning("%s: %s for unknown id %d dropped", self.name, T.Name(kind), owner_id)
+            return
+        handler(kind, body, frame)
+
+    def _closed(self, error: MqwireError) -> None:
+        if not self._connected.done():
+            self._connected.set_exception(error)
+        for waiter in self._pongs:
+            if not waiter.done():
+                waiter.set_exception(error)
+        self._pongs.clear()
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        for listener in self._close_listeners:
+            try:
+                listener(error)
+            except Exception:
+                log.exception("%s: close listener failed", self.name)
+
+    async def _keep_alive(self) -> None:
+        # Ping when idle; a peer silent for two intervals is presumed dead and the connection dropped.
+        interval = self.keepalive_interval
+        with contextlib.suppress(MqwireError):
+            while not self.closed:
+                await asyncio.sleep(interval)
+                silent_for = time.monotonic() - self._last_received
+                if silent_for >= 2 * interval:
+                    self.channel.abort(ConnectionLostError(f"{self.name}: no traffic for {silent_for:.0f} s"))
+                    return
+                if silent_for >= interval:
+                    self.channel.send(encode_command(commands.ping()))
+

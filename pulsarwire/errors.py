@@ -1,0 +1,219 @@
+"""Errors of the Pulsar client: the shared hierarchy plus one named exception per broker ``ServerError``.
+
+Whether a code is retriable follows the reference clients: a later attempt, usually after a fresh lookup,
+can succeed for a broker that is not ready, overloaded or briefly without metadata; it cannot for refused
+credentials, missing topics or a fenced producer.
+"""
+
+from __future__ import annotations
+
+from common.errors import (
+    AuthenticationError,
+    BrokerError,
+    ChecksumError,
+    ClosedError,
+    ConfigurationError,
+    ConnectError,
+    ConnectionLostError,
+    FatalBrokerError,
+    FatalError,
+    FrameTooLargeError,
+    MqwireError,
+    ProtocolError,
+    RequestTimeoutError,
+    RetriableBrokerError,
+    RetriableError,
+    UnsupportedVersionError,
+)
+
+
+class UnknownServerError(RetriableBrokerError):
+    """ServerError 0, or a code newer than this client knows."""
+
+
+class MetadataError(RetriableBrokerError):
+    """The broker could not read or write its metadata store."""
+
+
+class PersistenceError(RetriableBrokerError):
+    """The broker could not read or write BookKeeper."""
+
+
+class BrokerAuthenticationError(FatalBrokerError, AuthenticationError):
+    """The broker refused the credentials."""
+
+
+class AuthorizationError(FatalBrokerError):
+    """The credentials are valid but lack permission for this topic or operation."""
+
+
+class ConsumerBusyError(FatalBrokerError):
+    """Another consumer holds the exclusive subscription."""
+
+
+class ServiceNotReadyError(RetriableBrokerError):
+    """The broker does not serve the topic right now; look it up again and retry."""
+
+
+class ProducerBlockedQuotaExceededError(RetriableBrokerError):
+    """The backlog quota is exceeded under the hold policy: the producer waits until space frees up."""
+
+
+class ProducerBlockedQuotaExceededFatalError(FatalBrokerError):
+    """The backlog quota is exceeded under the exception policy: producing fails."""
+
+
+class ServerChecksumError(RetriableBrokerError):
+    """The broker found a checksum mismatch in a sent message; sending it again can succeed."""
+
+
+class BrokerUnsupportedVersionError(FatalBrokerError, UnsupportedVersionError):
+    """The broker needs a feature this client's protocol version lacks."""
+
+
+class TopicNotFoundError(FatalBrokerError):
+    """The topic does not exist and is not auto-created."""
+
+
+class SubscriptionNotFoundError(FatalBrokerError):
+    """The subscription does not exist."""
+
+
+class ConsumerNotFoundError(RetriableBrokerError):
+    """The broker does not know this consumer id (typically after a reconnection); subscribe again."""
+
+
+class TooManyRequestsError(RetriableBrokerError):
+    """The broker is throttling lookups or other requests."""
+
+
+class TopicTerminatedError(FatalBrokerError):
+    """The topic was terminated and accepts no more messages."""
+
+
+class ProducerBusyError(FatalBrokerError):
+    """A producer of the same name is already connected (or an exclusive producer is)."""
+
+
+class InvalidTopicNameError(FatalBrokerError):
+    """The topic name is not valid."""
+
+
+class IncompatibleSchemaError(FatalBrokerError):
+    """The schema is incompatible with the topic's schema."""
+
+
+class ConsumerAssignError(FatalBrokerError):
+    """The dispatcher could not assign this consumer (Key_Shared range conflicts and the like)."""
+
+
+class TransactionCoordinatorNotFoundError(RetriableBrokerError):
+    """No transaction coordinator serves this id yet."""
+
+
+class InvalidTxnStatusError(FatalBrokerError):
+    """The transaction is not in a state that allows the operation."""
+
+
+class NotAllowedError(FatalBrokerError):
+    """The operation is not allowed (for example by broker configuration)."""
+
+
+class TransactionConflictError(FatalBrokerError):
+    """An acknowledgement conflicts with another transaction."""
+
+
+class TransactionNotFoundError(FatalBrokerError):
+    """The transaction does not exist (or has timed out)."""
+
+
+class ProducerFencedError(FatalBrokerError):
+    """An exclusive producer took over the topic; this producer must be closed."""
+
+
+_BY_CODE: dict[int, type[BrokerError]] = {
+    0: UnknownServerError,
+    1: MetadataError,
+    2: PersistenceError,
+    3: BrokerAuthenticationError,
+    4: AuthorizationError,
+    5: ConsumerBusyError,
+    6: ServiceNotReadyError,
+    7: ProducerBlockedQuotaExceededError,
+    8: ProducerBlockedQuotaExceededFatalError,
+    9: ServerChecksumError,
+    10: BrokerUnsupportedVersionError,
+    11: TopicNotFoundError,
+    12: SubscriptionNotFoundError,
+    13: ConsumerNotFoundError,
+    14: TooManyRequestsError,
+    15: TopicTerminatedError,
+    16: ProducerBusyError,
+    17: InvalidTopicNameError,
+    18: IncompatibleSchemaError,
+    19: ConsumerAssignError,
+    20: TransactionCoordinatorNotFoundError,
+    21: InvalidTxnStatusError,
+    22: NotAllowedError,
+    23: TransactionConflictError,
+    24: TransactionNotFoundError,
+    25: ProducerFencedError,
+}
+
+
+def error_class(server_error: int) -> type[BrokerError]:
+    """The exception class for a ``ServerError`` code (UnknownServerError for codes not listed)."""
+    return _BY_CODE.get(server_error, UnknownServerError)
+
+
+def error_for(server_error: int, message: str) -> BrokerError:
+    """The exception for a ``ServerError`` code and the broker's message; ``code`` keeps the number."""
+    return error_class(server_error)(message or f"Pulsar server error {server_error}", code=server_error)
+
+
+__all__ = [
+    "AuthenticationError",
+    "AuthorizationError",
+    "BrokerAuthenticationError",
+    "BrokerError",
+    "BrokerUnsupportedVersionError",
+    "ChecksumError",
+    "ClosedError",
+    "ConfigurationError",
+    "ConnectError",
+    "ConnectionLostError",
+    "ConsumerAssignError",
+    "ConsumerBusyError",
+    "ConsumerNotFoundError",
+    "FatalBrokerError",
+    "FatalError",
+    "FrameTooLargeError",
+    "IncompatibleSchemaError",
+    "InvalidTopicNameError",
+    "InvalidTxnStatusError",
+    "MetadataError",
+    "MqwireError",
+    "NotAllowedError",
+    "PersistenceError",
+    "ProducerBlockedQuotaExceededError",
+    "ProducerBlockedQuotaExceededFatalError",
+    "ProducerBusyError",
+    "ProducerFencedError",
+    "ProtocolError",
+    "RequestTimeoutError",
+    "RetriableBrokerError",
+    "RetriableError",
+    "ServerChecksumError",
+    "ServiceNotReadyError",
+    "SubscriptionNotFoundError",
+    "TooManyRequestsError",
+    "TopicNotFoundError",
+    "TopicTerminatedError",
+    "TransactionConflictError",
+    "TransactionCoordinatorNotFoundError",
+    "TransactionNotFoundError",
+    "UnknownServerError",
+    "UnsupportedVersionError",
+    "error_class",
+    "error_for",
+]
