@@ -29,8 +29,12 @@ def test_bomb_is_refused(codec: str) -> None:
 @pytest.mark.parametrize("codec", CODECS)
 def test_corrupt_input_is_a_protocol_error(codec: str) -> None:
     with pytest.raises(CompressionError):
-        decompress(codec, b"\x82SNAPPY\x00garbage" if "snappy" in codec else b"garbage!", max_size=1000,
-                   uncompressed_size=100 if codec == "lz4-block" else None)
+        decompress(
+            codec,
+            b"\x82SNAPPY\x00garbage" if "snappy" in codec else b"garbage!",
+            max_size=1000,
+            uncompressed_size=100 if codec == "lz4-block" else None,
+        )
 
 
 def test_snappy_decodes_both_framings() -> None:

@@ -31,9 +31,7 @@ def test_backoff_never_overflows() -> None:
     assert delay == 2.0
 
 
-@pytest.mark.parametrize(
-    "kwargs", [{"initial": 0}, {"initial": 2, "maximum": 1}, {"multiplier": 0.5}, {"jitter": 1.0}]
-)
+@pytest.mark.parametrize("kwargs", [{"initial": 0}, {"initial": 2, "maximum": 1}, {"multiplier": 0.5}, {"jitter": 1.0}])
 def test_backoff_rejects_bad_options(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         Backoff(**kwargs)  # type: ignore[arg-type]

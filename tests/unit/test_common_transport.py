@@ -55,7 +55,10 @@ async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
 
 async def open_channel(address: tuple[str, int], **kwargs: object) -> Channel[bytes]:
     return await Channel.open(
-        address, splitter=LengthPrefixedSplitter(1 << 20), correlation_id_of=request_id_of, **kwargs  # type: ignore[arg-type]
+        address,
+        splitter=LengthPrefixedSplitter(1 << 20),
+        correlation_id_of=request_id_of,
+        **kwargs,  # type: ignore[arg-type]
     )
 
 

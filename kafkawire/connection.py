@@ -1,0 +1,138 @@
+"""One connection to a Kafka broker: ApiVersions on connect, then requests at the negotiated versions."""
+
+from __future__ import annotations
+
+import logging
+import ssl as _ssl
+from typing import Any
+
+from common.channel import Channel
+from common.errors import ProtocolError, UnsupportedVersionError
+from common.framing import LengthPrefixedSplitter
+from common.transport import Address
+from kafkawire import errors
+from kafkawire.protocol import (
+    API_KEYS,
+    decode_response,
+    encode_request,
+    negotiate,
+    response_correlation_id,
+    supported_versions,
+)
+from kafkawire.protocol.messages import ApiVersionsRequest
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+UNSUPPORTED_VERSION = 35
+# Responses can be large (fetch), but a claimed size beyond this is a broken or hostile peer.
+DEFAULT_MAX_FRAME_SIZE = 256 * 1024 * 1024
+
+
+class KafkaConnection:
+    """Requests to one broker at the highest version both sides support."""
+
+    def __init__(
+        self, address: Address, channel: Channel[bytes], client_id: str | None, request_timeout: float
+    ) -> None:
+        self.address = address
+        self.channel = channel
+        self.client_id = client_id
+        self.request_timeout = request_timeout
+        self.broker_versions: dict[int, tuple[int, int]] = {}
+        self._chosen: dict[int, int] = {}
+        self.api_versions_version = 0
+
+    @classmethod
+    async def open(
+        cls,
+        address: Address,
+        *,
+        client_id: str | None = "mqwire",
+        ssl: _ssl.SSLContext | None = None,
+        connect_timeout: float = 10.0,
+        request_timeout: float = 30.0,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        software_version: str = "0.1.0",
+    ) -> KafkaConnection:
+        channel: Channel[bytes] = await Channel.open(
+            address,
+            splitter=LengthPrefixedSplitter(max_frame_size, min_frame_size=4),
+            correlation_id_of=response_correlation_id,
+            ssl=ssl,
+            connect_timeout=connect_timeout,
+            name=f"kafka {address[0]}:{address[1]}",
+        )
+        connection = cls(address, channel, client_id, request_timeout)
+        try:
+            await connection._negotiate(software_version)
+        except BaseException:
+            channel.abort()
+            raise
+        return connection
+
+    @property
+    def closed(self) -> bool:
+        return self.channel.closed
+
+    def close(self) -> None:
+        self.channel.close()
+
+    async def wait_closed(self) -> None:
+        await self.channel.wait_closed()
+
+    def version_for(self, api_key: int) -> int:
+        """The version used for ``api_key``: the highest one both we and the broker support."""
+        version = self._chosen.get(api_key)
+        if version is None:
+            broker_range = self.broker_versions.get(api_key)
+            if broker_range is None:
+                ours = supported_versions(api_key)
+                raise UnsupportedVersionError(
+                    f"{API_KEYS.get(api_key, api_key)} (key {api_key}): the broker does not offer this API; "
+                    f"we support versions {ours[0]}-{ours[1]}"
+                )
+            version = negotiate(api_key, *broker_range)
+            self._chosen[api_key] = version
+        return version
+
+    async def request(self, body: Any, *, timeout: float | None = None, version: int | None = None) -> Any:
+        """Send ``body`` and return the decoded response (broker error codes are left to the caller)."""
+        api_key: int = body.API_KEY
+        if version is None:
+            version = self.version_for(api_key)
+        return decode_response(api_key, version, await self._exchange(body, version, timeout))
+
+    async def _exchange(self, body: Any, version: int, timeout: float | None) -> bytes:
+        correlation_id = self.channel.next_id()
+        frame = encode_request(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
+        return await self.channel.request(
+            correlation_id, frame, self.request_timeout if timeout is None else timeout
+        )
+
+    async def _negotiate(self, software_version: str) -> None:
+        body = ApiVersionsRequest(client_software_name="mqwire", client_software_version=software_version)
+        version = supported_versions(API_VERSIONS_KEY)[1]
+        reply = await self._exchange(body, version, None)
+        try:
+            response = decode_response(API_VERSIONS_KEY, version, reply)
+        except ProtocolError:
+            response = None
+        if response is None or response.error_code == UNSUPPORTED_VERSION:
+            # A broker that does not know our version answers with a v0 body listing its own range.
+            fallback = decode_response(API_VERSIONS_KEY, 0, reply)
+            version = negotiate(API_VERSIONS_KEY, 0, _api_versions_max(fallback))
+            response = await self.request(body, version=version)
+        if response.error_code:
+            raise errors.error_for(response.error_code, "ApiVersions failed")
+        self.broker_versions = {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
+        self.api_versions_version = version
+        log.debug("%s: broker versions %s", self.channel.name, self.broker_versions)
+
+
+def _api_versions_max(response: Any) -> int:
+    if response is not None:
+        for key in response.api_keys:
+            if key.api_key == API_VERSIONS_KEY:
+                return int(key.max_version)
+    return 0

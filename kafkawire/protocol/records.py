@@ -1,0 +1,427 @@
+"""Record batches, message format v2 (magic 2): the only format Kafka 4 reads and writes.
+
+A batch is a 61-byte header followed by its records, compressed as a whole::
+
+    base_offset int64, batch_length int32, partition_leader_epoch int32, magic int8, crc uint32,
+    attributes int16, last_offset_delta int32, base_timestamp int64, max_timestamp int64,
+    producer_id int64, producer_epoch int16, base_sequence int32, record_count int32, records...
+
+The CRC-32C covers everything from ``attributes`` to the end. Each record is varint-framed::
+
+    length varint, attributes int8, timestamp_delta varlong, offset_delta varint,
+    key_length varint, key, value_length varint, value, header_count varint,
+    (header_key_length varint, header_key, header_value_length varint, header_value)...
+
+``BatchBuilder`` writes records straight into the buffer that becomes the batch, leaving room for the
+header, so an uncompressed batch is built in one pass with no copy of its records. ``decode_batches`` reads
+the records bytes of a fetch response: it stops quietly at a truncated last batch (brokers cut responses at
+``max_bytes``), verifies each CRC and bounds every decompression.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from common.checksums import crc32c
+from common.compression import compress, decompress
+from common.errors import ChecksumError, ProtocolError
+from kafkawire.protocol import primitives as p
+
+MAGIC = 2
+# Offsets inside the batch header.
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+HEADER_SIZE = 61
+# The smallest record: every varint one byte, no key, value or headers.
+_MIN_RECORD_SIZE = 7
+
+_PREFIX = struct.Struct(">qiibI")  # base offset .. crc
+_TAIL = struct.Struct(">hiqqqhii")  # attributes .. record count
+_LENGTH_AND_EPOCH = struct.Struct(">qii")
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_LOG_APPEND = 0x08
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+HAS_DELETE_HORIZON = 0x40
+
+# Attribute code -> codec name of common.compression. Snappy is written in the xerial framing that the Java
+# client writes and reads; decoding accepts both framings.
+CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CODEC_CODES = {name: code for code, name in CODEC_NAMES.items()}
+_ENCODE_AS = {"snappy": "snappy-xerial"}
+
+# Control record types (the key of the single record of a control batch).
+ABORT_MARKER = 0
+COMMIT_MARKER = 1
+
+DEFAULT_MAX_UNCOMPRESSED = 64 * 1024 * 1024
+
+Header = tuple[str, bytes | None]
+
+
+@dataclass(slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    base_offset: int
+    partition_leader_epoch: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records: list[Record]
+
+    @property
+    def compression(self) -> str | None:
+        return CODEC_NAMES.get(self.attributes & COMPRESSION_MASK)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        """A transaction marker written by the broker, not application data."""
+        return bool(self.attributes & CONTROL)
+
+    @property
+    def log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_LOG_APPEND)
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after this batch (where the next fetch continues, even if records were compacted away)."""
+        return self.base_offset + self.last_offset_delta + 1
+
+    def control_type(self) -> int | None:
+        """ABORT_MARKER or COMMIT_MARKER for a control batch, else None."""
+        if not self.is_control or not self.records or self.records[0].key is None or len(self.records[0].key) < 4:
+            return None
+        marker: int = p.INT16.unpack_from(self.records[0].key, 2)[0]
+        return marker
+
+
+def application_records(batches: Iterable[RecordBatch]) -> Iterator[Record]:
+    """The records of every batch except control batches, in order."""
+    for batch in batches:
+        if not batch.is_control:
+            yield from batch.records
+
+
+class BatchBuilder:
+    """Accumulates records into one batch; ``append`` refuses a record that would exceed ``max_size``."""
+
+    __slots__ = (
+        "_base_timestamp",
+        "_buffer",
+        "_count",
+        "_max_size",
+        "_max_timestamp",
+        "base_sequence",
+        "codec",
+        "control",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "transactional",
+    )
+
+    def __init__(
+        self,
+        *,
+        compression: str | None = None,
+        max_size: int = 1024 * 1024,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        transactional: bool = False,
+        partition_leader_epoch: int = -1,
+        control: bool = False,
+    ) -> None:
+        if compression is not None and compression not in CODEC_CODES:
+            raise ValueError(f"unknown compression {compression!r}; expected one of {sorted(CODEC_CODES)} or None")
+        self.codec = compression
+        self._max_size = max_size
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.transactional = transactional
+        self.partition_leader_epoch = partition_leader_epoch
+        self.control = control
+        self._buffer = bytearray(HEADER_SIZE)
+        self._count = 0
+        self._base_timestamp = 0
+        self._max_timestamp = -1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far, before compression."""
+        return len(self._buffer)
+
+    def append(
+        self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()
+    ) -> int | None:
+        """Add a record; return its offset delta, or None if it does not fit (the first record always fits)."""
+        count = self._count
+        if count == 0:
+            self._base_timestamp = timestamp
+        zigzag = p.zigzag
+        parts = [b"\x00", zigzag(timestamp - self._base_timestamp), zigzag(count)]  # attributes: unused
+        if key is None:
+            parts.append(b"\x01")  # zig-zag -1
+        else:
+            parts += (zigzag(len(key)), key)
+        if value is None:
+            parts.append(b"\x01")
+        else:
+            parts += (zigzag(len(value)), value)
+        parts.append(zigzag(len(headers)))
+        for name, header_value in headers:
+            encoded = name.encode()
+            parts += (zigzag(len(encoded)), encoded)
+            if header_value is None:
+                parts.append(b"\x01")
+            else:
+                parts += (zigzag(len(header_value)), header_value)
+        body = b"".join(parts)
+        length = zigzag(len(body))
+        buffer = self._buffer
+        if count and len(buffer) + len(length) + len(body) > self._max_size:
+            return None
+        buffer += length
+        buffer += body
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        self._count = count + 1
+        return count
+
+    def build(self, base_offset: int = 0) -> bytes:
+        """The finished batch. The builder can be built again (e.g. with a new sequence after a retry)."""
+        if self._count == 0:
+            raise ValueError("a record batch needs at least one record")
+        attributes = 0
+        if self.codec is not None:
+            attributes |= CODEC_CODES[self.codec]
+        if self.transactional:
+            attributes |= TRANSACTIONAL
+        if self.control:
+            attributes |= CONTROL
+        tail = _TAIL.pack(
+            attributes,
+            self._count - 1,
+            self._base_timestamp,
+            self._max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self._count,
+        )
+        if self.codec is None:
+            out = self._buffer
+            out[_ATTRIBUTES_OFFSET:HEADER_SIZE] = tail
+        else:
+            payload = compress(_ENCODE_AS.get(self.codec, self.codec), memoryview(self._buffer)[HEADER_SIZE:])
+            out = bytearray(HEADER_SIZE)
+            out[_ATTRIBUTES_OFFSET:HEADER_SIZE] = tail
+            out += payload
+        crc = crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:])
+        _PREFIX.pack_into(out, 0, base_offset, len(out) - 12, self.partition_leader_epoch, MAGIC, crc)
+        return bytes(out)
+
+
+def encode_batch(
+    records: Iterable[tuple[int, bytes | None, bytes | None, Sequence[Header]]],
+    *,
+    base_offset: int = 0,
+    compression: str | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+) -> bytes:
+    """One batch of ``(timestamp, key, value, headers)`` records, without a size limit."""
+    builder = BatchBuilder(
+        compression=compression,
+        max_size=2**31 - 1,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        transactional=transactional,
+    )
+    for timestamp, key, value, headers in records:
+        builder.append(timestamp, key, value, headers)
+    return builder.build(base_offset)
+
+
+def decode_batches(
+    data: p.Buffer | None, *, verify_crc: bool = True, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED
+) -> list[RecordBatch]:
+    """Every complete batch in ``data`` (a partition's records from a fetch response).
+
+    A truncated last batch is dropped: a broker cuts its response at the fetch size, and the consumer
+    fetches the rest from ``next_offset`` of the last complete batch.
+    """
+    if not data:
+        return []
+    buf = data if isinstance(data, memoryview) else memoryview(data)
+    batches: list[RecordBatch] = []
+    pos = 0
+    end = len(buf)
+    while end - pos >= 12 + 5:  # offset, length, epoch, magic: enough to know whether a batch is complete
+        base_offset, length, leader_epoch = _LENGTH_AND_EPOCH.unpack_from(buf, pos)
+        batch_end = pos + 12 + length
+        if length < HEADER_SIZE - 12:
+            raise ProtocolError(f"record batch at offset {base_offset} claims {length} bytes, fewer than its header")
+        magic = buf[pos + 16]
+        if magic != MAGIC:
+            raise ProtocolError(f"record batch at offset {base_offset} has magic {magic}; only magic 2 is supported")
+        if batch_end > end:
+            break
+        batches.append(_decode_batch(buf[pos:batch_end], base_offset, leader_epoch, verify_crc, max_uncompressed_size))
+        pos = batch_end
+    return batches
+
+
+def _decode_batch(
+    batch: memoryview, base_offset: int, leader_epoch: int, verify_crc: bool, max_uncompressed: int
+) -> RecordBatch:
+    (stored_crc,) = p.UINT32.unpack_from(batch, _CRC_OFFSET)
+    if verify_crc:
+        actual = crc32c(batch[_ATTRIBUTES_OFFSET:])
+        if actual != stored_crc:
+            raise ChecksumError(
+                f"record batch at offset {base_offset}: CRC-32C {actual:#010x}, header says {stored_crc:#010x}"
+            )
+    (
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    ) = _TAIL.unpack_from(batch, _ATTRIBUTES_OFFSET)
+    codec = CODEC_NAMES.get(attributes & COMPRESSION_MASK)
+    if attributes & COMPRESSION_MASK and codec is None:
+        raise ProtocolError(f"record batch at offset {base_offset}: unknown compression {attributes & 7}")
+    # One copy into bytes: indexing and slicing bytes is faster than a memoryview, and slices are the values.
+    payload = bytes(batch[HEADER_SIZE:])
+    if codec is not None:
+        payload = decompress(codec, payload, max_size=max_uncompressed)
+    if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
+        raise ProtocolError(f"record batch at offset {base_offset} claims {count} records in {len(payload)} bytes")
+    log_append = attributes & TIMESTAMP_TYPE_LOG_APPEND
+    try:
+        records = _decode_records(payload, count, base_offset, base_timestamp)
+    except p.DECODE_ERRORS as exc:
+        raise ProtocolError(f"malformed record in batch at offset {base_offset}: {exc}") from exc
+    if log_append:
+        # The broker stamped the batch; the per-record deltas are meaningless.
+        for record in records:
+            record.timestamp = max_timestamp
+    return RecordBatch(
+        base_offset,
+        leader_epoch,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records,
+    )
+
+
+def _decode_records(buf: bytes, count: int, base_offset: int, base_timestamp: int) -> list[Record]:
+    # The hot loop of every consumer: one-byte varints (the common case) are decoded inline.
+    read_varint = p.read_varint
+    records: list[Record] = []
+    append = records.append
+    end = len(buf)
+    pos = 0
+    for _ in range(count):
+        length = buf[pos]
+        if length < 0x80:
+            length = (length >> 1) ^ -(length & 1)
+            pos += 1
+        else:
+            length, pos = read_varint(buf, pos)
+        record_end = pos + length
+        if length < _MIN_RECORD_SIZE - 1 or record_end > end:
+            raise p.truncated("record", length, end - pos)
+        pos += 1  # attributes: unused
+        delta = buf[pos]
+        if delta < 0x80:
+            timestamp_delta = (delta >> 1) ^ -(delta & 1)
+            pos += 1
+        else:
+            timestamp_delta, pos = p.read_varlong(buf, pos)
+        delta = buf[pos]
+        if delta < 0x80:
+            offset_delta = (delta >> 1) ^ -(delta & 1)
+            pos += 1
+        else:
+            offset_delta, pos = read_varint(buf, pos)
+        key, pos = _get_bytes(buf, pos, record_end, "record key")
+        value, pos = _get_bytes(buf, pos, record_end, "record value")
+        header_count = buf[pos]
+        if header_count == 0:
+            pos += 1
+            headers: list[Header] = []
+        else:
+            headers, pos = _get_headers(buf, pos, record_end)
+        if pos != record_end:
+            raise ProtocolError(f"record length {length} does not match its fields")
+        append(Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers))
+    if pos != end:
+        raise ProtocolError(f"{end - pos} bytes after the last record of a batch")
+    return records
+
+
+def _get_headers(buf: bytes, pos: int, limit: int) -> tuple[list[Header], int]:
+    count, pos = p.read_varint(buf, pos)
+    if count < 0 or count * 2 > limit - pos:
+        raise ProtocolError(f"record claims {count} headers")
+    headers: list[Header] = []
+    for _ in range(count):
+        name, pos = _get_bytes(buf, pos, limit, "header key")
+        if name is None:
+            raise ProtocolError("null record header key")
+        value, pos = _get_bytes(buf, pos, limit, "header value")
+        headers.append((name.decode(), value))
+    return headers, pos
+
+
+def _get_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes | None, int]:
+    length = buf[pos]
+    if length < 0x80:
+        length = (length >> 1) ^ -(length & 1)
+        pos += 1
+    else:
+        length, pos = p.read_varint(buf, pos)
+    if length < 0:
+        if length != -1:
+            raise ProtocolError(f"{what} has length {length}")
+        return None, pos
+    stop = pos + length
+    if stop > limit:
+        raise p.truncated(what, length, limit - pos)
+    return buf[pos:stop], stop
