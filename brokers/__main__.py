@@ -1,0 +1,5 @@
+import sys
+
+from brokers.cli import main
+
+sys.exit(main())

@@ -1,0 +1,146 @@
+"""What a test or a program needs to reach a running broker: frozen, JSON-friendly records."""
+
+from __future__ import annotations
+
+import dataclasses
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from brokers.net import LOOPBACK
+
+
+@dataclass(frozen=True)
+class KafkaBroker:
+    host: str
+    port: int
+    url: str
+    bootstrap_servers: str
+    controller_port: int | None = None
+    log_files: tuple[str, ...] = ()
+    data_dir: str | None = None
+
+    @classmethod
+    def at(cls, port: int, host: str = LOOPBACK, **extra: Any) -> KafkaBroker:
+        return cls(host, port, f"kafka://{host}:{port}", f"{host}:{port}", **extra)
+
+
+@dataclass(frozen=True)
+class PulsarBroker:
+    host: str
+    port: int
+    web_port: int
+    url: str
+    admin_url: str
+    log_files: tuple[str, ...] = ()
+    data_dir: str | None = None
+
+    @classmethod
+    def at(cls, port: int, web_port: int, host: str = LOOPBACK, **extra: Any) -> PulsarBroker:
+        return cls(host, port, web_port, f"pulsar://{host}:{port}", f"http://{host}:{web_port}", **extra)
+
+
+@dataclass(frozen=True)
+class TubeMQBroker:
+    """A TubeMQ master (``url``, ``admin_url``) and the one broker it manages (``broker_url``)."""
+
+    host: str
+    master_port: int
+    master_web_port: int
+    url: str
+    admin_url: str
+    broker_port: int | None = None
+    broker_web_port: int | None = None
+    broker_url: str | None = None
+    broker_id: int = 1
+    auth_token: str = ""
+    log_files: tuple[str, ...] = ()
+    data_dir: str | None = None
+
+    @classmethod
+    def at(
+        cls,
+        master_port: int,
+        master_web_port: int,
+        broker_port: int | None = None,
+        broker_web_port: int | None = None,
+        host: str = LOOPBACK,
+        **extra: Any,
+    ) -> TubeMQBroker:
+        broker_url = f"tubemq://{host}:{broker_port}" if broker_port else None
+        return cls(
+            host,
+            master_port,
+            master_web_port,
+            f"tubemq://{host}:{master_port}",
+            f"http://{host}:{master_web_port}",
+            broker_port,
+            broker_web_port,
+            broker_url,
+            **extra,
+        )
+
+
+Endpoint = KafkaBroker | PulsarBroker | TubeMQBroker
+
+_KINDS: dict[str, type[KafkaBroker] | type[PulsarBroker] | type[TubeMQBroker]] = {
+    "kafka": KafkaBroker,
+    "pulsar": PulsarBroker,
+    "tubemq": TubeMQBroker,
+}
+
+
+@dataclass(frozen=True)
+class HostPort:
+    host: str
+    port: int
+
+
+def split_url(url: str, default_port: int | None = None) -> HostPort:
+    """``scheme://host:port[/...]`` (or bare ``host:port``) into host and port."""
+    parsed = urllib.parse.urlsplit(url if "://" in url else f"x://{url}")
+    port = parsed.port or default_port
+    if not parsed.hostname or port is None:
+        raise ValueError(f"no host and port in {url!r}")
+    return HostPort(parsed.hostname, port)
+
+
+def to_json(endpoint: Endpoint) -> dict[str, Any]:
+    data = dataclasses.asdict(endpoint)
+    data["log_files"] = list(endpoint.log_files)
+    return data
+
+
+def from_json(name: str, data: dict[str, Any]) -> Endpoint:
+    kind = _KINDS[name]
+    names = {f.name for f in dataclasses.fields(kind)}
+    values = {k: v for k, v in data.items() if k in names}
+    values["log_files"] = tuple(values.get("log_files", ()))
+    return kind(**values)
+
+
+def summary(endpoints: dict[str, Endpoint]) -> dict[str, Any]:
+    """The flat URL map printed by the command line (``kafka``, ``pulsar_admin``, ...)."""
+    out: dict[str, Any] = {}
+    for name, ep in endpoints.items():
+        out[name] = ep.url
+        if isinstance(ep, PulsarBroker):
+            out["pulsar_admin"] = ep.admin_url
+        elif isinstance(ep, TubeMQBroker):
+            out["tubemq_admin"] = ep.admin_url
+            if ep.broker_url:
+                out["tubemq_broker"] = ep.broker_url
+    return out
+
+
+__all__ = [
+    "Endpoint",
+    "HostPort",
+    "KafkaBroker",
+    "PulsarBroker",
+    "TubeMQBroker",
+    "from_json",
+    "split_url",
+    "summary",
+    "to_json",
+]

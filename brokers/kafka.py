@@ -1,0 +1,153 @@
+"""Apache Kafka in KRaft combined mode (one node is both broker and controller)."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from brokers import kafka_wire
+from brokers.endpoints import Endpoint, KafkaBroker
+from brokers.errors import BrokerError, BrokerStartError
+from brokers.logconf import log4j2_flags, write_log4j2
+from brokers.net import LOOPBACK, free_ports
+from brokers.plan import Plan, Spawner, marker
+from brokers.procs import ProcSpec, tail, wait_until
+
+MAIN_CLASS = "kafka.Kafka"
+STORAGE_TOOL = "kafka.tools.StorageTool"
+JVM_FLAGS = (
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    "-Djava.net.preferIPv4Stack=true",
+)
+
+
+def _cluster_id() -> str:
+    # KRaft expects a base64url-encoded 16-byte UUID without padding.
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _server_properties(port: int, controller_port: int, log_dir: Path) -> str:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.bootstrap.servers": f"{LOOPBACK}:{controller_port}",
+        "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "true",
+        "delete.topic.enable": "true",
+        # One node: every internal topic must live with a single replica.
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "default.replication.factor": "1",
+        "min.insync.replicas": "1",
+        # Tests join groups constantly; the default 3 s delay would slow every one of them.
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+class KafkaKind:
+    name = "kafka"
+
+    def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
+        port, controller_port = free_ports(2)
+        conf = work_dir / "conf"
+        logs = work_dir / "logs"
+        data = work_dir / "data"
+        for folder in (conf, logs, data):
+            folder.mkdir(parents=True, exist_ok=True)
+        server_props = conf / "server.properties"
+        server_props.write_text(_server_properties(port, controller_port, data), encoding="utf-8")
+        log_file = logs / "kafka.log"
+        log_conf = write_log4j2(conf / "log4j2.properties", log_file, quiet=("org.apache.kafka.raft",))
+        mark = marker(self.name, "kafka", instance)
+        base = [java, *JVM_FLAGS, *log4j2_flags(log_conf), mark, "-cp", classpath]
+        spec = ProcSpec(
+            "kafka",
+            (*base, MAIN_CLASS, str(server_props)),
+            str(work_dir),
+            str(logs / "kafka.stdout.log"),
+            str(log_file),
+            mark,
+        )
+        format_argv = [*base, STORAGE_TOOL, "format", "-t", _cluster_id(), "-c", str(server_props), "--standalone"]
+        return Plan(
+            self.name,
+            instance,
+            str(work_dir),
+            {"broker": port, "controller": controller_port},
+            [spec],
+            {"format_argv": format_argv, "format_log": str(logs / "kafka-format.log")},
+        )
+
+    def _format(self, plan: Plan) -> None:
+        log = Path(plan.settings["format_log"])
+        with open(log, "wb") as out:
+            proc = subprocess.run(
+                plan.settings["format_argv"],
+                cwd=plan.work_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=120,
+                check=False,
+            )
+        if proc.returncode != 0:
+            raise BrokerStartError(f"kafka storage format failed (exit {proc.returncode})\n{tail(log)}")
+
+    def launch(self, plan: Plan, spawn: Spawner, fresh: bool, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        if fresh:
+            self._format(plan)
+        spec = plan.proc("kafka")
+        pid = spawn(spec)
+        port = plan.ports["broker"]
+        wait_until(
+            f"kafka ApiVersions on {LOOPBACK}:{port}",
+            lambda: True if kafka_wire.is_ready(port) else None,
+            max(deadline - time.monotonic(), 1.0),
+            [(pid, spec)],
+        )
+
+    def endpoint(self, plan: Plan) -> KafkaBroker:
+        return KafkaBroker.at(
+            plan.ports["broker"],
+            controller_port=plan.ports["controller"],
+            log_files=plan.log_files,
+            data_dir=plan.work_dir,
+        )
+
+    def create_topic(self, endpoint: Endpoint, topic: str, partitions: int, timeout: float = 30.0) -> str:
+        """Create ``topic`` (an existing one is fine) and wait until every partition has a leader."""
+        if not isinstance(endpoint, KafkaBroker):
+            raise TypeError("a KafkaBroker is needed")
+        host, port = endpoint.host, endpoint.port
+        (result,) = kafka_wire.create_topics(port, {topic: partitions}, host=host, timeout=timeout)
+        if result.error_code not in (kafka_wire.ERROR_NONE, kafka_wire.ERROR_TOPIC_ALREADY_EXISTS):
+            raise BrokerError(
+                f"kafka refused topic {topic!r}: error {result.error_code} {result.error_message or ''}".strip()
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            leaders = kafka_wire.partition_leaders(port, topic, host=host)
+            if leaders and all(leader >= 0 for leader in leaders.values()):
+                return topic
+            if time.monotonic() >= deadline:
+                raise BrokerError(f"kafka topic {topic!r} has no leader for every partition: {leaders}")
+            time.sleep(0.2)

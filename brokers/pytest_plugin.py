@@ -1,0 +1,147 @@
+"""pytest fixtures for real brokers: ``kafka_broker``, ``pulsar_broker``, ``tubemq_broker``, ``broker_urls``.
+
+Choose where they come from with ``--brokers=local|testcontainers|external`` or ``MQWIRE_BROKERS``
+(default ``local``: JVMs started here on first use and stopped when the session ends). A broker
+that cannot be had fails the tests that need it; it is never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import types
+from collections.abc import Generator, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from brokers.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, summary
+from brokers.errors import BrokerError
+from brokers.procs import log_tails
+from brokers.providers import PROVIDERS, Provider, make_provider, parse_topics
+
+E = TypeVar("E", KafkaBroker, PulsarBroker, TubeMQBroker)
+
+_provider_key = pytest.StashKey[Provider]()
+_FIXTURE_BROKERS = {
+    "kafka_broker": ("kafka",),
+    "pulsar_broker": ("pulsar",),
+    "tubemq_broker": ("tubemq",),
+    "broker_urls": ("kafka", "pulsar", "tubemq"),
+}
+LOG_TAIL_LINES = 60
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mqwire-brokers", "real brokers for integration tests")
+    group.addoption(
+        "--brokers",
+        choices=PROVIDERS,
+        default=None,
+        help="where brokers come from: local JVMs (default), testcontainers, or external "
+        "(MQWIRE_*_URL variables); also MQWIRE_BROKERS",
+    )
+    group.addoption(
+        "--tubemq-topics",
+        default=None,
+        metavar="NAME[:PARTITIONS],...",
+        help="TubeMQ topics deployed while the local TubeMQ starts (each later one costs ~30 s); "
+        "also MQWIRE_TUBEMQ_TOPICS or the mqwire_tubemq_topics ini value",
+    )
+    parser.addini(
+        "mqwire_tubemq_topics",
+        "TubeMQ topics (NAME[:PARTITIONS],...) deployed while the local TubeMQ starts",
+        default="",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "integration: needs the real brokers started by brokers/")
+
+
+def _provider_name(config: pytest.Config) -> str:
+    name = config.getoption("--brokers") or os.environ.get("MQWIRE_BROKERS") or "local"
+    if name not in PROVIDERS:
+        raise pytest.UsageError(f"MQWIRE_BROKERS={name!r}: choose from {', '.join(PROVIDERS)}")
+    return str(name)
+
+
+def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
+    # Turn SIGTERM into an ordinary exit so atexit handlers stop the JVMs.
+    raise SystemExit(128 + signum)
+
+
+@pytest.fixture(scope="session")
+def mqwire_brokers(request: pytest.FixtureRequest) -> Iterator[Provider]:
+    """The session's broker provider (``.get("kafka")`` etc.); closed at the end of the session."""
+    config = request.config
+    topics = parse_topics(
+        config.getoption("--tubemq-topics")
+        or os.environ.get("MQWIRE_TUBEMQ_TOPICS")
+        or str(config.getini("mqwire_tubemq_topics"))
+    )
+    provider = make_provider(_provider_name(config), topics)
+    config.stash[_provider_key] = provider
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield provider
+    finally:
+        try:
+            provider.close()
+        finally:
+            if previous is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _get(request: pytest.FixtureRequest, provider: Provider, name: str, kind: type[E]) -> E:
+    try:
+        endpoint = provider.get(name)
+    except (BrokerError, OSError) as err:
+        pytest.fail(f"{name} broker unavailable ({provider.name} provider): {err}", pytrace=False)
+    if not isinstance(endpoint, kind):
+        pytest.fail(f"{name}: provider returned {type(endpoint).__name__}", pytrace=False)
+    return endpoint
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> KafkaBroker:
+    return _get(request, mqwire_brokers, "kafka", KafkaBroker)
+
+
+@pytest.fixture(scope="session")
+def pulsar_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> PulsarBroker:
+    return _get(request, mqwire_brokers, "pulsar", PulsarBroker)
+
+
+@pytest.fixture(scope="session")
+def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> TubeMQBroker:
+    return _get(request, mqwire_brokers, "tubemq", TubeMQBroker)
+
+
+@pytest.fixture(scope="session")
+def broker_urls(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> dict[str, str]:
+    """All three brokers (started side by side), as the URL map ``python -m brokers status`` prints."""
+    names = ["kafka", "pulsar", "tubemq"]
+    try:
+        endpoints: dict[str, Endpoint] = mqwire_brokers.get_many(names)
+    except (BrokerError, OSError) as err:
+        pytest.fail(f"brokers unavailable ({mqwire_brokers.name} provider): {err}", pytrace=False)
+    return {k: str(v) for k, v in summary(endpoints).items()}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if report.failed and item.get_closest_marker("integration") is not None:
+        provider = item.config.stash.get(_provider_key, None)
+        if provider is not None:
+            names: list[str] = []
+            for fixture in getattr(item, "fixturenames", ()):
+                names.extend(n for n in _FIXTURE_BROKERS.get(fixture, ()) if n not in names)
+            for name in names:
+                files = provider.log_files(name)
+                if files:
+                    report.sections.append((f"{name} broker log tail", log_tails(files, LOG_TAIL_LINES)))
+    return report

@@ -1,0 +1,212 @@
+"""Apache InLong TubeMQ: one master (BDB metadata, no ZooKeeper) and one broker, two JVMs."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from brokers import tubemq_admin
+from brokers.endpoints import Endpoint, TubeMQBroker
+from brokers.logconf import log4j2_flags, write_log4j2
+from brokers.net import LOOPBACK, free_ports
+from brokers.plan import Plan, Spawner, marker
+from brokers.procs import ProcSpec, wait_until
+
+MASTER_CLASS = "org.apache.inlong.tubemq.server.tools.MasterStartup"
+BROKER_CLASS = "org.apache.inlong.tubemq.server.tools.BrokerStartup"
+BROKER_ID = 1
+COMMON_FLAGS = (
+    "-XX:+UseG1GC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.net.preferIPv4Stack=true",
+    # The server is built for Java 8 and reaches into sun.nio.ch for its direct buffers.
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+)
+MASTER_FLAGS = ("-Xms64m", "-Xmx256m")
+BROKER_FLAGS = ("-Xms128m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m")
+
+# The master's web API renders its JSON answers through these two one-line Velocity templates;
+# the rest of the web console is not needed.
+_TEMPLATES = {
+    "templates/screen/webapi.vm": "$sb",
+    "templates/layout/webapi.vm": "$screen_placeholder",
+}
+
+
+def _ini(sections: dict[str, dict[str, object]]) -> str:
+    return "".join(
+        f"[{name}]\n" + "".join(f"{k}={v}\n" for k, v in values.items()) for name, values in sections.items()
+    )
+
+
+def _publishable(admin_url: str, topic: str) -> Callable[[], bool | None]:
+    return lambda: True if tubemq_admin.topic_publishable(admin_url, topic) else None
+
+
+class TubeMQKind:
+    name = "tubemq"
+
+    def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
+        (master_port, master_web, rep_port, master_prom, broker_port, broker_web, broker_prom) = free_ports(7)
+        token = secrets.token_hex(8)
+        conf = work_dir / "conf"
+        logs = work_dir / "logs"
+        web = work_dir / "master" / "web"
+        meta = work_dir / "master" / "meta"
+        store = work_dir / "broker" / "data"
+        for folder in (conf, logs, web, meta, store):
+            folder.mkdir(parents=True, exist_ok=True)
+        for rel, text in _TEMPLATES.items():
+            (web / rel).parent.mkdir(parents=True, exist_ok=True)
+            (web / rel).write_text(text, encoding="utf-8")
+        # Prometheus is switched on with a free port on purpose: when "off", both servers still try
+        # to open the default port 9081 on all interfaces.
+        master_ini = conf / "master.ini"
+        master_ini.write_text(
+            _ini(
+                {
+                    "master": {
+                        "hostName": LOOPBACK,
+                        "port": master_port,
+                        "webPort": master_web,
+                        "confModAuthToken": token,
+                        "webResourcePath": web,
+                        # Defaults are 60 s before the first rebalance and 30 s between them.
+                        "firstBalanceDelayAfterStartMs": 2000,
+                        "consumerBalancePeriodMs": 2000,
+                    },
+                    "meta_bdb": {
+                        "repGroupName": "mqwire",
+                        "repNodeName": "mqwire-master-1",
+                        "repNodePort": rep_port,
+                        "repHelperHost": f"{LOOPBACK}:{rep_port}",
+                        "metaDataPath": meta,
+                    },
+                    "prometheus": {"promEnable": "true", "promHttpPort": master_prom},
+                }
+            ),
+            encoding="utf-8",
+        )
+        broker_ini = conf / "broker.ini"
+        broker_ini.write_text(
+            _ini(
+                {
+                    "broker": {
+                        "brokerId": BROKER_ID,
+                        "hostName": LOOPBACK,
+                        "port": broker_port,
+                        "webPort": broker_web,
+                        "masterAddressList": f"{LOOPBACK}:{master_port}",
+                        "primaryPath": store,
+                        "maxSegmentSize": 1073741824,
+                        "maxIndexSegmentSize": 22020096,
+                        "transferSize": 524288,
+                        "loadMessageStoresInParallel": "true",
+                        "consumerRegTimeoutMs": 35000,
+                        # Default 8 s; each step of the master's broker state machine waits for one.
+                        "heartbeatPeriodMs": 1000,
+                    },
+                    "audit": {"auditEnable": "false"},
+                    "prometheus": {"promEnable": "true", "promHttpPort": broker_prom},
+                }
+            ),
+            encoding="utf-8",
+        )
+        procs = []
+        for role, main, flags, ini in (
+            ("tubemq-master", MASTER_CLASS, MASTER_FLAGS, master_ini),
+            ("tubemq-broker", BROKER_CLASS, BROKER_FLAGS, broker_ini),
+        ):
+            short = role.split("-")[1]
+            log_file = logs / f"{short}.log"
+            log_conf = write_log4j2(conf / f"log4j2-{short}.properties", log_file)
+            mark = marker(self.name, role, instance)
+            argv = (java, *flags, *COMMON_FLAGS, *log4j2_flags(log_conf), mark, "-cp", classpath, main, "-f", str(ini))
+            procs.append(ProcSpec(role, argv, str(work_dir), str(logs / f"{short}.stdout.log"), str(log_file), mark))
+        ports = {
+            "master": master_port,
+            "master_web": master_web,
+            "master_replication": rep_port,
+            "master_prometheus": master_prom,
+            "broker": broker_port,
+            "broker_web": broker_web,
+            "broker_prometheus": broker_prom,
+        }
+        return Plan(self.name, instance, str(work_dir), ports, procs, {"auth_token": token, "topics": {}})
+
+    def launch(self, plan: Plan, spawn: Spawner, fresh: bool, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        admin = f"http://{LOOPBACK}:{plan.ports['master_web']}"
+        token = str(plan.settings["auth_token"])
+
+        def left() -> float:
+            return max(deadline - time.monotonic(), 1.0)
+
+        master = plan.proc("tubemq-master")
+        master_pid = spawn(master)
+        watched = [(master_pid, master)]
+        wait_until(
+            f"tubemq master web API on {admin}",
+            lambda: True if tubemq_admin.master_ready(admin) else None,
+            left(),
+            watched,
+        )
+        topics: dict[str, int] = {str(k): int(v) for k, v in plan.settings.get("topics", {}).items()}
+        if fresh:
+            # Registered before the broker's first heartbeat, topics go live with its first
+            # configuration push instead of waiting out the state machine for each one.
+            tubemq_admin.add_broker(
+                admin, token, BROKER_ID, LOOPBACK, plan.ports["broker"], plan.ports["broker_web"]
+            )
+            tubemq_admin.online_broker(admin, token, BROKER_ID)
+            for topic, partitions in topics.items():
+                tubemq_admin.add_topic(admin, token, BROKER_ID, topic, partitions)
+        broker = plan.proc("tubemq-broker")
+        watched.append((spawn(broker), broker))
+        wait_until(
+            f"tubemq broker {BROKER_ID} online at the master",
+            lambda: True if tubemq_admin.broker_online(admin, BROKER_ID) else None,
+            left(),
+            watched,
+        )
+        # After a restart every topic the master knows must accept producers again.
+        for topic in topics if fresh else tubemq_admin.topic_names(admin):
+            wait_until(f"tubemq topic {topic} publishable", _publishable(admin, topic), left(), watched)
+        wait_until(
+            f"tubemq broker {BROKER_ID} configuration settled",
+            lambda: True if tubemq_admin.broker_settled(admin, BROKER_ID) else None,
+            left(),
+            watched,
+        )
+
+    def endpoint(self, plan: Plan) -> TubeMQBroker:
+        return TubeMQBroker.at(
+            plan.ports["master"],
+            plan.ports["master_web"],
+            plan.ports["broker"],
+            plan.ports["broker_web"],
+            broker_id=BROKER_ID,
+            auth_token=str(plan.settings["auth_token"]),
+            log_files=plan.log_files,
+            data_dir=plan.work_dir,
+        )
+
+    def create_topic(self, endpoint: Endpoint, topic: str, partitions: int, timeout: float = 180.0) -> str:
+        """Deploy ``topic`` on the broker and wait until the master routes producers to it."""
+        if not isinstance(endpoint, TubeMQBroker):
+            raise TypeError("a TubeMQBroker is needed")
+        create_topics(endpoint, {topic: partitions}, timeout)
+        return topic
+
+
+def create_topics(endpoint: TubeMQBroker, topics: dict[str, int], timeout: float = 180.0) -> None:
+    """Deploy several topics at once: they share one pass of the master's ~30 s publish delay."""
+    for topic, partitions in topics.items():
+        tubemq_admin.add_topic(endpoint.admin_url, endpoint.auth_token, endpoint.broker_id, topic, partitions)
+    deadline = time.monotonic() + timeout
+    for topic in topics:
+        tubemq_admin.wait_topic_publishable(endpoint.admin_url, topic, max(deadline - time.monotonic(), 1.0))

@@ -1,0 +1,37 @@
+"""Each protocol package completes its first exchange with a real broker over `common`."""
+
+from __future__ import annotations
+
+import pytest
+
+from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
+from kafkawire.handshake import kafka_handshake
+from pulsarwire.handshake import pulsar_handshake
+from tubemqwire.handshake import tubemq_handshake
+
+pytestmark = pytest.mark.integration
+
+
+async def test_kafka_api_versions_then_metadata(kafka_broker: KafkaBroker) -> None:
+    result = await kafka_handshake(kafka_broker.url)
+    # A 4.x broker offers ApiVersions v3+ (flexible request, yet a v0 response header).
+    assert result["api_versions_version"] >= 3
+    assert result["apis_offered"] > 20
+    assert result["metadata_version"] >= 12
+    assert result["cluster_id"]
+    assert result["brokers"] == [f"{result['controller_id']}@{kafka_broker.host}:{kafka_broker.port}"]
+
+
+async def test_pulsar_connect_then_ping(pulsar_broker: PulsarBroker) -> None:
+    result = await pulsar_handshake(pulsar_broker.url)
+    assert result["protocol_version"] >= 20
+    assert result["server_version"].startswith("Pulsar Server")
+    assert result["max_message_size"] == 5 * 1024 * 1024
+    assert result["ping_round_trip_ms"] >= 0
+
+
+async def test_tubemq_producer_register_with_master(tubemq_broker: TubeMQBroker) -> None:
+    result = await tubemq_handshake(tubemq_broker.url, topic="handshake")
+    assert result["success"], result
+    assert result["err_code"] == 200
+    assert result["closed"]

@@ -1,0 +1,280 @@
+"""The broker launcher: its helpers, each real broker, and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brokers import classpath, kafka_wire, procs, pulsar_admin, tubemq_admin
+from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker, split_url, summary
+from brokers.errors import BrokerError
+from brokers.kafka import KafkaKind
+from brokers.net import LOOPBACK, free_ports, port_is_free, port_is_open
+from brokers.procs import ProcSpec
+from brokers.providers import ExternalProvider, TestcontainersProvider, parse_topics
+from brokers.pulsar_admin import topic_path
+from brokers.tubemq import create_topics
+
+# --- helpers, no broker needed ---------------------------------------------------------------
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = free_ports(20)
+    assert len(set(ports)) == 20
+    assert all(port_is_free(p) for p in ports)
+
+
+@pytest.fixture
+def fake_kafka() -> Iterator[int]:
+    """A one-shot server answering ApiVersions v0 the way a broker does."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind((LOOPBACK, 0))
+    server.listen(1)
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            (size,) = struct.unpack(">i", conn.recv(4))
+            request = conn.recv(size)
+            seen.append(request)
+            correlation = request[4:8]
+            body = struct.pack(">hi", 0, 2) + struct.pack(">hhh", 18, 0, 4) + struct.pack(">hhh", 3, 0, 13)
+            payload = correlation + body
+            conn.sendall(struct.pack(">i", len(payload)) + payload)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    thread.join(timeout=5)
+    server.close()
+    (request,) = seen
+    api_key, version = struct.unpack(">hh", request[:4])
+    assert (api_key, version) == (18, 0)
+    assert request[8:10] == struct.pack(">h", len(kafka_wire.CLIENT_ID))
+
+
+def test_api_versions_probe_decodes_answer(fake_kafka: int) -> None:
+    answer = kafka_wire.api_versions(fake_kafka)
+    assert answer.error_code == 0
+    assert kafka_wire.ApiRange(18, 0, 4) in answer.apis
+
+
+def test_probe_is_false_when_nothing_listens() -> None:
+    (port,) = free_ports(1)
+    assert not kafka_wire.is_ready(port, timeout=0.5)
+    assert not port_is_open(port, timeout=0.5)
+
+
+def test_url_and_topic_helpers() -> None:
+    assert split_url("kafka://127.0.0.1:9092").port == 9092
+    assert split_url("127.0.0.1:1234").host == "127.0.0.1"
+    assert split_url("http://h", 8080).port == 8080
+    assert parse_topics("a:4, b,") == {"a": 4, "b": 1}
+    assert topic_path("t") == "persistent/public/default/t"
+    assert topic_path("non-persistent://x/y/t") == "non-persistent/x/y/t"
+    tube = TubeMQBroker.at(1, 2, 3, 4)
+    assert summary({"tubemq": tube}) == {
+        "tubemq": "tubemq://127.0.0.1:1",
+        "tubemq_admin": "http://127.0.0.1:2",
+        "tubemq_broker": "tubemq://127.0.0.1:3",
+    }
+
+
+def test_external_provider_reads_environment() -> None:
+    provider = ExternalProvider(
+        {
+            "MQWIRE_KAFKA_URL": "kafka://10.0.0.1:9092",
+            "MQWIRE_PULSAR_URL": "pulsar://10.0.0.2:6650",
+            "MQWIRE_PULSAR_ADMIN_URL": "http://10.0.0.2:8080/",
+        }
+    )
+    assert provider.get("kafka") == KafkaBroker.at(9092, "10.0.0.1")
+    pulsar = provider.get("pulsar")
+    assert isinstance(pulsar, PulsarBroker)
+    assert pulsar.admin_url == "http://10.0.0.2:8080"
+    with pytest.raises(BrokerError, match="MQWIRE_TUBEMQ_URL"):
+        provider.get("tubemq")
+
+
+def test_testcontainers_without_docker_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
+    with pytest.raises(BrokerError, match="needs a Docker engine"):
+        TestcontainersProvider().get("kafka")
+
+
+def test_stop_ends_the_process_group(tmp_path: Path) -> None:
+    mark = "-Dmqwire.instance=test/sleeper/1"
+    spec = ProcSpec(
+        "sleeper",
+        (sys.executable, "-c", "import time; time.sleep(120)", mark),
+        str(tmp_path),
+        str(tmp_path / "out.log"),
+        str(tmp_path / "out.log"),
+        mark,
+    )
+    pid = procs.spawn(spec, owned=True)
+    assert procs.alive(pid, mark)
+    assert not procs.alive(pid, "-Dmqwire.instance=someone/else/2")
+    procs.stop(pid, mark, timeout=5)
+    assert not procs.alive(pid, mark)
+
+
+def test_unavailable_broker_fails_instead_of_skipping(tmp_path: Path) -> None:
+    test_file = tmp_path / "test_needs_kafka.py"
+    test_file.write_text(
+        textwrap.dedent(
+            """
+            def test_needs_kafka(kafka_broker):
+                pass
+            """
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MQWIRE_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "brokers.pytest_plugin", "--brokers=external", "-q", str(test_file)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0, proc.stdout
+    assert "MQWIRE_KAFKA_URL" in proc.stdout
+    assert "skipped" not in proc.stdout
+
+
+# --- the real brokers ------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_classpath_cache_needs_no_maven(monkeypatch: pytest.MonkeyPatch) -> None:
+    entries = classpath.cached("kafka") or classpath.resolve("kafka")
+    monkeypatch.setenv("MQWIRE_MVN", "/bin/false")
+    assert classpath.classpath("kafka").split(os.pathsep) == entries
+
+
+@pytest.mark.integration
+def test_kafka_answers_api_versions_and_creates_topics(kafka_broker: KafkaBroker) -> None:
+    assert kafka_broker.url == f"kafka://{kafka_broker.host}:{kafka_broker.port}"
+    answer = kafka_wire.api_versions(kafka_broker.port, kafka_broker.host)
+    assert answer.error_code == 0
+    offered = {api.api_key: api for api in answer.apis}
+    assert offered[kafka_wire.API_VERSIONS].max_version >= 3
+    KafkaKind().create_topic(kafka_broker, "brokers-test-topic", 3)
+    leaders = kafka_wire.partition_leaders(kafka_broker.port, "brokers-test-topic", kafka_broker.host)
+    assert leaders is not None and sorted(leaders) == [0, 1, 2]
+
+
+@pytest.mark.integration
+def test_pulsar_has_default_namespace_and_creates_topics(pulsar_broker: PulsarBroker) -> None:
+    admin = pulsar_broker.admin_url
+    assert "public/default" in pulsar_admin.namespaces(admin, "public")
+    name = pulsar_admin.create_partitioned_topic(admin, "brokers-test-partitioned", 3)
+    assert name == "persistent://public/default/brokers-test-partitioned"
+    assert pulsar_admin.partitions(admin, name) == 3
+    pulsar_admin.create_namespace(admin, "mqwire/brokers-test")
+    single = pulsar_admin.create_topic(admin, "mqwire/brokers-test/single")
+    assert single in pulsar_admin.list_topics(admin, "mqwire/brokers-test")
+
+
+@pytest.mark.integration
+def test_tubemq_topic_created_through_master_is_publishable(tubemq_broker: TubeMQBroker) -> None:
+    admin = tubemq_broker.admin_url
+    status = tubemq_admin.broker_status(admin, tubemq_broker.broker_id)
+    assert status is not None and status["isBrokerOnline"] == "true"
+    started = time.monotonic()
+    create_topics(tubemq_broker, {"brokers_test_a": 2, "brokers_test_b": 1})
+    assert {"brokers_test_a", "brokers_test_b"} <= set(tubemq_admin.topic_names(admin))
+    info = tubemq_admin.topic_info(admin, "brokers_test_a")
+    assert info is not None and info["totalRunNumPartCount"] == 2
+    assert time.monotonic() - started < 120
+
+
+def _running(pid: int) -> bool:
+    # A detached JVM is reaped by init, which may leave it a zombie for a moment.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _cli(state_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MQWIRE_STATE_DIR": str(state_dir)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "brokers", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.mark.integration
+def test_cli_start_status_topic_kill_restart_stop(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    try:
+        started = json.loads(_cli(state, "start", "kafka").stdout)
+        url = started["kafka"]
+        port = split_url(url).port
+        assert kafka_wire.is_ready(port)
+        assert json.loads(_cli(state, "status").stdout)["kafka"] == url
+
+        again = _cli(state, "start", "kafka")
+        assert "already running" in again.stderr
+        assert json.loads(again.stdout)["brokers"]["kafka"]["already_running"] is True
+
+        topic = json.loads(_cli(state, "create-topic", "kafka", "cli-topic", "--partitions", "2").stdout)
+        assert topic == {"broker": "kafka", "topic": "cli-topic", "partitions": 2}
+
+        _cli(state, "kill", "kafka")
+        assert "kafka" not in json.loads(_cli(state, "status").stdout)
+        assert not kafka_wire.is_ready(port, timeout=0.5)
+
+        revived = json.loads(_cli(state, "start", "kafka").stdout)
+        assert revived["kafka"] == url
+        assert kafka_wire.partition_leaders(port, "cli-topic") == {0: 1, 1: 1}
+        pid = revived["brokers"]["kafka"]["pids"]["kafka"]
+        work_dir = Path(revived["brokers"]["kafka"]["data_dir"])
+    finally:
+        _cli(state, "stop", check=False)
+    assert json.loads(_cli(state, "status").stdout)["brokers"] == {}
+    assert not _running(pid)
+    assert not work_dir.exists()
+
+
+@pytest.mark.integration
+def test_failed_integration_test_shows_broker_log_tail(tmp_path: Path) -> None:
+    test_file = tmp_path / "test_fails.py"
+    test_file.write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.integration
+            def test_fails(kafka_broker):
+                assert False, "on purpose"
+            """
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "brokers.pytest_plugin", "--brokers=local", "-q", str(test_file)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "1 failed" in proc.stdout
+    assert "kafka broker log tail" in proc.stdout
+    assert "kafka.log" in proc.stdout
