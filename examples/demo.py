@@ -10,21 +10,22 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 from kafkawire.handshake import kafka_handshake
 from pulsarwire.handshake import pulsar_handshake
 from tubemqwire.handshake import tubemq_handshake
 
 
-def brokers_cli(*args: str) -> dict[str, str]:
+def brokers_cli(*args: str) -> dict[str, Any]:
     result = subprocess.run(
         [sys.executable, "-m", "brokers", *args], check=True, stdout=subprocess.PIPE, text=True
     )
-    parsed: dict[str, str] = json.loads(result.stdout or "{}")
+    parsed: dict[str, Any] = json.loads(result.stdout or "{}")
     return parsed
 
 
-async def exchanges(urls: dict[str, str]) -> None:
+async def exchanges(urls: dict[str, Any]) -> None:
     for name, handshake, url in (
         ("Kafka", kafka_handshake, urls["kafka"]),
         ("Pulsar", pulsar_handshake, urls["pulsar"]),
@@ -39,14 +40,16 @@ async def exchanges(urls: dict[str, str]) -> None:
 
 
 def main() -> int:
-    already = brokers_cli("status")
+    already_running = brokers_cli("status").get("brokers")
     started = time.perf_counter()
     urls = brokers_cli("start")
-    print(f"brokers up in {time.perf_counter() - started:.1f} s: " + json.dumps(urls))
+    print(f"brokers up in {time.perf_counter() - started:.1f} s")
+    for key in ("kafka", "pulsar", "pulsar_admin", "tubemq", "tubemq_admin"):
+        print(f"  {key}: {urls[key]}")
     try:
         asyncio.run(exchanges(urls))
     finally:
-        if not already:
+        if not already_running:
             brokers_cli("stop")
             print("\nbrokers stopped")
     return 0
