@@ -34,7 +34,7 @@ from tubemqwire.protocol.rpc_pb2 import (
     RspExceptionBody,
     RspResponseBody,
 )
-from tubemqwire.protocol.validation import invalid_string_field
+from common.protobuf import invalid_string_field
 
 M = TypeVar("M", bound=Message)
 
