@@ -242,3 +242,29 @@ async def test_pool_opens_once_and_closes_idle() -> None:
     assert third.closed
     with pytest.raises(ClosedError):
         await pool.get(1)
+
+
+async def test_backpressure_holds_writers_while_the_peer_does_not_read() -> None:
+    release = asyncio.Event()
+
+    async def stalled(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await release.wait()
+        while await reader.read(1 << 20):
+            pass
+
+    async for address in serve(stalled):
+        channel = await open_channel(address)
+        channel.connection.set_write_high_water(64 * 1024)
+        chunk = frame(-1, b"x" * 65536)
+        blocked = False
+        for _ in range(2000):  # at most ~128 MiB: far beyond any socket buffer
+            channel.send(chunk)
+            try:
+                await asyncio.wait_for(channel.drain(), 0.05)
+            except TimeoutError:
+                blocked = True
+                break
+        assert blocked, "drain never waited although the peer read nothing"
+        release.set()
+        await asyncio.wait_for(channel.drain(), 10)
+        channel.close()
