@@ -1,7 +1,8 @@
 """Resolve each broker's class path with Maven once, then serve it from a cache.
 
 The cache key is a hash of the pom, so editing a pom (a version bump) resolves again and an
-unchanged pom never starts Maven.
+unchanged pom never starts Maven. Every jar is checked before a cached class path is used: one
+removed from the local Maven repository since is fetched again instead of failing in the JVM.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from brokers.paths import classpath_cache_dir, pom_path
@@ -36,13 +37,21 @@ def _lib_dir(name: str) -> Path:
     return classpath_cache_dir() / f"{name}-{pom_key(name)}.lib"
 
 
+def _split(text: str) -> list[str]:
+    return [e for e in text.strip().split(os.pathsep) if e]
+
+
+def missing(entries: Iterable[str]) -> list[str]:
+    return [e for e in entries if not Path(e).is_file()]
+
+
 def cached(name: str) -> list[str] | None:
     """The cached class path entries, or None when absent or when a jar has gone missing."""
     path = _cache_file(name)
     if not path.is_file():
         return None
-    entries = [e for e in path.read_text(encoding="utf-8").strip().split(os.pathsep) if e]
-    if not entries or not all(Path(e).is_file() for e in entries):
+    entries = _split(path.read_text(encoding="utf-8"))
+    if not entries or missing(entries):
         return None
     return entries
 
@@ -96,7 +105,7 @@ def resolve(name: str) -> list[str]:
                     f"Maven failed to resolve the {name} class path (exit {proc.returncode}):\n"
                     f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
                 )
-            resolved = [e for e in out_file.read_text(encoding="utf-8").strip().split(os.pathsep) if e]
+            resolved = _split(out_file.read_text(encoding="utf-8"))
         copied = sorted(str(p) for p in lib_dir.glob("*.jar")) if lib_dir.is_dir() else []
         entries = copied + resolved
         target = _cache_file(name)
@@ -109,3 +118,21 @@ def resolve(name: str) -> list[str]:
 def classpath(name: str) -> str:
     """The class path string for ``name``, resolving it first if needed."""
     return os.pathsep.join(cached(name) or resolve(name))
+
+
+def restore(name: str, path: str) -> None:
+    """Make sure the jars of a class path stored in a broker's plan are still there.
+
+    A restarted broker keeps the class path it was first started with (its data was written by
+    that version); jars cleaned out of the local repository since are resolved again.
+    """
+    entries = _split(path)
+    if not missing(entries):
+        return
+    resolve(name)
+    gone = missing(entries)
+    if gone:
+        raise ClasspathError(
+            f"{len(gone)} jar(s) of the {name} class path are gone and the current pom does not bring them back "
+            f"(first: {gone[0]}); stop {name} and start it again"
+        )

@@ -13,11 +13,11 @@ from brokers import classpath
 from brokers.endpoints import summary, to_json
 from brokers.errors import BrokerError
 from brokers.launcher import BrokerStatus, Launcher
-from brokers.paths import BROKER_NAMES, default_state_dir
+from brokers.paths import BROKER_NAMES, DEFAULT_BROKERS, default_state_dir
 
 
-def _names(values: Sequence[str]) -> list[str]:
-    names = list(dict.fromkeys(values)) or list(BROKER_NAMES)
+def _names(values: Sequence[str], default: Sequence[str] = BROKER_NAMES) -> list[str]:
+    names = list(dict.fromkeys(values)) or list(default)
     unknown = [n for n in names if n not in BROKER_NAMES]
     if unknown:
         raise SystemExit(f"unknown broker(s): {', '.join(unknown)}; choose from {', '.join(BROKER_NAMES)}")
@@ -69,7 +69,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 def cmd_start(args: argparse.Namespace, launcher: Launcher) -> int:
     topics = dict(args.tubemq_topic or [])
-    started, failed = launcher.start_many(_names(args.names), topics)
+    started, failed = launcher.start_many(_names(args.names, DEFAULT_BROKERS), topics)
     for name, status in started.items():
         if status.already_running:
             print(f"{name}: already running (pids {status.pids})", file=sys.stderr)
@@ -119,13 +119,13 @@ def parser() -> argparse.ArgumentParser:
         help=f"run state folder (default $MQWIRE_STATE_DIR or {default_state_dir()})",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    names_help = "brokers to act on: kafka, pulsar, tubemq (default: all)"
+    names_help = "brokers to act on: kafka, pulsar, tubemq, kafka3 (default: all)"
 
     fetch = sub.add_parser("fetch", help="resolve and cache the class paths with Maven")
     fetch.add_argument("names", nargs="*", help=names_help)
 
     start = sub.add_parser("start", help="start brokers in the background and print their URLs as JSON")
-    start.add_argument("names", nargs="*", help=names_help)
+    start.add_argument("names", nargs="*", help="brokers to start (default: kafka, pulsar, tubemq; kafka3 by name)")
     start.add_argument(
         "--tubemq-topic",
         action="append",

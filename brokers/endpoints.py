@@ -87,6 +87,7 @@ _KINDS: dict[str, type[KafkaBroker] | type[PulsarBroker] | type[TubeMQBroker]] =
     "kafka": KafkaBroker,
     "pulsar": PulsarBroker,
     "tubemq": TubeMQBroker,
+    "kafka3": KafkaBroker,
 }
 
 

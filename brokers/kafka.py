@@ -1,4 +1,9 @@
-"""Apache Kafka in KRaft combined mode (one node is both broker and controller)."""
+"""Apache Kafka in KRaft combined mode (one node is both broker and controller).
+
+Two releases run side by side: ``kafka`` (4.x) and ``kafka3`` (3.9.x), so clients can be checked
+against both ends of the version negotiation. Both format storage as a single-node dynamic quorum
+(``--standalone``, KIP-853, which 3.9 was the first to ship).
+"""
 
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _server_properties(port: int, controller_port: int, log_dir: Path) -> str:
+def _server_properties(port: int, controller_port: int, log_dir: Path, share_groups: bool) -> str:
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -52,18 +57,24 @@ def _server_properties(port: int, controller_port: int, log_dir: Path) -> str:
         "offsets.topic.replication.factor": "1",
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
         "default.replication.factor": "1",
         "min.insync.replicas": "1",
         # Tests join groups constantly; the default 3 s delay would slow every one of them.
         "group.initial.rebalance.delay.ms": "0",
     }
+    if share_groups:
+        # Share groups (KIP-932) exist from 4.0; 3.9 would log these keys as unknown.
+        props["share.coordinator.state.topic.replication.factor"] = "1"
+        props["share.coordinator.state.topic.min.isr"] = "1"
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
 class KafkaKind:
-    name = "kafka"
+    """One Kafka release; ``name`` is also its pom folder (``brokers/maven/<name>``)."""
+
+    def __init__(self, name: str = "kafka", share_groups: bool = True) -> None:
+        self.name = name
+        self.share_groups = share_groups
 
     def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
         port, controller_port = free_ports(2)
@@ -73,7 +84,7 @@ class KafkaKind:
         for folder in (conf, logs, data):
             folder.mkdir(parents=True, exist_ok=True)
         server_props = conf / "server.properties"
-        server_props.write_text(_server_properties(port, controller_port, data), encoding="utf-8")
+        server_props.write_text(_server_properties(port, controller_port, data, self.share_groups), encoding="utf-8")
         log_file = logs / "kafka.log"
         log_conf = write_log4j2(conf / "log4j2.properties", log_file, quiet=("org.apache.kafka.raft",))
         mark = marker(self.name, "kafka", instance)
@@ -109,7 +120,7 @@ class KafkaKind:
                 check=False,
             )
         if proc.returncode != 0:
-            raise BrokerStartError(f"kafka storage format failed (exit {proc.returncode})\n{tail(log)}")
+            raise BrokerStartError(f"{self.name} storage format failed (exit {proc.returncode})\n{tail(log)}")
 
     def launch(self, plan: Plan, spawn: Spawner, fresh: bool, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -119,7 +130,7 @@ class KafkaKind:
         pid = spawn(spec)
         port = plan.ports["broker"]
         wait_until(
-            f"kafka ApiVersions on {LOOPBACK}:{port}",
+            f"{self.name} ApiVersions on {LOOPBACK}:{port}",
             lambda: True if kafka_wire.is_ready(port) else None,
             max(deadline - time.monotonic(), 1.0),
             [(pid, spec)],

@@ -25,7 +25,12 @@ from brokers.pulsar import PulsarKind
 from brokers.state import Record, StateDir
 from brokers.tubemq import TubeMQKind
 
-KINDS: dict[str, BrokerKind] = {"kafka": KafkaKind(), "pulsar": PulsarKind(), "tubemq": TubeMQKind()}
+KINDS: dict[str, BrokerKind] = {
+    "kafka": KafkaKind(),
+    "pulsar": PulsarKind(),
+    "tubemq": TubeMQKind(),
+    "kafka3": KafkaKind("kafka3", share_groups=False),
+}
 DEFAULT_START_TIMEOUT = 180.0
 STOP_TIMEOUT = 20.0
 
@@ -139,6 +144,9 @@ class Launcher:
         return self._run(name, record, fresh=True)
 
     def _relaunch(self, name: str, record: Record) -> BrokerStatus:
+        for spec in record.plan.procs:
+            if "-cp" in spec.argv:
+                classpath.restore(name, spec.argv[spec.argv.index("-cp") + 1])
         for spec in reversed(record.plan.procs):
             procs.kill(record.pids.get(spec.role, -1), spec.marker)
         busy = wait_ports_free(list(record.plan.ports.values()))

@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 POM_ROOT = Path(__file__).resolve().parent / "maven"
-BROKER_NAMES = ("kafka", "pulsar", "tubemq")
+BROKER_NAMES = ("kafka", "pulsar", "tubemq", "kafka3")
+# What ``start`` and ``broker_urls`` bring up when no names are given; kafka3 only runs when asked.
+DEFAULT_BROKERS = ("kafka", "pulsar", "tubemq")
 
 
 def cache_root() -> Path:

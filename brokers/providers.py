@@ -19,6 +19,7 @@ from brokers.net import LOOPBACK, free_ports
 
 PROVIDERS = ("local", "testcontainers", "external")
 KAFKA_IMAGE = "apache/kafka:4.3.1"
+KAFKA3_IMAGE = "apache/kafka:3.9.2"
 PULSAR_IMAGE = "apachepulsar/pulsar:4.2.4"
 
 
@@ -112,6 +113,7 @@ class LocalProvider:
 
 _ENV = {
     "kafka": ("MQWIRE_KAFKA_URL",),
+    "kafka3": ("MQWIRE_KAFKA3_URL",),
     "pulsar": ("MQWIRE_PULSAR_URL", "MQWIRE_PULSAR_ADMIN_URL"),
     "tubemq": ("MQWIRE_TUBEMQ_URL", "MQWIRE_TUBEMQ_ADMIN_URL"),
 }
@@ -122,8 +124,9 @@ def external_endpoint(broker: str, env: Mapping[str, str]) -> Endpoint:
     missing = [var for var in _ENV[broker] if not env.get(var)]
     if missing:
         raise BrokerError(f"--brokers=external needs {', '.join(missing)} for {broker}")
-    if broker == "kafka":
-        at = split_url(env["MQWIRE_KAFKA_URL"], 9092)
+    if broker in ("kafka", "kafka3"):
+        (var,) = _ENV[broker]
+        at = split_url(env[var], 9092)
         return KafkaBroker.at(at.port, at.host)
     if broker == "pulsar":
         at = split_url(env["MQWIRE_PULSAR_URL"], 6650)
@@ -209,31 +212,35 @@ class TestcontainersProvider:
         container.start()
         self._containers.append(container)
 
+    def _kafka(self, image: str, share_groups: bool) -> KafkaBroker:
+        port, controller = free_ports(2)
+        env = {
+            "KAFKA_NODE_ID": "1",
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_LISTENERS": f"PLAINTEXT://0.0.0.0:{port},CONTROLLER://0.0.0.0:{controller}",
+            "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{LOOPBACK}:{port}",
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": f"1@localhost:{controller}",
+            "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+            "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        }
+        if share_groups:
+            # Share groups exist from Kafka 4.0 only.
+            env["KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR"] = "1"
+            env["KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR"] = "1"
+        self._run(image, env, [port])
+        _poll(f"{image} container on port {port}", lambda: kafka_wire.is_ready(port))
+        return KafkaBroker.at(port)
+
     def _start(self, broker: str) -> Endpoint:
         self._check_engine()
         if broker == "kafka":
-            port, controller = free_ports(2)
-            self._run(
-                KAFKA_IMAGE,
-                {
-                    "KAFKA_NODE_ID": "1",
-                    "KAFKA_PROCESS_ROLES": "broker,controller",
-                    "KAFKA_LISTENERS": f"PLAINTEXT://0.0.0.0:{port},CONTROLLER://0.0.0.0:{controller}",
-                    "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://{LOOPBACK}:{port}",
-                    "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-                    "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                    "KAFKA_CONTROLLER_QUORUM_VOTERS": f"1@localhost:{controller}",
-                    "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
-                    "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
-                    "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
-                    "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR": "1",
-                    "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": "1",
-                    "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
-                },
-                [port],
-            )
-            _poll(f"kafka container on port {port}", lambda: kafka_wire.is_ready(port))
-            return KafkaBroker.at(port)
+            return self._kafka(KAFKA_IMAGE, share_groups=True)
+        if broker == "kafka3":
+            return self._kafka(KAFKA3_IMAGE, share_groups=False)
         if broker == "pulsar":
             port, web = free_ports(2)
             self._run(

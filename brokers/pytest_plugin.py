@@ -1,4 +1,5 @@
-"""pytest fixtures for real brokers: ``kafka_broker``, ``pulsar_broker``, ``tubemq_broker``, ``broker_urls``.
+"""pytest fixtures for real brokers: ``kafka_broker``, ``pulsar_broker``, ``tubemq_broker``, ``broker_urls``,
+and ``kafka3_broker`` (Kafka 3.9, started only by the tests that ask for it).
 
 Choose where they come from with ``--brokers=local|testcontainers|external`` or ``MQWIRE_BROKERS``
 (default ``local``: JVMs started here on first use and stopped when the session ends). A broker
@@ -17,6 +18,7 @@ import pytest
 
 from brokers.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, summary
 from brokers.errors import BrokerError
+from brokers.paths import DEFAULT_BROKERS
 from brokers.procs import log_tails
 from brokers.providers import PROVIDERS, Provider, make_provider, parse_topics
 
@@ -27,7 +29,8 @@ _FIXTURE_BROKERS = {
     "kafka_broker": ("kafka",),
     "pulsar_broker": ("pulsar",),
     "tubemq_broker": ("tubemq",),
-    "broker_urls": ("kafka", "pulsar", "tubemq"),
+    "kafka3_broker": ("kafka3",),
+    "broker_urls": DEFAULT_BROKERS,
 }
 LOG_TAIL_LINES = 60
 
@@ -111,6 +114,12 @@ def kafka_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> Ka
 
 
 @pytest.fixture(scope="session")
+def kafka3_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> KafkaBroker:
+    """A Kafka 3.9 broker, for checking version negotiation against an older release."""
+    return _get(request, mqwire_brokers, "kafka3", KafkaBroker)
+
+
+@pytest.fixture(scope="session")
 def pulsar_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> PulsarBroker:
     return _get(request, mqwire_brokers, "pulsar", PulsarBroker)
 
@@ -123,7 +132,7 @@ def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> T
 @pytest.fixture(scope="session")
 def broker_urls(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> dict[str, str]:
     """All three brokers (started side by side), as the URL map ``python -m brokers status`` prints."""
-    names = ["kafka", "pulsar", "tubemq"]
+    names = list(DEFAULT_BROKERS)
     try:
         endpoints: dict[str, Endpoint] = mqwire_brokers.get_many(names)
     except (BrokerError, OSError) as err:

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from brokers import classpath, kafka_wire, procs, pulsar_admin, tubemq_admin
+from brokers import classpath, cli, kafka_wire, procs, pulsar_admin, tubemq_admin
 from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker, split_url, summary
 from brokers.errors import BrokerError
 from brokers.kafka import KafkaKind
 from brokers.net import LOOPBACK, free_ports, port_is_free, port_is_open
+from brokers.paths import BROKER_NAMES, DEFAULT_BROKERS
 from brokers.procs import ProcSpec
 from brokers.providers import ExternalProvider, TestcontainersProvider, parse_topics
 from brokers.pulsar_admin import topic_path
@@ -98,14 +99,87 @@ def test_external_provider_reads_environment() -> None:
             "MQWIRE_KAFKA_URL": "kafka://10.0.0.1:9092",
             "MQWIRE_PULSAR_URL": "pulsar://10.0.0.2:6650",
             "MQWIRE_PULSAR_ADMIN_URL": "http://10.0.0.2:8080/",
+            "MQWIRE_KAFKA3_URL": "kafka://10.0.0.3:9093",
         }
     )
     assert provider.get("kafka") == KafkaBroker.at(9092, "10.0.0.1")
+    assert provider.get("kafka3") == KafkaBroker.at(9093, "10.0.0.3")
     pulsar = provider.get("pulsar")
     assert isinstance(pulsar, PulsarBroker)
     assert pulsar.admin_url == "http://10.0.0.2:8080"
     with pytest.raises(BrokerError, match="MQWIRE_TUBEMQ_URL"):
         provider.get("tubemq")
+
+
+def test_kafka3_runs_only_when_named() -> None:
+    assert DEFAULT_BROKERS == ("kafka", "pulsar", "tubemq")
+    # fetch (and stop, kill) cover every broker, so CI caches the kafka3 class path too.
+    assert cli._names([]) == list(BROKER_NAMES)
+    assert "kafka3" in BROKER_NAMES
+    assert cli._names([], DEFAULT_BROKERS) == list(DEFAULT_BROKERS)
+    assert cli._names(["kafka3"], DEFAULT_BROKERS) == ["kafka3"]
+
+
+@pytest.fixture
+def fake_maven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in ``mvn`` that "resolves" two jars of a scratch repository and counts its runs."""
+    repo = tmp_path / "m2"
+    repo.mkdir()
+    script = tmp_path / "mvn"
+    script.write_text(
+        textwrap.dedent(
+            f"""\
+            #!{sys.executable}
+            import sys, pathlib
+            repo = pathlib.Path({str(repo)!r})
+            with open(repo / "runs", "a") as runs:
+                runs.write("x")
+            jars = [repo / "a.jar", repo / "b.jar"]
+            for jar in jars:
+                jar.write_bytes(b"PK")
+            out = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("-Dmdep.outputFile="))
+            pathlib.Path(out).write_text(":".join(map(str, jars)))
+            """
+        )
+    )
+    script.chmod(0o755)
+    pom = tmp_path / "pom.xml"
+    pom.write_text("<project/>")
+    monkeypatch.setenv("MQWIRE_MVN", str(script))
+    monkeypatch.setenv("MQWIRE_CLASSPATH_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(classpath, "pom_path", lambda name: pom)
+    return repo
+
+
+def test_classpath_cache_follows_pom_and_missing_jars(fake_maven: Path) -> None:
+    def runs() -> int:
+        return len((fake_maven / "runs").read_text())
+
+    entries = classpath.classpath("fake").split(os.pathsep)
+    assert entries == [str(fake_maven / "a.jar"), str(fake_maven / "b.jar")]
+    assert classpath.classpath("fake").split(os.pathsep) == entries
+    assert runs() == 1
+    # A jar removed from the local repository after caching is fetched again, not handed to the JVM.
+    (fake_maven / "b.jar").unlink()
+    assert classpath.cached("fake") is None
+    assert classpath.classpath("fake").split(os.pathsep) == entries
+    assert runs() == 2
+    # A pom edit (a version bump) gets a new cache key and a new resolution.
+    key = classpath.pom_key("fake")
+    (fake_maven.parent / "pom.xml").write_text("<project><!-- bumped --></project>")
+    assert classpath.pom_key("fake") != key
+    assert classpath.cached("fake") is None
+    classpath.classpath("fake")
+    assert runs() == 3
+
+
+def test_restart_restores_missing_jars(fake_maven: Path) -> None:
+    stored = classpath.classpath("fake")
+    (fake_maven / "a.jar").unlink()
+    classpath.restore("fake", stored)
+    assert (fake_maven / "a.jar").is_file()
+    with pytest.raises(classpath.ClasspathError, match="gone"):
+        classpath.restore("fake", f"{stored}{os.pathsep}{fake_maven / 'old.jar'}")
 
 
 def test_testcontainers_without_docker_fails_clearly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -175,6 +249,20 @@ def test_kafka_answers_api_versions_and_creates_topics(kafka_broker: KafkaBroker
     KafkaKind().create_topic(kafka_broker, "brokers-test-topic", 3)
     leaders = kafka_wire.partition_leaders(kafka_broker.port, "brokers-test-topic", kafka_broker.host)
     assert leaders is not None and sorted(leaders) == [0, 1, 2]
+
+
+@pytest.mark.integration
+def test_kafka3_answers_api_versions(kafka3_broker: KafkaBroker) -> None:
+    assert kafka3_broker.url == f"kafka://{kafka3_broker.host}:{kafka3_broker.port}"
+    answer = kafka_wire.api_versions(kafka3_broker.port, kafka3_broker.host)
+    assert answer.error_code == 0
+    offered = {api.api_key: api for api in answer.apis}
+    assert offered[kafka_wire.API_VERSIONS].max_version >= 3
+    # 3.9's ranges: Fetch from v0 (Kafka 4.x starts at v4, KIP-896), Produce up to v11 (4.3.1: v13).
+    assert (offered[1].min_version, offered[1].max_version) == (0, 17)
+    assert (offered[0].min_version, offered[0].max_version) == (0, 11)
+    KafkaKind("kafka3").create_topic(kafka3_broker, "brokers-test-topic-3", 2)
+    assert kafka_wire.partition_leaders(kafka3_broker.port, "brokers-test-topic-3", kafka3_broker.host) == {0: 1, 1: 1}
 
 
 @pytest.mark.integration
