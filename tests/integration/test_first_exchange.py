@@ -35,3 +35,25 @@ async def test_tubemq_producer_register_with_master(tubemq_broker: TubeMQBroker)
     assert result["success"], result
     assert result["err_code"] == 200
     assert result["closed"]
+
+
+@pytest.mark.parametrize("line", ["kafka", "kafka3"])
+async def test_kafka_negotiates_the_highest_common_version(line: str, request: pytest.FixtureRequest) -> None:
+    from common.urls import parse_service_url
+    from kafkawire.connection import KafkaConnection
+    from kafkawire.protocol import supported_versions
+
+    broker: KafkaBroker = request.getfixturevalue(f"{line}_broker")
+    address = parse_service_url(broker.url, schemes={"kafka": 9092}).addresses[0]
+    connection = await KafkaConnection.open(address)
+    try:
+        for api_key in (0, 1, 3, 18):  # Produce, Fetch, Metadata, ApiVersions
+            broker_min, broker_max = connection.broker_versions[api_key]
+            ours_min, ours_max = supported_versions(api_key)
+            assert connection.version_for(api_key) == min(broker_max, ours_max)
+            assert connection.version_for(api_key) >= max(broker_min, ours_min)
+        fetch_max = connection.broker_versions[1][1]
+        # 3.9 stops at Fetch v17, 4.3 offers v18: the two lines really differ.
+        assert fetch_max == (18 if line == "kafka" else 17)
+    finally:
+        connection.close()
