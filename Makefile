@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint typecheck proto demo clean
+.PHONY: all venv brokers-classpath test unit lint proto demo bench clean
 
 all: test
 
@@ -46,3 +46,7 @@ demo: $(STAMP) brokers-classpath
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Throughput against the peer clients, in one run on one local broker (not part of the tests).
+bench: $(STAMP) brokers-classpath
+	$(PY) benchmarks/kafka_throughput.py $(BENCH_ARGS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from typing import Generic, TypeVar
 
 from common.errors import RequestTimeoutError
@@ -18,17 +19,20 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 _MAX_ID = 2**31 - 1
+_ABANDONED_KEPT = 1024
 
 
 class CorrelationTable(Generic[T]):
     """Request id -> future, with per-request timeouts."""
 
-    __slots__ = ("_entries", "_name", "_next_id")
+    __slots__ = ("_abandoned", "_entries", "_name", "_next_id")
 
     def __init__(self, name: str = "", *, first_id: int = 0) -> None:
         self._name = name
         self._next_id = first_id
         self._entries: dict[int, tuple[asyncio.Future[T], asyncio.TimerHandle | None]] = {}
+        # Ids whose caller gave up (timeout, cancellation): their late answers are expected, not suspicious.
+        self._abandoned: OrderedDict[int, None] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -62,7 +66,10 @@ class CorrelationTable(Generic[T]):
         """Complete the request; returns False (and logs) when nobody waits for that id."""
         entry = self._entries.pop(request_id, None)
         if entry is None:
-            log.warning("%s: dropping response to unknown or expired request id %d", self._name, request_id)
+            if self._abandoned.pop(request_id, 0) is None:
+                log.debug("%s: dropping late response to abandoned request id %d", self._name, request_id)
+            else:
+                log.warning("%s: dropping response to unknown request id %d", self._name, request_id)
             return False
         future, timer = entry
         if timer is not None:
@@ -93,7 +100,13 @@ class CorrelationTable(Generic[T]):
                 future.set_exception(error)
         return len(entries)
 
+    def _abandon(self, request_id: int) -> None:
+        self._abandoned[request_id] = None
+        if len(self._abandoned) > _ABANDONED_KEPT:
+            self._abandoned.popitem(last=False)
+
     def _expire(self, request_id: int, timeout: float) -> None:
+        self._abandon(request_id)
         self.fail(request_id, RequestTimeoutError(f"{self._name}: no response to request {request_id} "
                                                   f"within {timeout:g} s"))
 
@@ -101,5 +114,6 @@ class CorrelationTable(Generic[T]):
         entry = self._entries.get(request_id)
         if entry is not None and entry[0] is future:
             del self._entries[request_id]
+            self._abandon(request_id)
             if entry[1] is not None:
                 entry[1].cancel()

@@ -1,0 +1,55 @@
+"""asyncio-native Kafka client speaking the Kafka protocol directly.
+
+``async with kafkawire.connect("kafka://host:9092") as client`` gives a Client; from it come producers,
+consumers and an admin client. Every broker error code is a named exception in this namespace.
+"""
+
+from kafkawire.accumulator import BufferFullError, DeliveryTimeoutError
+from kafkawire.admin import (
+    Admin,
+    ClusterDescription,
+    ConfigEntry,
+    GroupDescription,
+    GroupListing,
+    GroupMember,
+    NewTopic,
+    PartitionDescription,
+    TopicDescription,
+)
+from kafkawire.client import Client, connect
+from kafkawire.consumer import Consumer
+from kafkawire.errors import *  # noqa: F403 - the named error of every Kafka error code
+from kafkawire.errors import __all__ as _error_names
+from kafkawire.message import Message, RecordMetadata, TimestampType
+from kafkawire.metadata import BrokerNode, TopicPartition
+from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
+from kafkawire.partitioner import murmur2, partition_for_key
+from kafkawire.producer import Producer
+
+__all__ = [
+    "Admin",
+    "BrokerNode",
+    "BufferFullError",
+    "Client",
+    "ClusterDescription",
+    "ConfigEntry",
+    "Consumer",
+    "DeliveryTimeoutError",
+    "GroupDescription",
+    "GroupListing",
+    "GroupMember",
+    "Message",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "PartitionDescription",
+    "Producer",
+    "RecordMetadata",
+    "TimestampType",
+    "TopicDescription",
+    "TopicPartition",
+    "connect",
+    "murmur2",
+    "partition_for_key",
+    *_error_names,
+]

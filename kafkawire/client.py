@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl as _ssl
+from collections.abc import Iterable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from common.errors import ClosedError, ConfigurationError, ConnectError, ConnectionLostError, RetriableError
+from common.errors import (
+    ClosedError,
+    ConfigurationError,
+    ConnectError,
+    ConnectionLostError,
+    MqwireError,
+    RequestTimeoutError,
+    RetriableError,
+)
 from common.options import check_bool, check_positive, check_str
 from common.policy import AddressRotation, Backoff
 from common.pool import ConnectionPool
@@ -16,11 +26,24 @@ from common.urls import parse_service_url
 from kafkawire import errors
 from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import BrokerNode, ClusterMetadata
-from kafkawire.protocol.messages import MetadataRequest, MetadataRequestTopic
+from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
+
+if TYPE_CHECKING:
+    from kafkawire.admin import Admin
+    from kafkawire.consumer import Consumer
+    from kafkawire.producer import Producer
 
 log = logging.getLogger(__name__)
 
 SCHEMES = {"kafka": 9092, "kafka+ssl": 9093}
+FIND_COORDINATOR_KEY = 10
+# FindCoordinator key types.
+GROUP_COORDINATOR = 0
+TRANSACTION_COORDINATOR = 1
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
 
 
 class Client:
@@ -46,16 +69,26 @@ class Client:
         self.metadata_max_age = check_positive("metadata_max_age_ms", metadata_max_age_ms) / 1000
         self.retry_backoff = check_positive("retry_backoff_ms", retry_backoff_ms) / 1000
         self.retry_backoff_max = check_positive("retry_backoff_max_ms", retry_backoff_max_ms) / 1000
+        if self.retry_backoff_max < self.retry_backoff:
+            raise ValueError("option retry_backoff_max_ms must not be below retry_backoff_ms")
         self.allow_auto_create_topics = check_bool("allow_auto_create_topics", allow_auto_create_topics)
         if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
-            raise TypeError("ssl_context must be an ssl.SSLContext")
+            raise TypeError("option ssl_context must be an ssl.SSLContext")
         if self._url.tls and ssl_context is None:
             ssl_context = _ssl.create_default_context()
         self._ssl = ssl_context
         self.metadata = ClusterMetadata()
         self._bootstrap = AddressRotation(self._url.addresses)
         self._pool: ConnectionPool[tuple[str, int], KafkaConnection] = ConnectionPool(self._open)
-        self._refreshing: asyncio.Future[None] | None = None
+        # The pool's connections, to pick an already open one without waiting.
+        self._opened: dict[tuple[str, int], KafkaConnection] = {}
+        # Refreshes under way: the topics each one asks for (None: all) and the task doing it.
+        self._refreshes: list[tuple[frozenset[str] | None, asyncio.Task[None]]] = []
+        # Topics the producers and consumers of this client use; a background refresh keeps them current.
+        self._tracked: dict[str, int] = {}
+        self._refresher: asyncio.Task[None] | None = None
+        self._coordinators: dict[tuple[int, str], BrokerNode] = {}
+        self._children: set[_Closable] = set()
         self._closed = False
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -68,53 +101,106 @@ class Client:
     ) -> None:
         await self.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     async def start(self) -> None:
         """Connect to a bootstrap server and load the cluster metadata."""
         await self.refresh_metadata([])
 
     async def close(self) -> None:
+        """Close the producers, consumers and admins made by this client (producers flush), then the connections."""
+        if self._closed:
+            return
+        for child in list(self._children):
+            try:
+                await child.close()
+            except MqwireError as exc:
+                log.warning("closing %r failed: %s", child, exc)
         self._closed = True
+        for _, task in self._refreshes:
+            task.cancel()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
         await self._pool.close()
 
     def new_backoff(self) -> Backoff:
         return Backoff(initial=self.retry_backoff, maximum=self.retry_backoff_max)
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("client is closed")
+
+    def adopt(self, child: _Closable) -> None:
+        """Remember a producer, consumer or admin so that closing the client closes it too."""
+        self._check_open()
+        self._children.add(child)
+
+    def release(self, child: _Closable) -> None:
+        self._children.discard(child)
+
     # ------------------------------------------------------------------------------- connections
     async def _open(self, address: tuple[str, int]) -> KafkaConnection:
-        return await KafkaConnection.open(
+        connection = await KafkaConnection.open(
             address,
             client_id=self.client_id,
             ssl=self._ssl,
             connect_timeout=self.connect_timeout,
             request_timeout=self.request_timeout,
         )
+        self._opened[address] = connection
+        return connection
 
     async def connection(self, node_id: int) -> KafkaConnection:
         """The connection to broker ``node_id`` (refreshing metadata once if the node is unknown)."""
+        self._check_open()
         node = self.metadata.brokers.get(node_id)
         if node is None:
-            await self.refresh_metadata()
+            await self.refresh_metadata([])
             node = self.metadata.brokers.get(node_id)
             if node is None:
                 raise errors.BrokerNotAvailableError(f"broker {node_id} is not in the cluster metadata")
         return await self._pool.get(node.address)
+
+    async def connection_to(self, node: BrokerNode) -> KafkaConnection:
+        self._check_open()
+        return await self._pool.get(node.address)
+
+    def discard(self, connection: KafkaConnection, error: BaseException | None = None) -> None:
+        """Drop a connection after it failed, so that the next request opens a fresh one.
+
+        A request that timed out leaves the connection in doubt (responses arrive in order), so it goes too.
+        """
+        if error is None or isinstance(error, ConnectionLostError | RequestTimeoutError | ConnectError):
+            self._pool.discard(connection.address)
 
     async def request(self, node_id: int, body: Any, *, timeout: float | None = None) -> Any:
         """Send ``body`` to broker ``node_id``; a dropped connection is discarded so the next call reconnects."""
         connection = await self.connection(node_id)
         try:
             return await connection.request(body, timeout=timeout)
-        except ConnectionLostError:
-            self._pool.discard(self.metadata.brokers[node_id].address)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.discard(connection, exc)
             raise
 
     async def any_connection(self) -> KafkaConnection:
-        """A connection to some broker: a known one, else a bootstrap address."""
-        if self._closed:
-            raise ClosedError("client is closed")
+        """A connection to some broker: preferably an open one with the fewest requests in flight."""
+        self._check_open()
+        open_connections = [
+            connection
+            for node in self.metadata.brokers.values()
+            if (connection := self._pool_peek(node.address)) is not None
+        ]
+        if open_connections:
+            return min(open_connections, key=lambda c: c.in_flight)
         candidates: list[tuple[str, int]] = [node.address for node in self.metadata.brokers.values()]
         for _ in range(len(self._bootstrap)):
-            candidates.append(self._bootstrap.current())
+            address = self._bootstrap.current()
+            if address not in candidates:
+                candidates.append(address)
             self._bootstrap.advance()
         last_error: Exception | None = None
         for address in candidates:
@@ -125,26 +211,47 @@ class Client:
         raise ConnectError(f"no Kafka broker reachable at {', '.join(f'{h}:{p}' for h, p in candidates)}: "
                            f"{last_error}")
 
-    # ---------------------------------------------------------------------------------- metadata
-    async def refresh_metadata(self, topics: list[str] | None = None) -> ClusterMetadata:
-        """Reload metadata for ``topics`` (None: every topic; []: brokers only). Concurrent calls share one."""
-        if self._refreshing is not None and topics is None:
-            await asyncio.shield(self._refreshing)
-            return self.metadata
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if topics is None:
-            self._refreshing = future
+    def _pool_peek(self, address: tuple[str, int]) -> KafkaConnection | None:
+        connection = self._opened.get(address)
+        if connection is not None and connection.closed:
+            del self._opened[address]
+            return None
+        return connection
+
+    async def request_any(self, body: Any, *, timeout: float | None = None) -> Any:
+        """Send ``body`` to some broker (requests any broker can answer: Metadata, InitProducerId, ...)."""
+        connection = await self.any_connection()
         try:
-            await self._load_metadata(topics)
-            future.set_result(None)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # marked retrieved: the caller below re-raises it
+            return await connection.request(body, timeout=timeout)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.discard(connection, exc)
             raise
-        finally:
-            if self._refreshing is future:
-                self._refreshing = None
+
+    # ---------------------------------------------------------------------------------- metadata
+    async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
+        """Reload metadata for ``topics`` (None: every topic; []: brokers only).
+
+        A refresh already under way that covers the same topics is shared rather than repeated.
+        """
+        self._check_open()
+        wanted = None if topics is None else frozenset(topics)
+        for covered, task in self._refreshes:
+            if covered is None or (wanted is not None and wanted <= covered):
+                await asyncio.shield(task)
+                return self.metadata
+        task = asyncio.ensure_future(self._load_metadata(None if wanted is None else sorted(wanted)))
+        entry = (wanted, task)
+        self._refreshes.append(entry)
+        task.add_done_callback(lambda _t: self._refreshes.remove(entry) if entry in self._refreshes else None)
+        await asyncio.shield(task)
         return self.metadata
+
+    def request_update(self, topics: Iterable[str] | None = None) -> None:
+        """Start a metadata refresh in the background (after a leader moved); failures are only logged."""
+        if self._closed:
+            return
+        task = asyncio.ensure_future(self.refresh_metadata(topics))
+        task.add_done_callback(_log_failure)
 
     async def _load_metadata(self, topics: list[str] | None) -> None:
         body = MetadataRequest(
@@ -159,17 +266,42 @@ class Client:
                 response = await connection.request(body)
                 break
             except RetriableError as exc:
-                self._pool.discard(connection.address)
+                self.discard(connection, exc)
                 if asyncio.get_running_loop().time() > deadline:
                     raise
                 log.debug("metadata request failed (%s); retrying", exc)
                 await asyncio.sleep(backoff.next_delay())
         self.metadata.update(response, requested=topics)
 
-    async def partitions_for(self, topic: str) -> list[int]:
+    def track(self, topics: Iterable[str]) -> None:
+        """Keep ``topics`` in the periodic refresh (every ``metadata_max_age_ms``) until ``untrack``."""
+        for topic in topics:
+            self._tracked[topic] = self._tracked.get(topic, 0) + 1
+        if self._refresher is None and not self._closed:
+            self._refresher = asyncio.ensure_future(self._refresh_periodically())
+
+    def untrack(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            count = self._tracked.get(topic, 0) - 1
+            if count <= 0:
+                self._tracked.pop(topic, None)
+            else:
+                self._tracked[topic] = count
+
+    async def _refresh_periodically(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self.metadata_max_age)
+            if self._tracked:
+                try:
+                    await self.refresh_metadata(list(self._tracked))
+                except MqwireError as exc:
+                    log.warning("periodic metadata refresh failed: %s", exc)
+
+    async def partitions_for(self, topic: str, *, timeout: float | None = None) -> list[int]:
         """The partition ids of ``topic``, waiting (bounded) while a new topic gets its leaders."""
         backoff = self.new_backoff()
-        deadline = asyncio.get_running_loop().time() + self.request_timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.request_timeout if timeout is None else timeout)
         while True:
             await self.refresh_metadata([topic])
             partitions = self.metadata.partitions(topic)
@@ -181,7 +313,7 @@ class Client:
                 error = errors.error_for(code, f"topic {topic!r}")
                 if not error.retriable:
                     raise error
-            if asyncio.get_running_loop().time() > deadline:
+            if loop.time() > deadline:
                 if code is not None:
                     raise errors.error_for(code, f"topic {topic!r}")
                 raise errors.LeaderNotAvailableError(f"topic {topic!r} has partitions without a leader")
@@ -190,21 +322,86 @@ class Client:
     def leader_for(self, topic: str, partition: int) -> BrokerNode | None:
         return self.metadata.leader(topic, partition)
 
+    # ------------------------------------------------------------------------------ coordinators
+    async def coordinator(self, key: str, key_type: int = GROUP_COORDINATOR) -> BrokerNode:
+        """The broker coordinating group ``key`` (or transactional id, ``key_type=1``), looked up once."""
+        node = self._coordinators.get((key_type, key))
+        if node is not None:
+            return node
+        backoff = self.new_backoff()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout
+        while True:
+            try:
+                node = await self._find_coordinator(key, key_type)
+                self._coordinators[(key_type, key)] = node
+                return node
+            except RetriableError as exc:
+                if loop.time() > deadline:
+                    raise
+                log.debug("coordinator lookup for %r failed (%s); retrying", key, exc)
+                await asyncio.sleep(backoff.next_delay())
+
+    async def _find_coordinator(self, key: str, key_type: int) -> BrokerNode:
+        connection = await self.any_connection()
+        version = connection.version_for(FIND_COORDINATOR_KEY)
+        body = FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key])
+        try:
+            response = await connection.request(body, version=version)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.discard(connection, exc)
+            raise
+        if version >= 4:
+            found = next((c for c in response.coordinators if c.key == key), None)
+            if found is None:
+                raise errors.CoordinatorNotAvailableError(f"no coordinator returned for {key!r}")
+            code, message, node_id, host, port = (
+                found.error_code, found.error_message, found.node_id, found.host, found.port
+            )
+        else:
+            code, message = response.error_code, getattr(response, "error_message", None)
+            node_id, host, port = response.node_id, response.host, response.port
+        if code:
+            raise errors.error_for(code, message or f"coordinator for {key!r}")
+        return BrokerNode(node_id, host, port)
+
+    def forget_coordinator(self, key: str, key_type: int = GROUP_COORDINATOR) -> None:
+        """Look the coordinator up again next time (after NOT_COORDINATOR or a lost connection)."""
+        self._coordinators.pop((key_type, key), None)
+
+    async def request_coordinator(
+        self, key: str, body: Any, *, key_type: int = GROUP_COORDINATOR, timeout: float | None = None
+    ) -> Any:
+        """Send ``body`` to the coordinator of ``key``; a failed connection forgets the coordinator."""
+        node = await self.coordinator(key, key_type)
+        try:
+            connection = await self.connection_to(node)
+            return await connection.request(body, timeout=timeout)
+        except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
+            self.forget_coordinator(key, key_type)
+            self._pool.discard(node.address)
+            raise exc
+
     # --------------------------------------------------------------------------------- factories
-    def producer(self, topic: str | None = None, **options: Any) -> Any:
+    def producer(self, topic: str | None = None, **options: Any) -> Producer:
         from kafkawire.producer import Producer
 
         return Producer(self, topic, **options)
 
-    def consumer(self, topics: str | list[str], **options: Any) -> Any:
+    def consumer(self, topics: str | Iterable[str], **options: Any) -> Consumer:
         from kafkawire.consumer import Consumer
 
         return Consumer(self, topics, **options)
 
-    def admin(self) -> Any:
+    def admin(self, **options: Any) -> Admin:
         from kafkawire.admin import Admin
 
-        return Admin(self)
+        return Admin(self, **options)
+
+
+def _log_failure(task: asyncio.Future[ClusterMetadata]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("background metadata refresh failed: %s", task.exception())
 
 
 def connect(url: str, **options: Any) -> Client:
@@ -215,4 +412,6 @@ def connect(url: str, **options: Any) -> Client:
     try:
         return Client(url, **options)
     except TypeError as exc:
-        raise ConfigurationError(str(exc)) from exc
+        if "unexpected keyword argument" in str(exc):
+            raise ConfigurationError(f"unknown option: {exc}") from exc
+        raise

@@ -81,8 +81,29 @@ class KafkaConnection:
     async def wait_closed(self) -> None:
         await self.channel.wait_closed()
 
-    def version_for(self, api_key: int) -> int:
-        """The version used for ``api_key``: the highest one both we and the broker support."""
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet answered."""
+        return self.channel.pending
+
+    def offers(self, api_key: int) -> bool:
+        return api_key in self.broker_versions
+
+    def version_for(self, api_key: int, *, at_most: int | None = None) -> int:
+        """The version used for ``api_key``: the highest one both we and the broker support.
+
+        ``at_most`` caps it, e.g. below the versions that name topics by id when an id is not known.
+        """
+        if at_most is not None:
+            broker_range = self.broker_versions.get(api_key)
+            highest = self.version_for(api_key)
+            if highest <= at_most:
+                return highest
+            if broker_range is None or at_most < max(broker_range[0], supported_versions(api_key)[0]):
+                raise UnsupportedVersionError(
+                    f"{API_KEYS.get(api_key, api_key)} (key {api_key}): no shared version at or below {at_most}"
+                )
+            return at_most
         version = self._chosen.get(api_key)
         if version is None:
             broker_range = self.broker_versions.get(api_key)
@@ -102,6 +123,17 @@ class KafkaConnection:
         if version is None:
             version = self.version_for(api_key)
         return decode_response(api_key, version, await self._exchange(body, version, timeout))
+
+    async def send(self, body: Any, *, version: int | None = None) -> None:
+        """Send a request the broker does not answer (Produce with acks=0); returns once it is written."""
+        if version is None:
+            version = self.version_for(body.API_KEY)
+        frame = encode_request(body, version=version, correlation_id=self.channel.next_id(), client_id=self.client_id)
+        error = self.channel.error
+        if error is not None:
+            raise error
+        self.channel.send(frame)
+        await self.channel.drain()
 
     async def _exchange(self, body: Any, version: int, timeout: float | None) -> bytes:
         correlation_id = self.channel.next_id()

@@ -1,0 +1,18 @@
+"""asyncio client for Apache InLong TubeMQ, speaking its binary protocol to the masters and brokers.
+
+    async with tubemqwire.connect("tubemq://master:8715") as client:
+        async with client.producer("orders") as producer:
+            receipt = await producer.send(b"value", headers={"h": b"v"}, msg_type="order")
+        async with client.consumer("orders", group="billing", start="earliest") as consumer:
+            async for message in consumer:
+                await consumer.ack(message)
+"""
+
+from tubemqwire.client import Client, connect
+from tubemqwire.consumer import Consumer
+from tubemqwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
+from tubemqwire.errors import __all__ as _error_names
+from tubemqwire.producer import Producer
+from tubemqwire.records import Message, Receipt
+
+__all__ = ["Client", "Consumer", "Message", "Producer", "Receipt", "connect", *_error_names]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl as _ssl
 
 from google.protobuf.message import Message
@@ -52,6 +53,33 @@ class TubeConnection:
 
     async def wait_closed(self) -> None:
         await self.channel.wait_closed()
+
+    def start_call(
+        self, service_type: int, method: int, request: Message, *, timeout: float | None = None
+    ) -> asyncio.Future[TubeFrame]:
+        """Send ``request`` without waiting; the future gets the answer frame (read it with ``body_of``).
+
+        Nothing here waits for the socket to drain: callers that pipeline bound how much they keep in
+        flight themselves. Raises the connection's error at once when it is closed.
+        """
+        channel = self.channel
+        if channel.error is not None:
+            raise channel.error
+        wait = self.request_timeout if timeout is None else timeout
+        serial = channel.next_id()
+        data = rpc.encode_request(serial, service_type, method, request, timeout_ms=max(1, int(wait * 1000)))
+        future = channel.table.register(serial, wait)
+        try:
+            channel.send(data)
+        except BaseException:
+            future.cancel()
+            raise
+        return future
+
+    @staticmethod
+    def body_of(frame: TubeFrame) -> bytes:
+        """The success body of an answer frame; an exception body is raised as its typed error."""
+        return rpc.decode_response(frame).data
 
     async def call(self, service_type: int, method: int, request: Message, *, timeout: float | None = None) -> bytes:
         """Send ``request`` to ``method`` of ``service_type`` and return the serialized success body.

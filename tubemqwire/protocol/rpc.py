@@ -14,6 +14,7 @@ from typing import TypeVar
 from google.protobuf.message import DecodeError, Message
 
 from common.errors import ProtocolError
+from common.protobuf import invalid_string_field
 from tubemqwire.errors import error_for_exception
 from tubemqwire.protocol import broker_service_pb2 as broker
 from tubemqwire.protocol import master_service_pb2 as master
@@ -34,7 +35,6 @@ from tubemqwire.protocol.rpc_pb2 import (
     RspExceptionBody,
     RspResponseBody,
 )
-from common.protobuf import invalid_string_field
 
 M = TypeVar("M", bound=Message)
 

@@ -1,0 +1,389 @@
+"""The producer's buffer: records collected into one open batch per partition until the sender takes them.
+
+A batch is ready when it is full, its linger time is up, a flush asks for everything, or it is a retry.
+``drain`` hands the sender at most one ready batch per partition, grouped by the leader that takes them, and
+reports when the next batch will become ready so the sender can sleep until then. Records are encoded into
+the batch as they arrive (``BatchBuilder``), so sending a batch costs one compression and one copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from common.errors import MqwireError, RequestTimeoutError
+from kafkawire.message import RecordMetadata
+from kafkawire.metadata import TopicPartition
+from kafkawire.protocol.records import HEADER_SIZE, BatchBuilder
+
+Header = tuple[str, bytes | None]
+
+# Per-record framing beyond key, value and header bytes: length, attributes, deltas and lengths (varints).
+RECORD_OVERHEAD = 21
+HEADER_OVERHEAD = 10
+SEQUENCE_LIMIT = 2**31
+
+
+class DeliveryTimeoutError(RequestTimeoutError):
+    """Records were not acknowledged within ``delivery_timeout_ms`` of being buffered."""
+
+
+class BufferFullError(RequestTimeoutError):
+    """The buffer stayed full for ``max_block_ms``: the brokers take records slower than they are produced."""
+
+
+def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
+    """An upper bound on the encoded size of one record."""
+    size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+    for name, header_value in headers:
+        size += HEADER_OVERHEAD + len(name) * 4 + (len(header_value) if header_value else 0)
+    return size
+
+
+class ProducerBatch:
+    """The records of one partition that travel together, and the futures of their senders."""
+
+    __slots__ = (
+        "_encoded",
+        "attempts",
+        "builder",
+        "closed",
+        "created",
+        "deadline",
+        "done",
+        "futures",
+        "in_flight",
+        "last_error",
+        "reserved",
+        "retry_at",
+        "sequence",
+        "timestamps",
+        "tp",
+    )
+
+    def __init__(self, tp: TopicPartition, builder: BatchBuilder, created: float, deadline: float) -> None:
+        self.tp = tp
+        self.builder = builder
+        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        self.timestamps: list[int] = []
+        self.created = created
+        self.deadline = deadline
+        self.attempts = 0
+        self.retry_at = 0.0
+        # Base sequence of an idempotent producer, assigned when the batch is first sent, kept for retries.
+        self.sequence: int | None = None
+        self.closed = False
+        self.in_flight = False
+        self.reserved = 0
+        self.last_error: BaseException | None = None
+        self._encoded: bytes | None = None
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+    def __repr__(self) -> str:
+        return f"ProducerBatch({self.tp.topic}-{self.tp.partition}, {len(self)} records, attempt {self.attempts})"
+
+    @property
+    def size(self) -> int:
+        return self.builder.size
+
+    def try_append(
+        self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
+    ) -> asyncio.Future[RecordMetadata] | None:
+        if self.builder.append(timestamp, key, value, headers) is None:
+            return None
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        self.futures.append(future)
+        self.timestamps.append(timestamp)
+        return future
+
+    def set_producer(self, producer_id: int, producer_epoch: int, sequence: int | None) -> None:
+        builder = self.builder
+        builder.producer_id = producer_id
+        builder.producer_epoch = producer_epoch
+        builder.base_sequence = -1 if sequence is None else sequence
+        self.sequence = sequence
+        self._encoded = None
+
+    def encode(self) -> bytes:
+        """The batch as it goes on the wire; kept for retries that do not change the producer fields."""
+        if self._encoded is None:
+            self._encoded = self.builder.build(0)
+        return self._encoded
+
+    @property
+    def encoded_size(self) -> int:
+        return len(self._encoded) if self._encoded is not None else self.builder.size
+
+    def complete(self, base_offset: int, log_append_time: int = -1) -> None:
+        """Resolve every record's future at once."""
+        topic, partition = self.tp
+        for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
+            if not future.done():
+                offset = -1 if base_offset < 0 else base_offset + index
+                future.set_result(RecordMetadata(topic, partition, offset, timestamp if log_append_time < 0
+                                                 else log_append_time))
+        self._finish()
+
+    def fail(self, error: BaseException) -> None:
+        for future in self.futures:
+            if not future.done():
+                future.set_exception(error)
+        self._finish()
+
+    def _finish(self) -> None:
+        self._encoded = None
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class Accumulator:
+    """Per-partition queues of batches, bounded in memory."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger: float,
+        compression: str | None,
+        buffer_memory: int,
+        delivery_timeout: float,
+        max_request_size: int,
+        clock: Callable[[], float] | None = None,
+        on_ready: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger = linger
+        self.compression = compression
+        self.buffer_memory = buffer_memory
+        self.delivery_timeout = delivery_timeout
+        self.max_request_size = max_request_size
+        # The event loop's clock (monotonic), unless a test brings its own.
+        self.clock = clock or time.monotonic
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Called when the sender should look again: a batch was created, filled, or needs a flush.
+        self._on_ready = on_ready
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._incomplete: set[ProducerBatch] = set()
+        self.used = 0
+        self._space_waiters: deque[asyncio.Future[None]] = deque()
+        self._flushing = 0
+        self.closing = False
+        # Counts batches closed for appends: the producer yields to the sender when it grows.
+        self.sealed = 0
+
+    # ---------------------------------------------------------------------------------- appending
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        *,
+        abort_on_new_batch: bool = False,
+    ) -> asyncio.Future[RecordMetadata] | None:
+        """Add a record to the open batch of the partition; None when that needs a new batch and the caller
+        said not to (the sticky partitioner then moves on first)."""
+        # A plain tuple finds the TopicPartition key (same hash and equality) without building one per record.
+        queue = self._queues.get((topic, partition))  # type: ignore[call-overload]
+        if queue:
+            batch = queue[-1]
+            if not batch.closed:
+                builder = batch.builder
+                if builder.append(timestamp, key, value, headers) is not None:
+                    future: asyncio.Future[RecordMetadata] = self._loop.create_future()  # type: ignore[union-attr]
+                    batch.futures.append(future)
+                    batch.timestamps.append(timestamp)
+                    if builder.size >= self.batch_size:
+                        self._seal(batch)
+                    return future
+                self._seal(batch)
+        elif queue is None:
+            queue = self._queues[TopicPartition(topic, partition)] = deque()
+        if abort_on_new_batch:
+            return None
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()  # set before any batch exists, so appends can use it
+        now = self.clock()
+        # Memory is reserved per batch, for the most it can hold, so appends need no accounting.
+        capacity = max(self.batch_size, HEADER_SIZE + estimate_record_size(key, value, headers))
+        batch = ProducerBatch(
+            TopicPartition(topic, partition),
+            BatchBuilder(compression=self.compression, max_size=capacity),
+            now,
+            now + self.delivery_timeout,
+        )
+        new_future = batch.try_append(timestamp, key, value, headers)
+        assert new_future is not None  # the first record always fits
+        queue.append(batch)
+        self._incomplete.add(batch)
+        batch.reserved = capacity
+        self.used += capacity
+        if batch.size >= self.batch_size:
+            self._seal(batch)
+        else:
+            self._on_ready()  # the sender needs the new batch's linger deadline
+        return new_future
+
+    def _seal(self, batch: ProducerBatch) -> None:
+        batch.closed = True
+        self.sealed += 1
+        self._on_ready()
+
+    @property
+    def full(self) -> bool:
+        return self.used >= self.buffer_memory
+
+    async def wait_for_space(self, timeout: float) -> None:
+        """Wait until the buffer has room; BufferFullError after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.full:
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._space_waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await waiter
+            except TimeoutError:
+                raise BufferFullError(
+                    f"the producer buffer ({self.buffer_memory} bytes) stayed full for {timeout:g} s"
+                ) from None
+            finally:
+                if waiter in self._space_waiters:
+                    self._space_waiters.remove(waiter)
+
+    def _release(self, batch: ProducerBatch) -> None:
+        self.used -= batch.reserved
+        batch.reserved = 0
+        while self._space_waiters and not self.full:
+            waiter = self._space_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # ----------------------------------------------------------------------------------- draining
+    def drain(
+        self,
+        now: float,
+        leader_of: Callable[[TopicPartition], int],
+        can_send: Callable[[int], bool],
+        partition_ready: Callable[[TopicPartition, ProducerBatch], bool],
+    ) -> tuple[dict[int, list[ProducerBatch]], float | None, set[str]]:
+        """Take the sendable batches, one per partition, grouped by leader.
+
+        Returns the batches, the time the next batch becomes ready (None: only an event can make one), and
+        the topics with a partition whose leader is unknown.
+        """
+        taken: dict[int, list[ProducerBatch]] = {}
+        request_sizes: dict[int, int] = {}
+        next_time: float | None = None
+        unknown: set[str] = set()
+        flushing = self._flushing > 0 or self.closing
+        linger = self.linger
+        for tp, queue in self._queues.items():
+            if not queue:
+                continue
+            batch = queue[0]
+            if batch.attempts and batch.retry_at > now:
+                next_time = batch.retry_at if next_time is None else min(next_time, batch.retry_at)
+                continue
+            ready_at = batch.created + linger
+            if not (batch.closed or len(queue) > 1 or flushing or batch.attempts or now >= ready_at):
+                next_time = ready_at if next_time is None else min(next_time, ready_at)
+                continue
+            node = leader_of(tp)
+            if node < 0:
+                unknown.add(tp.topic)
+                continue
+            if not can_send(node) or not partition_ready(tp, batch):
+                continue
+            size = request_sizes.get(node, 0)
+            if size and size + batch.encoded_size > self.max_request_size:
+                continue  # the next request to this node takes it
+            request_sizes[node] = size + batch.encoded_size
+            queue.popleft()
+            batch.closed = True
+            taken.setdefault(node, []).append(batch)
+        return taken, next_time, unknown
+
+    def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
+        """Put a batch back for a retry, ahead of newer batches and in sequence order among retries."""
+        batch.attempts += 1
+        batch.retry_at = retry_at
+        batch.in_flight = False
+        queue = self._queues.setdefault(batch.tp, deque())
+        position = 0
+        if batch.sequence is not None:
+            for position, other in enumerate(queue):  # noqa: B007 - the index is used after the loop
+                if other.sequence is None or other.sequence > batch.sequence:
+                    break
+            else:
+                position = len(queue)
+        queue.insert(position, batch)
+        self._on_ready()
+
+    def finished(self, batch: ProducerBatch) -> None:
+        """Forget a batch that was completed or failed, and return its memory."""
+        self._incomplete.discard(batch)
+        self._release(batch)
+
+    def expire(self, now: float) -> list[ProducerBatch]:
+        """Remove and return queued batches past their delivery deadline (the caller fails them)."""
+        expired: list[ProducerBatch] = []
+        for queue in self._queues.values():
+            if queue and queue[0].deadline <= now:
+                keep = deque(b for b in queue if b.deadline > now)
+                expired.extend(b for b in queue if b.deadline <= now)
+                queue.clear()
+                queue.extend(keep)
+        return expired
+
+    def next_deadline(self) -> float | None:
+        heads = [queue[0].deadline for queue in self._queues.values() if queue]
+        return min(heads) if heads else None
+
+    def queued(self) -> Iterator[ProducerBatch]:
+        """Batches waiting to be sent (not in flight)."""
+        for queue in self._queues.values():
+            yield from queue
+
+    def abort_all(self, error: MqwireError) -> None:
+        """Fail every queued batch (the producer cannot continue)."""
+        for queue in self._queues.values():
+            while queue:
+                batch = queue.popleft()
+                batch.fail(error)
+                self.finished(batch)
+
+    @property
+    def empty(self) -> bool:
+        return not self._incomplete
+
+    def incomplete(self) -> list[ProducerBatch]:
+        return list(self._incomplete)
+
+    # ----------------------------------------------------------------------------------- flushing
+    async def flush(self, timeout: float | None = None) -> None:
+        """Make every batch ready now and wait until all that exist at this moment are done."""
+        pending = [batch.done for batch in self._incomplete]
+        if not pending:
+            return
+        self._flushing += 1
+        self._on_ready()
+        try:
+            await asyncio.wait(pending, timeout=timeout)
+        finally:
+            self._flushing -= 1
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "batches": len(self._incomplete),
+            "buffered_bytes": self.used,
+            "partitions": sum(1 for q in self._queues.values() if q),
+        }

@@ -1,0 +1,353 @@
+"""The Kafka consumer for partitions it assigns itself: every partition of its topics, or the ones given.
+
+Without a group it starts each partition at ``start``. With ``group=`` it starts where the group committed
+and commits what the application acknowledged (``ack`` marks ``offset + 1``), outside group membership:
+generation -1 and no member id, as the Java client does for ``assign()`` followed by ``commitSync()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from common.errors import ClosedError, ConfigurationError, MqwireError
+from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
+from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
+from kafkawire.message import Message
+from kafkawire.metadata import TopicPartition
+from kafkawire.offsets import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    OffsetAndMetadata,
+    commit_offsets,
+    fetch_committed,
+)
+
+if TYPE_CHECKING:
+    from kafkawire.client import Client
+
+log = logging.getLogger(__name__)
+
+STARTS = ("earliest", "latest")
+ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
+INT32_MAX = 2**31 - 1
+
+PartitionSpec = TopicPartition | tuple[str, int] | int
+
+
+class Consumer:
+    """Use as ``async with client.consumer("topic", start="earliest") as consumer: async for m in consumer``."""
+
+    def __init__(
+        self,
+        client: Client,
+        topics: str | Iterable[str],
+        *,
+        group: str | None = None,
+        start: str = "earliest",
+        partitions: Iterable[PartitionSpec] | None = None,
+        isolation_level: str = "read_uncommitted",
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        max_partition_fetch_bytes: int = 1_048_576,
+        max_buffered_records: int = 10_000,
+        enable_auto_commit: bool = True,
+        auto_commit_interval_ms: float = 5_000,
+        check_crcs: bool = True,
+    ) -> None:
+        self.client = client
+        self.topics = _topics(topics)
+        if group is not None and (not isinstance(group, str) or not group):
+            raise TypeError("option group must be a non-empty str or None")
+        self.group = group
+        if not isinstance(start, str):
+            raise TypeError("option start must be 'earliest' or 'latest'")
+        self.start_from = check_choice("start", start, STARTS)
+        self._requested = _partitions(partitions, self.topics)
+        if not isinstance(isolation_level, str):
+            raise TypeError("option isolation_level must be 'read_uncommitted' or 'read_committed'")
+        isolation = ISOLATION_LEVELS[check_choice("isolation_level", isolation_level, ISOLATION_LEVELS)]
+        self.isolation_level = isolation_level
+        self.enable_auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group is not None
+        self.auto_commit_interval = check_positive("auto_commit_interval_ms", auto_commit_interval_ms) / 1000
+        self._config = FetchConfig(
+            max_wait_ms=check_int_range("fetch_max_wait_ms", fetch_max_wait_ms, 0, INT32_MAX),
+            min_bytes=check_int_range("fetch_min_bytes", fetch_min_bytes, 0, INT32_MAX),
+            max_bytes=check_int_range("fetch_max_bytes", fetch_max_bytes, 1, INT32_MAX),
+            max_partition_bytes=check_int_range("max_partition_fetch_bytes", max_partition_fetch_bytes, 1, INT32_MAX),
+            isolation_level=isolation,
+            reset=self.start_from,
+            check_crcs=check_bool("check_crcs", check_crcs),
+            request_timeout=client.request_timeout,
+            retry_backoff=client.retry_backoff,
+        )
+        self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
+        self._states: dict[TopicPartition, PartitionState] = {}
+        self._fetcher = Fetcher(client, self._states, self._queue, self._config)
+        self._acked: dict[TopicPartition, OffsetAndMetadata] = {}
+        self._committed: dict[TopicPartition, OffsetAndMetadata] = {}
+        self._auto_commit: asyncio.Task[None] | None = None
+        self._started = False
+        self._closed = False
+
+    # ---------------------------------------------------------------------------------- lifecycle
+    async def __aenter__(self) -> Consumer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Find the partitions, their starting offsets (committed ones first), and start fetching."""
+        if self._closed:
+            raise ClosedError("consumer is closed")
+        if self._started:
+            return
+        self._started = True
+        self.client.adopt(self)
+        self.client.track(self.topics)
+        try:
+            assignment = list(self._requested) if self._requested is not None else await self._all_partitions()
+            for tp in assignment:
+                self._states[tp] = PartitionState(tp, reset=self.start_from)
+            if self.group is not None and assignment:
+                committed = await fetch_committed(
+                    self.client, self.group, assignment, require_stable=self._config.isolation_level == READ_COMMITTED
+                )
+                for tp, value in committed.items():
+                    if value is not None and tp in self._states:
+                        self._states[tp].position = value.offset
+                        self._states[tp].reset = None
+                        self._committed[tp] = value
+        except BaseException:
+            await self.close()
+            raise
+        self._fetcher.start()
+        if self.enable_auto_commit:
+            self._auto_commit = asyncio.ensure_future(self._commit_periodically())
+
+    async def _all_partitions(self) -> list[TopicPartition]:
+        found: list[TopicPartition] = []
+        for topic in self.topics:
+            found.extend(TopicPartition(topic, p) for p in await self.client.partitions_for(topic))
+        return found
+
+    async def close(self) -> None:
+        """Stop fetching; with auto-commit, commit what was acknowledged."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._auto_commit is not None:
+            self._auto_commit.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._auto_commit
+        await self._fetcher.close()
+        self._queue.wake_all()
+        if self._started:
+            try:
+                if self.enable_auto_commit:
+                    await self._commit(dict(self._acked))
+            except MqwireError as exc:
+                log.warning("final commit for group %r failed: %s", self.group, exc)
+            finally:
+                self.client.untrack(self.topics)
+                self.client.release(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ---------------------------------------------------------------------------------- receiving
+    def __aiter__(self) -> Consumer:
+        return self
+
+    async def __anext__(self) -> Message:
+        try:
+            return await self.getone()
+        except ClosedError:
+            if self._closed:
+                raise StopAsyncIteration from None  # closed while iterating: the loop just ends
+            raise
+
+    async def getone(self) -> Message:
+        """The next message, waiting as long as it takes (records arrive, or the consumer closes)."""
+        if not self._started:
+            await self.start()
+        queue = self._queue
+        while True:
+            self._check_open()
+            message = queue.take_one()
+            if message is not None:
+                return message
+            await queue.wait_data(None)
+
+    async def getmany(self, timeout_ms: float = 0, max_records: int | None = None) -> list[Message]:
+        """Up to ``max_records`` buffered messages, waiting at most ``timeout_ms`` for the first; [] if none."""
+        timeout = check_non_negative("timeout_ms", timeout_ms) / 1000
+        limit = INT32_MAX if max_records is None else check_int_range("max_records", max_records, 1, INT32_MAX)
+        if not self._started:
+            await self.start()
+        self._check_open()
+        queue = self._queue
+        if not queue.ready and timeout > 0:
+            await queue.wait_data(timeout)
+            self._check_open()
+        return queue.take(limit)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("consumer is closed")
+
+    # ---------------------------------------------------------------------------------- positions
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._states)
+
+    def seek(self, tp: TopicPartition | tuple[str, int], offset: int) -> None:
+        """Continue ``tp`` at ``offset``; records already buffered for it are dropped."""
+        state = self._state(tp)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+        self._reposition(state, offset, None)
+
+    def seek_to_beginning(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        for state in self._states_of(tps):
+            self._reposition(state, None, "earliest")
+
+    def seek_to_end(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        for state in self._states_of(tps):
+            self._reposition(state, None, "latest")
+
+    def _reposition(self, state: PartitionState, offset: int | None, reset: str | None) -> None:
+        state.generation += 1
+        state.position = offset
+        state.reset = reset
+        state.failed = False
+        self._queue.drop(state.tp)
+        self._fetcher.wake()
+
+    def position(self, tp: TopicPartition | tuple[str, int]) -> int | None:
+        """The next offset the fetcher asks for (records before it may still be buffered)."""
+        return self._state(tp).position
+
+    def highwater(self, tp: TopicPartition | tuple[str, int]) -> int:
+        """The partition's high watermark as of the last fetch (-1 before one)."""
+        return self._state(tp).high_watermark
+
+    def last_stable_offset(self, tp: TopicPartition | tuple[str, int]) -> int:
+        return self._state(tp).last_stable_offset
+
+    def pause(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        for state in self._states_of(tps):
+            state.paused = True
+
+    def resume(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        for state in self._states_of(tps):
+            state.paused = False
+        self._fetcher.wake()
+
+    def _state(self, tp: TopicPartition | tuple[str, int]) -> PartitionState:
+        state = self._states.get(TopicPartition(*tp))
+        if state is None:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        return state
+
+    def _states_of(self, tps: tuple[TopicPartition | tuple[str, int], ...]) -> list[PartitionState]:
+        return [self._state(tp) for tp in tps] if tps else list(self._states.values())
+
+    # ---------------------------------------------------------------------------------- commits
+    async def ack(self, message: Message) -> None:
+        """Mark ``message`` as processed: the next commit stores ``offset + 1`` for its partition."""
+        tp = TopicPartition(message.topic, message.partition)
+        if tp not in self._states:
+            raise ValueError(f"{tp} is not assigned to this consumer")
+        current = self._acked.get(tp)
+        if current is None or message.offset + 1 > current.offset:
+            self._acked[tp] = OffsetAndMetadata(message.offset + 1, "", message.leader_epoch)
+
+    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
+        """Commit the acknowledged offsets (or ``offsets``: partition -> next offset to consume)."""
+        if self.group is None:
+            raise ConfigurationError("commit needs a consumer created with group=")
+        self._check_open()
+        if not self._started:
+            return  # nothing consumed, nothing to commit
+        if offsets is None:
+            to_commit = dict(self._acked)
+        else:
+            to_commit = {
+                TopicPartition(*tp): value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
+                for tp, value in offsets.items()
+            }
+        await self._commit(to_commit)
+
+    async def _commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        assert self.group is not None
+        changed = {tp: v for tp, v in offsets.items() if self._committed.get(tp) != v}
+        if not changed:
+            return
+        await commit_offsets(self.client, self.group, changed)
+        self._committed.update(changed)
+
+    async def committed(self, tp: TopicPartition | tuple[str, int]) -> int | None:
+        """The offset the group has committed for ``tp``, asked of the coordinator (None if none)."""
+        if self.group is None:
+            raise ConfigurationError("committed needs a consumer created with group=")
+        found = await fetch_committed(self.client, self.group, [TopicPartition(*tp)])
+        value = found.get(TopicPartition(*tp))
+        return None if value is None else value.offset
+
+    async def _commit_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.auto_commit_interval)
+            try:
+                await self._commit(dict(self._acked))
+            except MqwireError as exc:
+                log.warning("auto-commit for group %r failed: %s", self.group, exc)
+
+    @property
+    def fetches_sent(self) -> int:
+        return self._fetcher.fetches_sent
+
+    def __repr__(self) -> str:
+        return f"Consumer(topics={self.topics!r}, group={self.group!r})"
+
+
+def _topics(topics: str | Iterable[str]) -> list[str]:
+    items = [topics] if isinstance(topics, str) else list(topics)
+    if not items:
+        raise ValueError("topics must name at least one topic")
+    for topic in items:
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topics must be a str or an iterable of non-empty str")
+    return list(dict.fromkeys(items))
+
+
+def _partitions(partitions: Iterable[PartitionSpec] | None, topics: list[str]) -> list[TopicPartition] | None:
+    if partitions is None:
+        return None
+    result: list[TopicPartition] = []
+    for item in partitions:
+        if isinstance(item, int) and not isinstance(item, bool):
+            if len(topics) != 1:
+                raise ValueError("option partitions: a bare partition number needs exactly one topic")
+            tp = TopicPartition(topics[0], item)
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], int):
+            tp = TopicPartition(item[0], item[1])
+        else:
+            raise TypeError(f"option partitions: expected int or (topic, partition), got {item!r}")
+        if tp.partition < 0:
+            raise ValueError(f"option partitions: negative partition {tp.partition}")
+        if tp.topic not in topics:
+            raise ValueError(f"option partitions: topic {tp.topic!r} is not among the consumer's topics")
+        result.append(tp)
+    if not result:
+        raise ValueError("option partitions must not be empty")
+    return list(dict.fromkeys(result))

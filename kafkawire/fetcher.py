@@ -1,0 +1,481 @@
+"""The consumer's fetch machinery: one fetch loop per leader broker, feeding a bounded queue of records.
+
+Each loop sends one FetchRequest for all the partitions its broker leads, decodes the records batch by
+batch, drops what the application must not see (control batches, aborted transactions under
+read_committed, records before the fetch position inside a compressed batch) and queues the rest. A loop
+waits before fetching again while the queue holds ``max_buffered_records`` or more: that is the
+backpressure from a slow application to the broker. A supervisor task resets positions (ListOffsets),
+follows leaders through metadata refreshes and starts the loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from kafkawire import errors
+from kafkawire.message import Message, TimestampType
+from kafkawire.metadata import ZERO_UUID, TopicPartition
+from kafkawire.offsets import EARLIEST, LATEST, READ_COMMITTED, list_offsets
+from kafkawire.protocol.messages import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.protocol.records import ABORT_MARKER, DEFAULT_MAX_UNCOMPRESSED, RecordBatch, decode_batches
+from kafkawire.waker import Waker
+
+if TYPE_CHECKING:
+    from kafkawire.client import Client
+
+log = logging.getLogger(__name__)
+
+FETCH_KEY = 1
+FETCH_BY_NAME_MAX = 12
+CREATE_TIME = TimestampType.CREATE_TIME
+LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
+
+
+@dataclass
+class FetchConfig:
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    max_partition_bytes: int
+    isolation_level: int
+    reset: str  # "earliest" or "latest"
+    check_crcs: bool
+    request_timeout: float
+    retry_backoff: float
+
+
+@dataclass(slots=True)
+class PartitionState:
+    tp: TopicPartition
+    # Next offset to fetch; None until known (committed offset or a reset).
+    position: int | None = None
+    # Set by seek: fetched data for older generations is dropped.
+    generation: int = 0
+    reset: str | None = None
+    leader: int = -1
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    paused: bool = False
+    # A fatal error stops fetching the partition until the application seeks.
+    failed: bool = False
+
+    @property
+    def fetchable(self) -> bool:
+        return self.position is not None and self.reset is None and not self.paused and not self.failed
+
+
+@dataclass(slots=True)
+class _Chunk:
+    tp: TopicPartition
+    messages: list[Message]
+    index: int = 0
+
+
+class RecordQueue:
+    """Fetched records waiting for the application, with a soft bound on their number.
+
+    A fetch may overshoot the bound by one response; fetching then waits until the application has
+    taken enough to bring the count back under it.
+    """
+
+    def __init__(self, max_records: int) -> None:
+        self.max_records = max_records
+        self.buffered = 0
+        self._chunks: deque[_Chunk] = deque()
+        self._errors: deque[BaseException] = deque()
+        self._data = asyncio.Event()
+        self._space = asyncio.Event()
+        self._space.set()
+
+    @property
+    def has_space(self) -> bool:
+        return self.buffered < self.max_records
+
+    def put(self, tp: TopicPartition, messages: list[Message]) -> None:
+        if messages:
+            self._chunks.append(_Chunk(tp, messages))
+            self.buffered += len(messages)
+            self._data.set()
+            if not self.has_space:
+                self._space.clear()
+
+    def put_error(self, error: BaseException) -> None:
+        self._errors.append(error)
+        self._data.set()
+
+    def drop(self, tp: TopicPartition) -> None:
+        """Forget the buffered records of ``tp`` (after a seek)."""
+        for chunk in self._chunks:
+            if chunk.tp == tp:
+                self.buffered -= len(chunk.messages) - chunk.index
+        self._chunks = deque(c for c in self._chunks if c.tp != tp)
+        self._after_take()
+
+    def _after_take(self) -> None:
+        if not self._chunks and not self._errors:
+            self._data.clear()
+        if self.has_space:
+            self._space.set()
+
+    def take(self, max_records: int) -> list[Message]:
+        """Up to ``max_records`` buffered records, in order per partition; raises a queued fetch error first."""
+        if self._errors:
+            error = self._errors.popleft()
+            self._after_take()
+            raise error
+        out: list[Message] = []
+        chunks = self._chunks
+        while chunks and len(out) < max_records:
+            chunk = chunks[0]
+            end = min(len(chunk.messages), chunk.index + max_records - len(out))
+            if chunk.index == 0 and end == len(chunk.messages) and not out:
+                out = chunk.messages
+            else:
+                out.extend(chunk.messages[chunk.index : end])
+            chunk.index = end
+            if end == len(chunk.messages):
+                chunks.popleft()
+        self.buffered -= len(out)
+        self._after_take()
+        return out
+
+    def take_one(self) -> Message | None:
+        if self._errors:
+            error = self._errors.popleft()
+            self._after_take()
+            raise error
+        chunks = self._chunks
+        if not chunks:
+            return None
+        chunk = chunks[0]
+        message = chunk.messages[chunk.index]
+        chunk.index += 1
+        self.buffered -= 1
+        if chunk.index == len(chunk.messages):
+            chunks.popleft()
+            self._after_take()
+        elif self.buffered == self.max_records - 1:
+            self._space.set()
+        return message
+
+    @property
+    def ready(self) -> bool:
+        return bool(self._chunks or self._errors)
+
+    async def wait_data(self, timeout: float | None) -> None:
+        """Wait until records or an error are queued, or ``timeout`` seconds pass."""
+        if self.ready:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._data.wait()
+
+    async def wait_space(self) -> None:
+        await self._space.wait()
+
+    def wake_all(self) -> None:
+        """Release every waiter (closing)."""
+        self._data.set()
+        self._space.set()
+
+
+def batches_to_messages(
+    tp: TopicPartition,
+    batches: list[RecordBatch],
+    position: int,
+    aborted: list[tuple[int, int]] | None,
+    read_committed: bool,
+) -> tuple[list[Message], int]:
+    """The application records of ``batches`` at or after ``position``, and the position after them.
+
+    ``aborted`` is the fetch response's (first_offset, producer_id) list: under read_committed, a
+    transactional batch from a producer whose aborted transaction started at or before the batch is
+    dropped until that producer's abort marker.
+    """
+    topic, partition = tp
+    out: list[Message] = []
+    append = out.append
+    heap = list(aborted or ())
+    heapq.heapify(heap)
+    aborted_producers: set[int] = set()
+    for batch in batches:
+        next_offset = batch.next_offset
+        if read_committed and batch.producer_id >= 0:
+            last_offset = next_offset - 1
+            while heap and heap[0][0] <= last_offset:
+                aborted_producers.add(heapq.heappop(heap)[1])
+            if batch.is_control:
+                if batch.control_type() == ABORT_MARKER:
+                    aborted_producers.discard(batch.producer_id)
+            elif batch.is_transactional and batch.producer_id in aborted_producers:
+                position = max(position, next_offset)
+                continue
+        if batch.is_control or next_offset <= position:
+            position = max(position, next_offset)
+            continue
+        timestamp_type = LOG_APPEND_TIME if batch.log_append_time else CREATE_TIME
+        epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
+        for record in batch.records:
+            offset = record.offset
+            if offset >= position:
+                append(
+                    Message(
+                        topic, partition, offset, record.key, record.value, record.headers, record.timestamp,
+                        timestamp_type, epoch,
+                    )
+                )
+        position = next_offset
+    return out, position
+
+
+class Fetcher:
+    def __init__(
+        self, client: Client, states: dict[TopicPartition, PartitionState], queue: RecordQueue, config: FetchConfig
+    ) -> None:
+        self.client = client
+        self.states = states
+        self.queue = queue
+        self.config = config
+        self.waker = Waker()
+        self._nodes: dict[int, asyncio.Task[None]] = {}
+        self._supervisor: asyncio.Task[None] | None = None
+        self._closed = False
+        self.fetches_sent = 0
+
+    def start(self) -> None:
+        if self._supervisor is None:
+            self._supervisor = asyncio.ensure_future(self._supervise())
+
+    def wake(self) -> None:
+        self.waker.wake()
+
+    async def close(self) -> None:
+        self._closed = True
+        tasks = list(self._nodes.values())
+        if self._supervisor is not None:
+            tasks.append(self._supervisor)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._nodes.clear()
+
+    # ---------------------------------------------------------------------------------- supervisor
+    async def _supervise(self) -> None:
+        backoff = self.client.new_backoff()
+        while not self._closed:
+            self.waker.clear()
+            trouble = False
+            try:
+                trouble |= await self._reset_positions()
+                trouble |= await self._update_leaders()
+            except MqwireError as exc:
+                if not exc.retriable:
+                    log.warning("consumer cannot continue: %s", exc)
+                    self.queue.put_error(exc)
+                    await self.waker.wait(None)  # until the application seeks or closes
+                    continue
+                log.debug("consumer housekeeping failed (%s); retrying", exc)
+                trouble = True
+            except Exception as exc:  # a bug must reach the application, not kill the consumer silently
+                log.exception("consumer fetch supervisor failed")
+                self.queue.put_error(exc)
+                return
+            self._start_node_loops()
+            if trouble:
+                await self.waker.wait(backoff.next_delay())
+            else:
+                backoff.reset()
+                await self.waker.wait(None)
+
+    async def _reset_positions(self) -> bool:
+        pending = {tp: state.reset for tp, state in self.states.items() if state.reset is not None}
+        if not pending:
+            return False
+        specs = {tp: EARLIEST if how == "earliest" else LATEST for tp, how in pending.items()}
+        found = await list_offsets(self.client, specs, isolation_level=self.config.isolation_level)
+        for tp, value in found.items():
+            state = self.states.get(tp)
+            if state is not None and state.reset == pending[tp]:
+                state.position = value.offset
+                state.reset = None
+                log.debug("%s-%d: position reset to %s offset %d", tp.topic, tp.partition, pending[tp], value.offset)
+        return any(state.reset is not None for state in self.states.values())
+
+    async def _update_leaders(self) -> bool:
+        metadata = self.client.metadata
+        # A partition whose fetch failed (leader = -1) asks for fresh metadata too: the leader may have moved.
+        missing = [s for s in self.states.values() if s.leader < 0 or metadata.leader_id(*s.tp) < 0]
+        if missing:
+            await self.client.refresh_metadata({s.tp.topic for s in self.states.values()})
+        lost = False
+        for state in self.states.values():
+            state.leader = metadata.leader_id(*state.tp)
+            lost |= state.leader < 0
+        return lost
+
+    def _start_node_loops(self) -> None:
+        for state in self.states.values():
+            node = state.leader
+            if node >= 0 and state.fetchable and node not in self._nodes:
+                self._nodes[node] = asyncio.ensure_future(self._fetch_loop(node))
+
+    # ---------------------------------------------------------------------------------- fetch loop
+    async def _fetch_loop(self, node: int) -> None:
+        rotation = 0
+        try:
+            while not self._closed:
+                if not self.queue.has_space:
+                    await self.queue.wait_space()
+                    continue
+                partitions = [s for s in self.states.values() if s.leader == node and s.fetchable]
+                if not partitions:
+                    return
+                # Rotate the order so that no partition always comes last when the response size runs out.
+                rotation = (rotation + 1) % len(partitions)
+                partitions = partitions[rotation:] + partitions[:rotation]
+                if not await self._fetch_once(node, partitions):
+                    await asyncio.sleep(self.config.retry_backoff)
+        except Exception as exc:
+            log.exception("fetch loop for broker %d failed", node)
+            self.queue.put_error(exc)
+        finally:
+            if self._nodes.get(node) is asyncio.current_task():
+                del self._nodes[node]
+            self.waker.wake()
+
+    async def _fetch_once(self, node: int, partitions: list[PartitionState]) -> bool:
+        """One fetch from ``node``; False when the loop should pause before the next one."""
+        config = self.config
+        connection = None
+        try:
+            connection = await self.client.connection(node)
+            metadata = self.client.metadata
+            version = connection.version_for(FETCH_KEY)
+            if version > FETCH_BY_NAME_MAX and any(metadata.topic_id(s.tp.topic) is None for s in partitions):
+                version = connection.version_for(FETCH_KEY, at_most=FETCH_BY_NAME_MAX)
+            sent = {s.tp: (s.generation, s.position) for s in partitions}
+            body = self._request(partitions, version)
+            self.fetches_sent += 1
+            response = await connection.request(
+                body, version=version, timeout=config.request_timeout + config.max_wait_ms / 1000
+            )
+        except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
+            log.debug("fetch from broker %d failed: %s", node, exc)
+            if connection is not None:
+                self.client.discard(connection, exc)
+            self._lose_leader(partitions)
+            return False
+        if response.error_code:
+            error = errors.error_for(response.error_code, f"fetch from broker {node}")
+            if not error.retriable:
+                self.queue.put_error(error)
+            self._lose_leader(partitions)
+            return False
+        return self._handle_response(response, sent)
+
+    def _request(self, partitions: list[PartitionState], version: int) -> FetchRequest:
+        config = self.config
+        metadata = self.client.metadata
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for state in partitions:
+            assert state.position is not None
+            by_topic.setdefault(state.tp.topic, []).append(
+                FetchPartition(
+                    partition=state.tp.partition,
+                    current_leader_epoch=metadata.leader_epoch(*state.tp),
+                    fetch_offset=state.position,
+                    partition_max_bytes=config.max_partition_bytes,
+                )
+            )
+        topics = []
+        for name, parts in by_topic.items():
+            topic = FetchTopic(topic=name, partitions=parts)
+            if version > FETCH_BY_NAME_MAX:
+                topic.topic_id = metadata.topic_id(name) or ZERO_UUID
+            topics.append(topic)
+        return FetchRequest(
+            max_wait_ms=config.max_wait_ms,
+            min_bytes=config.min_bytes,
+            max_bytes=config.max_bytes,
+            isolation_level=config.isolation_level,
+            session_id=0,
+            session_epoch=-1,  # no fetch session: every request is complete in itself
+            topics=topics,
+        )
+
+    def _handle_response(self, response: Any, sent: dict[TopicPartition, tuple[int, int | None]]) -> bool:
+        names = self.client.metadata.topic_names
+        read_committed = self.config.isolation_level == READ_COMMITTED
+        healthy = True
+        stale: set[str] = set()
+        for topic in response.responses:
+            name = topic.topic or names.get(topic.topic_id, "")
+            for data in topic.partitions:
+                tp = TopicPartition(name, data.partition_index)
+                state = self.states.get(tp)
+                request = sent.get(tp)
+                if state is None or request is None or (state.generation, state.position) != request:
+                    continue  # sought elsewhere, or not ours: this data is stale
+                if data.error_code:
+                    healthy &= self._partition_error(state, data.error_code, stale)
+                    continue
+                state.high_watermark = data.high_watermark
+                state.last_stable_offset = data.last_stable_offset
+                state.log_start_offset = data.log_start_offset
+                if not data.records:
+                    continue
+                try:
+                    batches = decode_batches(
+                        data.records, verify_crc=self.config.check_crcs, max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED
+                    )
+                except MqwireError as exc:
+                    state.failed = True
+                    self.queue.put_error(exc)
+                    continue
+                if not batches:
+                    continue
+                aborted = None
+                if read_committed and data.aborted_transactions:
+                    aborted = [(a.first_offset, a.producer_id) for a in data.aborted_transactions]
+                assert state.position is not None
+                messages, state.position = batches_to_messages(tp, batches, state.position, aborted, read_committed)
+                self.queue.put(tp, messages)
+        if stale:
+            self.client.request_update(stale)
+            self.waker.wake()
+        return healthy
+
+    def _partition_error(self, state: PartitionState, code: int, stale: set[str]) -> bool:
+        error = errors.error_for(code, f"fetching {state.tp.topic}-{state.tp.partition}")
+        if isinstance(error, errors.OffsetOutOfRangeError):
+            log.info(
+                "%s-%d: offset %s out of range; resetting to %s",
+                state.tp.topic, state.tp.partition, state.position, self.config.reset,
+            )
+            state.reset = self.config.reset
+            self.waker.wake()
+            return True
+        if error.retriable or error.refresh_metadata:
+            state.leader = -1
+            self.client.metadata.forget_leader(*state.tp)
+            stale.add(state.tp.topic)
+            return False
+        state.failed = True
+        self.queue.put_error(error)
+        return True
+
+    def _lose_leader(self, partitions: Iterable[PartitionState]) -> None:
+        for state in partitions:
+            state.leader = -1
+        self.waker.wake()

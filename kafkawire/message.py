@@ -1,0 +1,101 @@
+"""What the application sees: consumed messages and the receipts of produced records."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+from kafkawire.metadata import TopicPartition
+
+__all__ = ["Message", "RecordMetadata", "TimestampType", "TopicPartition"]
+
+RawHeaders = list[tuple[str, bytes | None]]
+
+
+class TimestampType(IntEnum):
+    """Who set ``Message.timestamp``: the producer (create time) or the broker (log append time)."""
+
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class RecordMetadata(NamedTuple):
+    """Where the broker stored a record. ``offset`` is -1 when the broker does not tell (acks=0)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+class Message:
+    """One consumed record.
+
+    ``headers`` maps each header name to its value; a name repeated keeps its last value and a null value
+    reads as ``b""``. ``raw_headers`` is the exact list as stored.
+    """
+
+    __slots__ = (
+        "_headers",
+        "key",
+        "leader_epoch",
+        "offset",
+        "partition",
+        "raw_headers",
+        "timestamp",
+        "timestamp_type",
+        "topic",
+        "value",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        raw_headers: RawHeaders,
+        timestamp: int,
+        timestamp_type: TimestampType,
+        leader_epoch: int | None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.raw_headers = raw_headers
+        self.timestamp = timestamp
+        self.timestamp_type = timestamp_type
+        self.leader_epoch = leader_epoch
+        self._headers: dict[str, bytes] | None = None
+
+    @property
+    def headers(self) -> dict[str, bytes]:
+        # Built on first use: most consumers never look at headers, and most records have none.
+        headers = self._headers
+        if headers is None:
+            headers = {name: b"" if value is None else value for name, value in self.raw_headers}
+            self._headers = headers
+        return headers
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    def __repr__(self) -> str:
+        return (
+            f"Message(topic={self.topic!r}, partition={self.partition}, offset={self.offset}, key={self.key!r}, "
+            f"value={_preview(self.value)}, headers={self.headers!r}, timestamp={self.timestamp})"
+        )
+
+
+def _preview(value: bytes | None, limit: int = 64) -> str:
+    if value is None or len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}...({len(value)} bytes)"

@@ -1,0 +1,358 @@
+"""The Kafka producer: ``send`` waits for the broker's acknowledgement, ``enqueue`` only for buffer space.
+
+Records are appended to the open batch of their partition (``accumulator``); a background task
+(``sender``) ships ready batches to the partition leaders. Options keep the names of the Java client and
+aiokafka and are checked here, when the producer is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from common.errors import ClosedError
+from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
+from kafkawire import errors
+from kafkawire.accumulator import Accumulator, estimate_record_size
+from kafkawire.message import RecordMetadata
+from kafkawire.partitioner import StickyPartitioner, partition_for_key
+from kafkawire.protocol.records import HEADER_SIZE
+from kafkawire.sender import Sender, SenderConfig
+from kafkawire.waker import Waker
+
+if TYPE_CHECKING:
+    from kafkawire.client import Client
+
+log = logging.getLogger(__name__)
+
+Header = tuple[str, bytes | None]
+HeadersInput = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
+# aiokafka's signature: (key, all partitions, partitions with a leader) -> partition.
+Partitioner = Callable[[bytes | None, list[int], list[int]], int]
+
+COMPRESSIONS = (None, "none", "gzip", "snappy", "lz4", "zstd")
+INT32_MAX = 2**31 - 1
+_BYTES_TYPES = (bytes, bytearray, memoryview)
+
+
+def _acks(value: object) -> int:
+    if value == "all":
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"option acks must be 0, 1, -1 or 'all', not {value!r}")
+    return check_choice("acks", value, (0, 1, -1))
+
+
+class Producer:
+    """Use as ``async with client.producer("topic", **options) as producer``."""
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str | None = None,
+        *,
+        acks: int | str = "all",
+        linger_ms: float = 5,
+        batch_size: int = 16_384,
+        compression: str | None = None,
+        compression_type: str | None = None,
+        max_request_size: int = 1_048_576,
+        request_timeout_ms: float = 30_000,
+        delivery_timeout_ms: float = 120_000,
+        retry_backoff_ms: float = 100,
+        retry_backoff_max_ms: float = 1_000,
+        retries: int = INT32_MAX,
+        enable_idempotence: bool | None = None,
+        max_in_flight_requests_per_connection: int = 5,
+        buffer_memory: int = 33_554_432,
+        max_buffer_size: int | None = None,
+        max_block_ms: float = 60_000,
+        partitioner: Partitioner | None = None,
+    ) -> None:
+        if topic is not None and (not isinstance(topic, str) or not topic):
+            raise TypeError("topic must be a non-empty str or None")
+        self.client = client
+        self.topic = topic
+        self.acks = _acks(acks)
+        linger = check_non_negative("linger_ms", linger_ms) / 1000
+        self.batch_size = check_int_range("batch_size", batch_size, 1, INT32_MAX)
+        self.compression = self._compression(compression, compression_type)
+        self.max_request_size = check_int_range("max_request_size", max_request_size, 1, INT32_MAX)
+        request_timeout = check_positive("request_timeout_ms", request_timeout_ms) / 1000
+        delivery_timeout = check_positive("delivery_timeout_ms", delivery_timeout_ms) / 1000
+        if delivery_timeout < linger + request_timeout:
+            raise ValueError("option delivery_timeout_ms must be at least linger_ms + request_timeout_ms")
+        retry_backoff = check_positive("retry_backoff_ms", retry_backoff_ms) / 1000
+        retry_backoff_max = check_positive("retry_backoff_max_ms", retry_backoff_max_ms) / 1000
+        if retry_backoff_max < retry_backoff:
+            raise ValueError("option retry_backoff_max_ms must not be below retry_backoff_ms")
+        self.retries = check_int_range("retries", retries, 0, INT32_MAX)
+        max_in_flight = check_int_range(
+            "max_in_flight_requests_per_connection", max_in_flight_requests_per_connection, 1, INT32_MAX
+        )
+        self.idempotent = self._idempotence(enable_idempotence, max_in_flight)
+        if max_buffer_size is not None:
+            buffer_memory = max_buffer_size
+        buffer_name = "max_buffer_size" if max_buffer_size is not None else "buffer_memory"
+        self.buffer_memory = check_int_range(buffer_name, buffer_memory, 1, 2**62)
+        self.max_block = check_non_negative("max_block_ms", max_block_ms) / 1000
+        self._record_limit = min(self.max_request_size, self.buffer_memory)
+        if partitioner is not None and not callable(partitioner):
+            raise TypeError("option partitioner must be callable (key, all_partitions, available) -> partition")
+        self._partitioner = partitioner
+        self._sticky = StickyPartitioner()
+        waker = Waker()
+        self._accumulator = Accumulator(
+            batch_size=self.batch_size,
+            linger=linger,
+            compression=self.compression,
+            buffer_memory=self.buffer_memory,
+            delivery_timeout=delivery_timeout,
+            max_request_size=self.max_request_size,
+            on_ready=waker.wake,
+        )
+        self._sender = Sender(
+            client,
+            self._accumulator,
+            SenderConfig(
+                acks=self.acks,
+                request_timeout=request_timeout,
+                retries=self.retries,
+                retry_backoff=retry_backoff,
+                retry_backoff_max=retry_backoff_max,
+                max_in_flight=max_in_flight,
+                idempotent=self.idempotent,
+            ),
+            waker,
+        )
+        # topic -> (metadata version, partition ids, partitions with a leader)
+        self._topics: dict[str, tuple[int, list[int], list[int]]] = {}
+        self._tracked: set[str] = set()
+        self._started = False
+        self._closed = False
+
+    def _compression(self, compression: str | None, compression_type: str | None) -> str | None:
+        if compression is not None and compression_type is not None and compression != compression_type:
+            raise ValueError("options compression and compression_type disagree; give one of them")
+        value = compression if compression is not None else compression_type
+        name = "compression" if compression is not None else "compression_type"
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"option {name} must be a str or None")
+        check_choice(name, value, COMPRESSIONS)
+        return None if value in (None, "none") else value
+
+    def _idempotence(self, enable: bool | None, max_in_flight: int) -> bool:
+        if enable is None:
+            # Java's rule: on by default, quietly off when other options conflict with it.
+            return self.acks == -1 and max_in_flight <= 5 and self.retries > 0
+        check_bool("enable_idempotence", enable)
+        if enable:
+            if self.acks != -1:
+                raise ValueError("option enable_idempotence needs acks='all'")
+            if max_in_flight > 5:
+                raise ValueError("option max_in_flight_requests_per_connection must be at most 5 with idempotence")
+            if self.retries == 0:
+                raise ValueError("option enable_idempotence needs retries > 0")
+        return enable
+
+    # ---------------------------------------------------------------------------------- lifecycle
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Start the sender and, with a default topic, load its partitions so the first send does not wait."""
+        self._ensure_started()
+        if self.topic is not None:
+            await self._partitions(self.topic)
+
+    def _ensure_started(self) -> None:
+        if self._closed:
+            raise ClosedError("producer is closed")
+        if not self._started:
+            self.client.adopt(self)
+            self._started = True
+            self._sender.start()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until each of those records is acknowledged or failed."""
+        await self._accumulator.flush(timeout)
+
+    async def close(self) -> None:
+        """Flush, then stop. Records not delivered within ``delivery_timeout_ms`` fail as usual."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._started:
+            try:
+                await self._sender.stop()
+            except asyncio.CancelledError:
+                await self._sender.abort()
+                raise
+            self.client.untrack(self._tracked)
+            self.client.release(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def requests_sent(self) -> int:
+        """Produce requests sent so far (each carries one batch per partition)."""
+        return self._sender.requests_sent
+
+    def stats(self) -> dict[str, int]:
+        """Counters for monitoring: requests sent, batch retries, and what the buffer holds now."""
+        return {
+            "requests_sent": self._sender.requests_sent,
+            "retries": self._sender.retries,
+            "in_flight": self._sender.in_flight,
+            **self._accumulator.stats(),
+        }
+
+    # ---------------------------------------------------------------------------------- sending
+    async def send(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: HeadersInput = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        *,
+        topic: str | None = None,
+    ) -> RecordMetadata:
+        """Produce one record and wait for the broker's acknowledgement."""
+        future = await self.enqueue(value, key, headers, partition, timestamp_ms, topic=topic)
+        return await future
+
+    async def enqueue(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: HeadersInput = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        *,
+        topic: str | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Buffer one record; the returned future resolves with its RecordMetadata once acknowledged.
+
+        Waits only while the buffer is full (at most ``max_block_ms``) or the topic's partitions are unknown.
+        """
+        if not self._started:
+            self._ensure_started()
+        fatal = self._sender.fatal_error
+        if fatal is not None:
+            raise fatal
+        if topic is None:
+            topic = self._topic(None)
+        elif type(topic) is not str or not topic:
+            raise TypeError("topic must be a non-empty str")
+        # The common case (bytes, no headers) is checked inline: this runs once per record.
+        if type(value) is not bytes and value is not None:
+            value = _as_bytes("value", value)
+        if type(key) is not bytes and key is not None:
+            key = _as_bytes("key", key)
+        header_list = _headers(headers) if headers else ()
+        size = HEADER_SIZE + estimate_record_size(key, value, header_list)
+        if size > self._record_limit:
+            raise errors.MessageTooLargeError(
+                f"a record of about {size} bytes exceeds max_request_size ({self.max_request_size}) "
+                f"or buffer_memory ({self.buffer_memory})"
+            )
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        elif type(timestamp_ms) is not int:
+            raise TypeError("timestamp_ms must be an int (milliseconds since the epoch) or None")
+        accumulator = self._accumulator
+        if accumulator.used >= self.buffer_memory:
+            await accumulator.wait_for_space(self.max_block)
+        cached = self._topics.get(topic)
+        if cached is None or cached[0] != self.client.metadata.version:
+            await self._partitions(topic)
+            cached = self._topics[topic]
+        _, partitions, available = cached
+        sticky = False
+        if partition is not None:
+            if type(partition) is not int:
+                raise TypeError("partition must be an int or None")
+            if not 0 <= partition < len(partitions):
+                raise ValueError(
+                    f"partition {partition} is not in topic {topic!r} (partitions 0-{len(partitions) - 1})"
+                )
+        elif self._partitioner is not None:
+            partition = self._partitioner(key, partitions, available)
+            if type(partition) is not int or not 0 <= partition < len(partitions):
+                raise ValueError(f"the partitioner returned {partition!r}, not a partition of topic {topic!r}")
+        elif key is not None:
+            partition = partition_for_key(key, len(partitions))
+        else:
+            partition = self._sticky.partition(topic, len(partitions), available)
+            sticky = True
+        sealed = accumulator.sealed
+        future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list, abort_on_new_batch=sticky)
+        if future is None:
+            # The sticky partition's batch is complete: move on to another partition for the new batch.
+            partition = self._sticky.next_batch(topic, len(partitions), available, partition)
+            future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list)
+            assert future is not None
+        if accumulator.sealed != sealed:
+            # A batch is complete: let the sender ship it now, even if the caller never awaits anything else.
+            await asyncio.sleep(0)
+        return future
+
+    def _topic(self, topic: str | None) -> str:
+        if topic is None:
+            if self.topic is None:
+                raise ValueError("no topic: pass topic= to send/enqueue or give the producer a default topic")
+            return self.topic
+        if not isinstance(topic, str) or not topic:
+            raise TypeError("topic must be a non-empty str")
+        return topic
+
+    async def _partitions(self, topic: str) -> None:
+        metadata = self.client.metadata
+        partitions = metadata.partitions(topic)
+        if not partitions:
+            partitions = await self.client.partitions_for(topic, timeout=self.max_block)
+            if topic not in self._tracked:
+                self._tracked.add(topic)
+                self.client.track([topic])
+        self._topics[topic] = (metadata.version, partitions, metadata.available_partitions(topic))
+
+    def __repr__(self) -> str:
+        return f"Producer(topic={self.topic!r}, acks={self.acks}, idempotent={self.idempotent})"
+
+
+def _as_bytes(name: str, value: object) -> bytes | None:
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, _BYTES_TYPES):
+        return bytes(value)
+    raise TypeError(f"{name} must be bytes or None, not {type(value).__name__} (encode text yourself)")
+
+
+def _headers(headers: HeadersInput) -> Sequence[Header]:
+    if not headers:
+        return ()
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    result: list[Header] = []
+    for item in items:
+        try:
+            name, value = item
+        except (TypeError, ValueError):
+            raise TypeError("headers must be a mapping of str to bytes or a list of (str, bytes) pairs") from None
+        if not isinstance(name, str):
+            raise TypeError(f"header name must be str, not {type(name).__name__}")
+        result.append((name, _as_bytes(f"header {name!r}", value)))
+    return result
+

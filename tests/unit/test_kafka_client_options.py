@@ -1,0 +1,156 @@
+"""Options are checked when a client, producer, consumer or admin is built, and errors name the option."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import kafkawire
+from common.errors import ConfigurationError
+from kafkawire import Client, TopicPartition
+
+
+def client() -> Client:
+    return kafkawire.connect("kafka://127.0.0.1:1")
+
+
+def test_connect_rejects_a_bad_url_and_unknown_options() -> None:
+    with pytest.raises(ConfigurationError, match="kafka://"):
+        kafkawire.connect("pulsar://x:1")
+    with pytest.raises(ConfigurationError, match="lingerr"):
+        kafkawire.connect("kafka://x:1", lingerr=5)
+    with pytest.raises(ValueError, match="request_timeout_ms"):
+        kafkawire.connect("kafka://x:1", request_timeout_ms=0)
+
+
+def test_producer_defaults_follow_the_java_client() -> None:
+    producer = client().producer("t")
+    assert producer.acks == -1
+    assert producer.idempotent
+    assert producer.batch_size == 16384
+    assert producer.compression is None
+    assert producer.max_request_size == 1048576
+    assert producer.buffer_memory == 33554432
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "name"),
+    [
+        ({"acks": 2}, ValueError, "acks"),
+        ({"acks": "most"}, TypeError, "acks"),
+        ({"linger_ms": -1}, ValueError, "linger_ms"),
+        ({"linger_ms": "5"}, TypeError, "linger_ms"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+        ({"batch_size": True}, TypeError, "batch_size"),
+        ({"compression": "brotli"}, ValueError, "compression"),
+        ({"compression_type": "rar"}, ValueError, "compression_type"),
+        ({"compression": "gzip", "compression_type": "lz4"}, ValueError, "compression"),
+        ({"max_request_size": 0}, ValueError, "max_request_size"),
+        ({"request_timeout_ms": 0}, ValueError, "request_timeout_ms"),
+        ({"delivery_timeout_ms": 1000}, ValueError, "delivery_timeout_ms"),
+        ({"retry_backoff_ms": -5}, ValueError, "retry_backoff_ms"),
+        ({"retries": -1}, ValueError, "retries"),
+        ({"enable_idempotence": True, "acks": 1}, ValueError, "enable_idempotence"),
+        ({"enable_idempotence": True, "max_in_flight_requests_per_connection": 6}, ValueError, "max_in_flight"),
+        ({"enable_idempotence": "yes"}, TypeError, "enable_idempotence"),
+        ({"max_in_flight_requests_per_connection": 0}, ValueError, "max_in_flight"),
+        ({"buffer_memory": 0}, ValueError, "buffer_memory"),
+        ({"max_buffer_size": -1}, ValueError, "max_buffer_size"),
+        ({"max_block_ms": -1}, ValueError, "max_block_ms"),
+        ({"partitioner": 3}, TypeError, "partitioner"),
+    ],
+)
+def test_producer_rejects_bad_options(options: dict[str, Any], error: type[Exception], name: str) -> None:
+    with pytest.raises(error, match=name):
+        client().producer("t", **options)
+
+
+def test_producer_rejects_unknown_options() -> None:
+    with pytest.raises(TypeError, match="lingerms"):
+        client().producer("t", lingerms=3)
+
+
+def test_idempotence_turns_itself_off_when_other_options_conflict() -> None:
+    assert not client().producer("t", acks=1).idempotent
+    assert not client().producer("t", max_in_flight_requests_per_connection=10).idempotent
+    assert client().producer("t", acks="all").idempotent
+    assert not client().producer("t", enable_idempotence=False).idempotent
+
+
+def test_compression_names() -> None:
+    for name in ("gzip", "snappy", "lz4", "zstd"):
+        assert client().producer("t", compression=name).compression == name
+        assert client().producer("t", compression_type=name).compression == name
+    assert client().producer("t", compression="none").compression is None
+
+
+async def test_enqueue_checks_its_arguments_before_buffering() -> None:
+    producer = client().producer()
+    with pytest.raises(ValueError, match="topic"):
+        await producer.enqueue(b"v")
+    with pytest.raises(TypeError, match="value"):
+        await producer.enqueue("text", topic="t")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="key"):
+        await producer.enqueue(b"v", key=5, topic="t")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="header"):
+        await producer.enqueue(b"v", headers={"h": "text"}, topic="t")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="timestamp_ms"):
+        await producer.enqueue(b"v", timestamp_ms=1.5, topic="t")  # type: ignore[arg-type]
+    with pytest.raises(kafkawire.MessageTooLargeError):
+        await producer.enqueue(b"x" * 2_000_000, topic="t")
+    await producer.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "name"),
+    [
+        ({"start": "middle"}, ValueError, "start"),
+        ({"start": 5}, TypeError, "start"),
+        ({"isolation_level": "serializable"}, ValueError, "isolation_level"),
+        ({"fetch_max_wait_ms": -1}, ValueError, "fetch_max_wait_ms"),
+        ({"fetch_min_bytes": "1"}, TypeError, "fetch_min_bytes"),
+        ({"fetch_max_bytes": 0}, ValueError, "fetch_max_bytes"),
+        ({"max_partition_fetch_bytes": 0}, ValueError, "max_partition_fetch_bytes"),
+        ({"max_buffered_records": 0}, ValueError, "max_buffered_records"),
+        ({"auto_commit_interval_ms": 0}, ValueError, "auto_commit_interval_ms"),
+        ({"enable_auto_commit": 1}, TypeError, "enable_auto_commit"),
+        ({"group": ""}, TypeError, "group"),
+        ({"partitions": ["x"]}, TypeError, "partitions"),
+        ({"partitions": [("other", 0)]}, ValueError, "partitions"),
+        ({"partitions": [-1]}, ValueError, "partitions"),
+        ({"partitions": []}, ValueError, "partitions"),
+    ],
+)
+def test_consumer_rejects_bad_options(options: dict[str, Any], error: type[Exception], name: str) -> None:
+    with pytest.raises(error, match=name):
+        client().consumer("t", **options)
+
+
+def test_consumer_topics_and_partitions() -> None:
+    consumer = client().consumer(["a", "b", "a"], partitions=[("a", 0), TopicPartition("b", 2)])
+    assert consumer.topics == ["a", "b"]
+    assert consumer._requested == [TopicPartition("a", 0), TopicPartition("b", 2)]
+    single = client().consumer("a", partitions=[0, 1])
+    assert single._requested == [TopicPartition("a", 0), TopicPartition("a", 1)]
+    with pytest.raises(ValueError, match="exactly one topic"):
+        client().consumer(["a", "b"], partitions=[0])
+    with pytest.raises(ValueError, match="topics"):
+        client().consumer([])
+    with pytest.raises(TypeError, match="topics"):
+        client().consumer([1])  # type: ignore[list-item]
+
+
+async def test_consumer_without_a_group_cannot_commit() -> None:
+    consumer = client().consumer("t")
+    with pytest.raises(ConfigurationError, match="group"):
+        await consumer.commit()
+
+
+def test_admin_options() -> None:
+    with pytest.raises(ValueError, match="timeout_ms"):
+        client().admin(timeout_ms=0)
+    with pytest.raises(ValueError, match="num_partitions"):
+        kafkawire.NewTopic("t", num_partitions=0)
+    with pytest.raises(TypeError, match="name"):
+        kafkawire.NewTopic("")

@@ -1,0 +1,55 @@
+"""What the application gets back: a send receipt and a consumed message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """The broker's acknowledgement of one message.
+
+    Partition ids are unique only within a broker, so ``partition_key`` (``brokerId:topic:partitionId``)
+    names the partition in the whole cluster.
+    """
+
+    topic: str
+    partition: int
+    broker_id: int
+    message_id: int
+    append_time: int | None = None
+    append_offset: int | None = None
+
+    @property
+    def partition_key(self) -> str:
+        return f"{self.broker_id}:{self.topic}:{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A consumed message.
+
+    ``headers`` are the message's attributes without the system keys; ``msg_type`` and ``msg_time`` are
+    those. ``timestamp`` is ``msg_time`` (``yyyyMMddHHmm``, the producer's local time) in milliseconds since
+    the epoch, read in this machine's time zone as the Java client does, or None. TubeMQ messages carry no
+    key: ``key`` is always None.
+    """
+
+    topic: str
+    partition: int
+    broker_id: int
+    value: bytes
+    headers: dict[str, bytes]
+    message_id: int
+    msg_type: str | None = None
+    msg_time: str | None = None
+    timestamp: int | None = None
+    key: bytes | None = None
+    # The fetched batch this message belongs to; acknowledging every message of it confirms the batch.
+    batch: Any = field(default=None, repr=False, compare=False)
+    index: int = field(default=0, repr=False, compare=False)
+
+    @property
+    def partition_key(self) -> str:
+        return f"{self.broker_id}:{self.topic}:{self.partition}"

@@ -1,0 +1,172 @@
+"""Delivery of single messages: pick a partition, send, and on a failure a retry can fix, pause and try
+another partition (a keyed message keeps its partition).
+
+The path is callbacks, not coroutines: a send is written at once on the broker's open connection and its
+answer settles the message's future from the frame callback. Only the first message to a broker not yet
+connected goes through a task that opens the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from common.errors import MqwireError
+from tubemqwire.auth import Credentials
+from tubemqwire.brokers import BrokerConnections
+from tubemqwire.connection import TubeConnection
+from tubemqwire.errors import error_for_code
+from tubemqwire.protocol import broker as proto
+from tubemqwire.protocol.constants import Method, ServiceType
+from tubemqwire.protocol.frames import TubeFrame
+from tubemqwire.protocol.metadata import PartitionInfo
+from tubemqwire.records import Receipt
+from tubemqwire.routing import PartitionRouter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A message ready for the wire, whatever partition it ends up on."""
+
+    topic: str
+    key: bytes | None
+    payload: bytes
+    flag: int
+    checksum: int
+    msg_type: str | None
+    msg_time: str | None
+
+
+@dataclass(slots=True)
+class _Attempt:
+    message: Outgoing
+    future: asyncio.Future[Receipt]
+    number: int
+    # Partition keys this message already failed on.
+    failed: tuple[str, ...]
+
+
+class Sender:
+    def __init__(
+        self,
+        *,
+        client_id: str,
+        sent_addr: int,
+        brokers: BrokerConnections,
+        credentials: Credentials,
+        partitions: Callable[[str], tuple[PartitionInfo, ...]],
+        router: PartitionRouter,
+        retries: int,
+        retry_backoff: float,
+    ) -> None:
+        self._client_id = client_id
+        self._sent_addr = sent_addr
+        self._brokers = brokers
+        self._credentials = credentials
+        self._partitions = partitions
+        self._router = router
+        self._retries = retries
+        self._retry_backoff = retry_backoff
+        self._connecting: set[asyncio.Task[None]] = set()
+
+    def send(self, message: Outgoing) -> asyncio.Future[Receipt]:
+        future: asyncio.Future[Receipt] = asyncio.get_running_loop().create_future()
+        self._try(_Attempt(message, future, 0, ()))
+        return future
+
+    def _try(self, attempt: _Attempt) -> None:
+        if attempt.future.done():
+            return
+        message = attempt.message
+        try:
+            partition = self._router.choose(
+                message.topic, self._partitions(message.topic), message.key, avoid=attempt.failed
+            )
+        except MqwireError as exc:
+            attempt.future.set_exception(exc)
+            return
+        connection = self._brokers.ready(partition.broker.address)
+        if connection is not None:
+            self._write(connection, attempt, partition)
+            return
+        task = asyncio.get_running_loop().create_task(self._connect_then_write(attempt, partition))
+        self._connecting.add(task)
+        task.add_done_callback(self._connecting.discard)
+
+    async def _connect_then_write(self, attempt: _Attempt, partition: PartitionInfo) -> None:
+        try:
+            connection = await self._brokers.get(partition.broker.address)
+        except MqwireError as exc:
+            self._failed(attempt, partition, exc)
+            return
+        self._write(connection, attempt, partition)
+
+    def _write(self, connection: TubeConnection, attempt: _Attempt, partition: PartitionInfo) -> None:
+        message = attempt.message
+        request = proto.send_message_request(
+            self._client_id,
+            message.topic,
+            partition.partition_id,
+            message.payload,
+            message.flag,
+            self._sent_addr,
+            msg_type=message.msg_type,
+            msg_time=message.msg_time,
+            auth=self._credentials.producer_broker_auth(),
+            checksum=message.checksum,
+        )
+        try:
+            reply = connection.start_call(ServiceType.BROKER_WRITE, Method.BROKER_PRODUCER_SEND_MESSAGE, request)
+        except MqwireError as exc:
+            self._failed(attempt, partition, exc)
+            return
+        reply.add_done_callback(partial(self._answered, attempt, partition))
+
+    def _answered(self, attempt: _Attempt, partition: PartitionInfo, reply: asyncio.Future[TubeFrame]) -> None:
+        future = attempt.future
+        if future.done():
+            return
+        if reply.cancelled():
+            future.cancel()
+            return
+        error = reply.exception()
+        if error is None:
+            try:
+                answer = proto.parse_send_response(TubeConnection.body_of(reply.result()))
+            except MqwireError as exc:
+                error = exc
+            else:
+                if answer.success:
+                    message_id = answer.message_id if answer.message_id is not None else -1
+                    future.set_result(
+                        Receipt(
+                            attempt.message.topic,
+                            partition.partition_id,
+                            partition.broker.broker_id,
+                            message_id,
+                            answer.append_time,
+                            answer.append_offset,
+                        )
+                    )
+                    return
+                error = error_for_code(answer.err_code, answer.err_msg)
+        if isinstance(error, MqwireError):
+            self._failed(attempt, partition, error)
+        else:
+            future.set_exception(error)
+
+    def _failed(self, attempt: _Attempt, partition: PartitionInfo, error: MqwireError) -> None:
+        if attempt.future.done():
+            return
+        if not error.retriable or attempt.number >= self._retries:
+            attempt.future.set_exception(error)
+            return
+        self._router.penalize(partition)
+        log.debug("TubeMQ send to %s failed (%s); retrying", partition.key, error)
+        retry = _Attempt(attempt.message, attempt.future, attempt.number + 1, (*attempt.failed, partition.key))
+        asyncio.get_running_loop().call_later(self._retry_backoff * retry.number, self._try, retry)
