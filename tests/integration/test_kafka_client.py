@@ -29,6 +29,15 @@ def topic_name(label: str) -> str:
     return f"kw-{label}-{uuid.uuid4().hex[:10]}"
 
 
+# Every test runs against both broker lines: the newest 4.x and 3.9.
+@pytest.fixture(scope="module", params=["kafka-4.3", "kafka-3.9"])
+def kafka_broker(request: pytest.FixtureRequest, kafka_broker: KafkaBroker) -> KafkaBroker:
+    if request.param == "kafka-4.3":
+        return kafka_broker
+    broker: KafkaBroker = request.getfixturevalue("kafka3_broker")
+    return broker
+
+
 # The client must live in the test's own event loop (fixtures default to the session loop here).
 @pytest_asyncio.fixture(loop_scope="function")
 async def client(kafka_broker: KafkaBroker) -> AsyncIterator[kafkawire.Client]:
