@@ -1,0 +1,33 @@
+"""asyncio client for Apache Pulsar, speaking its binary protocol directly.
+
+    async with pulsarwire.connect("pulsar://localhost:6650") as client:
+        async with client.producer("orders", compression_type="LZ4") as producer:
+            message_id = await producer.send(b"value", key="k", headers={"h": b"v"})
+        async with client.consumer("orders", group="billing", start="earliest") as consumer:
+            async for message in consumer:
+                await consumer.ack(message)
+"""
+
+from pulsarwire.client import Client, connect
+from pulsarwire.client_errors import *  # noqa: F403 - client-side errors are part of the public API
+from pulsarwire.client_errors import __all__ as _client_error_names
+from pulsarwire.consumer import Consumer
+from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
+from pulsarwire.errors import __all__ as _error_names
+from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
+from pulsarwire.producer import Producer
+from pulsarwire.reader import Reader
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "Client",
+    "Consumer",
+    "Message",
+    "MessageId",
+    "Producer",
+    "Reader",
+    "connect",
+    *_client_error_names,
+    *_error_names,
+]

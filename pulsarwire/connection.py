@@ -21,7 +21,7 @@ from common.transport import Address
 from pulsarwire import errors
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.frames import FRAME_SIZE_PADDING, Frame, PulsarFrameSplitter, encode_command
-from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand
+from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandTopicMigrated
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ _PRODUCER_PUSHES = {T.SEND_RECEIPT, T.SEND_ERROR, T.CLOSE_PRODUCER, T.TOPIC_MIGR
 _CONSUMER_PUSHES = {T.MESSAGE, T.CLOSE_CONSUMER, T.ACTIVE_CONSUMER_CHANGE, T.REACHED_END_OF_TOPIC}
 
 PushHandler = Callable[[int, Any, Frame], None]
+CloseListener = Callable[[MqwireError], None]
 
 
 class PulsarConnection:
@@ -54,7 +55,10 @@ class PulsarConnection:
         self._keepalive: asyncio.Task[None] | None = None
         self._producers: dict[int, PushHandler] = {}
         self._consumers: dict[int, PushHandler] = {}
-        self._close_listeners: list[Callable[[MqwireError], None]] = []
+        self._close_listeners: list[CloseListener] = []
+        # Told once when the connection closes, for as long as their producer or consumer is registered.
+        self._owner_listeners: dict[tuple[str, int], CloseListener] = {}
+        self._credentials: tuple[str, str | None, bytes | None] = ("", None, None)
 
     @classmethod
     async def open(
@@ -72,6 +76,7 @@ class PulsarConnection:
     ) -> PulsarConnection:
         name = f"pulsar {address[0]}:{address[1]}"
         connection = cls(name, keepalive_interval)
+        connection._credentials = (client_version, auth_method, auth_data)
         connection._channel = await Channel.open(
             address,
             splitter=connection._splitter,
@@ -154,19 +159,27 @@ class PulsarConnection:
         return time.monotonic() - started
 
     # ----------------------------------------------------------------------------- push registration
-    def register_producer(self, producer_id: int, handler: PushHandler) -> None:
+    def register_producer(self, producer_id: int, handler: PushHandler, closed: CloseListener | None = None) -> None:
+        """Route the pushes for ``producer_id`` to ``handler``; ``closed`` hears of the connection closing."""
         self._producers[producer_id] = handler
+        if closed is not None:
+            self._owner_listeners["p", producer_id] = closed
 
     def unregister_producer(self, producer_id: int) -> None:
         self._producers.pop(producer_id, None)
+        self._owner_listeners.pop(("p", producer_id), None)
 
-    def register_consumer(self, consumer_id: int, handler: PushHandler) -> None:
+    def register_consumer(self, consumer_id: int, handler: PushHandler, closed: CloseListener | None = None) -> None:
+        """Route the pushes for ``consumer_id`` to ``handler``; ``closed`` hears of the connection closing."""
         self._consumers[consumer_id] = handler
+        if closed is not None:
+            self._owner_listeners["c", consumer_id] = closed
 
     def unregister_consumer(self, consumer_id: int) -> None:
         self._consumers.pop(consumer_id, None)
+        self._owner_listeners.pop(("c", consumer_id), None)
 
-    def on_close(self, listener: Callable[[MqwireError], None]) -> None:
+    def on_close(self, listener: CloseListener) -> None:
         self._close_listeners.append(listener)
 
     # --------------------------------------------------------------------------------------- closing
@@ -200,14 +213,29 @@ class PulsarConnection:
             if not isinstance(refused, AuthenticationError):
                 refused = AuthenticationError(f"{self.name}: handshake refused: {command.error.message}")
             self._connected.set_exception(refused)
+        elif kind == T.AUTH_CHALLENGE:
+            self._answer_challenge()
         elif kind in _PRODUCER_PUSHES or kind in _CONSUMER_PUSHES:
             self._route(kind, command, frame)
         else:
             log.warning("%s: dropping unexpected %s", self.name, T.Name(kind))
 
+    def _answer_challenge(self) -> None:
+        # A broker re-checks credentials now and then; static credentials answer with themselves.
+        client_version, method, data = self._credentials
+        if method is None or data is None:
+            log.warning("%s: the broker asks for credentials and none are configured", self.name)
+            return
+        self.channel.send(encode_command(commands.auth_response(client_version, method, data)))
+
     def _route(self, kind: BaseCommand.Type.ValueType, command: BaseCommand, frame: Frame) -> None:
         _, body = commands.unwrap(command)
-        if kind in _PRODUCER_PUSHES:
+        if kind == T.TOPIC_MIGRATED:
+            # The one push that names its owner by resource id and type rather than by a producer id.
+            owner_id = body.resource_id
+            is_producer = body.resource_type == CommandTopicMigrated.Producer
+            handlers = self._producers if is_producer else self._consumers
+        elif kind in _PRODUCER_PUSHES:
             owner_id, handlers = body.producer_id, self._producers
         else:
             owner_id, handlers = body.consumer_id, self._consumers
@@ -226,7 +254,10 @@ class PulsarConnection:
         self._pongs.clear()
         if self._keepalive is not None:
             self._keepalive.cancel()
-        for listener in self._close_listeners:
+        owners, self._owner_listeners = list(self._owner_listeners.values()), {}
+        self._producers.clear()
+        self._consumers.clear()
+        for listener in [*owners, *self._close_listeners]:
             try:
                 listener(error)
             except Exception:

@@ -15,9 +15,11 @@ from common.errors import ProtocolError
 from pulsarwire.protocol.pulsar_api_pb2 import (
     AuthData,
     BaseCommand,
+    CommandAck,
     CommandAuthResponse,
     CommandConnect,
     FeatureFlags,
+    MessageIdData,
     ProtocolVersion,
 )
 
@@ -184,4 +186,187 @@ def send(
         body.num_messages = num_messages
     if highest_sequence_id is not None:
         body.highest_sequence_id = highest_sequence_id
+    return command
+
+
+def partitioned_metadata(topic: str, request_id: int) -> BaseCommand:
+    command = BaseCommand(type=T.PARTITIONED_METADATA)
+    command.partitionMetadata.topic = topic
+    command.partitionMetadata.request_id = request_id
+    return command
+
+
+def lookup(
+    topic: str, request_id: int, *, authoritative: bool = False, listener_name: str | None = None
+) -> BaseCommand:
+    """LOOKUP; ``authoritative`` repeats what a Redirect answer said."""
+    command = BaseCommand(type=T.LOOKUP)
+    body = command.lookupTopic
+    body.topic = topic
+    body.request_id = request_id
+    body.authoritative = authoritative
+    if listener_name is not None:
+        body.advertised_listener_name = listener_name
+    return command
+
+
+def producer(
+    topic: str,
+    producer_id: int,
+    request_id: int,
+    *,
+    producer_name: str | None = None,
+    user_provided_name: bool = False,
+    epoch: int = 0,
+    metadata: dict[str, str] | None = None,
+    access_mode: int = 0,
+    topic_epoch: int | None = None,
+) -> BaseCommand:
+    """PRODUCER; leave ``producer_name`` None the first time so the broker picks a unique one."""
+    command = BaseCommand(type=T.PRODUCER)
+    body = command.producer
+    body.topic = topic
+    body.producer_id = producer_id
+    body.request_id = request_id
+    if producer_name is not None:
+        body.producer_name = producer_name
+    body.user_provided_producer_name = user_provided_name
+    body.epoch = epoch
+    body.producer_access_mode = access_mode  # type: ignore[assignment]  # a ProducerAccessMode value
+    if topic_epoch is not None:
+        body.topic_epoch = topic_epoch
+    for key, value in (metadata or {}).items():
+        body.metadata.add(key=key, value=value)
+    return command
+
+
+def close_producer(producer_id: int, request_id: int) -> BaseCommand:
+    command = BaseCommand(type=T.CLOSE_PRODUCER)
+    command.close_producer.producer_id = producer_id
+    command.close_producer.request_id = request_id
+    return command
+
+
+def subscribe(
+    topic: str,
+    subscription: str,
+    sub_type: int,
+    consumer_id: int,
+    request_id: int,
+    *,
+    consumer_name: str | None = None,
+    initial_position: int = 0,
+    durable: bool = True,
+    start_message_id: MessageIdData | None = None,
+    read_compacted: bool = False,
+    metadata: dict[str, str] | None = None,
+    subscription_properties: dict[str, str] | None = None,
+    priority_level: int | None = None,
+    key_shared_mode: int | None = None,
+    allow_out_of_order_delivery: bool = False,
+    replicate_subscription_state: bool | None = None,
+    consumer_epoch: int | None = None,
+) -> BaseCommand:
+    """SUBSCRIBE; ``sub_type`` and ``initial_position`` are CommandSubscribe enum values."""
+    command = BaseCommand(type=T.SUBSCRIBE)
+    body = command.subscribe
+    body.topic = topic
+    body.subscription = subscription
+    body.subType = sub_type  # type: ignore[assignment]  # a CommandSubscribe.SubType value
+    body.consumer_id = consumer_id
+    body.request_id = request_id
+    if consumer_name is not None:
+        body.consumer_name = consumer_name
+    body.initialPosition = initial_position  # type: ignore[assignment]  # an InitialPosition value
+    body.durable = durable
+    if start_message_id is not None:
+        body.start_message_id.CopyFrom(start_message_id)
+    if read_compacted:
+        body.read_compacted = True
+    for key, value in (metadata or {}).items():
+        body.metadata.add(key=key, value=value)
+    for key, value in (subscription_properties or {}).items():
+        body.subscription_properties.add(key=key, value=value)
+    if priority_level is not None:
+        body.priority_level = priority_level
+    if key_shared_mode is not None:
+        body.keySharedMeta.keySharedMode = key_shared_mode  # type: ignore[assignment]  # a KeySharedMode value
+        body.keySharedMeta.allowOutOfOrderDelivery = allow_out_of_order_delivery
+    if replicate_subscription_state is not None:
+        body.replicate_subscription_state = replicate_subscription_state
+    if consumer_epoch is not None:
+        body.consumer_epoch = consumer_epoch
+    return command
+
+
+def ack(
+    consumer_id: int,
+    message_ids: list[MessageIdData],
+    *,
+    cumulative: bool = False,
+    validation_error: int | None = None,
+    request_id: int | None = None,
+) -> BaseCommand:
+    """ACK of one or more entries (individual) or of everything up to one id (cumulative)."""
+    command = BaseCommand(type=T.ACK)
+    body = command.ack
+    body.consumer_id = consumer_id
+    body.ack_type = CommandAck.Cumulative if cumulative else CommandAck.Individual
+    body.message_id.extend(message_ids)
+    if validation_error is not None:
+        body.validation_error = validation_error  # type: ignore[assignment]  # a ValidationError value
+    if request_id is not None:
+        body.request_id = request_id
+    return command
+
+
+def redeliver_unacknowledged(
+    consumer_id: int, message_ids: list[MessageIdData] | None = None, *, consumer_epoch: int | None = None
+) -> BaseCommand:
+    """Ask for ``message_ids`` again, or for every unacknowledged message when None."""
+    command = BaseCommand(type=T.REDELIVER_UNACKNOWLEDGED_MESSAGES)
+    body = command.redeliverUnacknowledgedMessages
+    body.consumer_id = consumer_id
+    if message_ids:
+        body.message_ids.extend(message_ids)
+    if consumer_epoch is not None:
+        body.consumer_epoch = consumer_epoch
+    return command
+
+
+def close_consumer(consumer_id: int, request_id: int) -> BaseCommand:
+    command = BaseCommand(type=T.CLOSE_CONSUMER)
+    command.close_consumer.consumer_id = consumer_id
+    command.close_consumer.request_id = request_id
+    return command
+
+
+def unsubscribe(consumer_id: int, request_id: int, *, force: bool = False) -> BaseCommand:
+    command = BaseCommand(type=T.UNSUBSCRIBE)
+    command.unsubscribe.consumer_id = consumer_id
+    command.unsubscribe.request_id = request_id
+    if force:
+        command.unsubscribe.force = True
+    return command
+
+
+def seek(
+    consumer_id: int, request_id: int, *, message_id: MessageIdData | None = None, publish_time: int | None = None
+) -> BaseCommand:
+    """SEEK to a message id or to a publish time (milliseconds)."""
+    command = BaseCommand(type=T.SEEK)
+    body = command.seek
+    body.consumer_id = consumer_id
+    body.request_id = request_id
+    if message_id is not None:
+        body.message_id.CopyFrom(message_id)
+    if publish_time is not None:
+        body.message_publish_time = publish_time
+    return command
+
+
+def get_last_message_id(consumer_id: int, request_id: int) -> BaseCommand:
+    command = BaseCommand(type=T.GET_LAST_MESSAGE_ID)
+    command.getLastMessageId.consumer_id = consumer_id
+    command.getLastMessageId.request_id = request_id
     return command

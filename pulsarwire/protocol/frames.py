@@ -18,8 +18,8 @@ from google.protobuf.message import DecodeError
 from common.checksums import Buffer, crc32c
 from common.errors import ChecksumError, ProtocolError
 from common.framing import LengthPrefixedSplitter
-from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, BrokerEntryMetadata, MessageMetadata
 from common.protobuf import invalid_string_field
+from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, BrokerEntryMetadata, MessageMetadata
 
 MAGIC_CHECKSUM = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02

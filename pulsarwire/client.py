@@ -1,0 +1,247 @@
+"""The public Pulsar client: options, connections per broker, lookups, and the factories."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import ssl as _ssl
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from common.errors import ClosedError, ConnectError, RetriableError
+from common.options import check_bool, check_int_range, check_positive, check_str
+from common.policy import AddressRotation, Backoff
+from common.pool import ConnectionPool
+from common.transport import Address
+from common.urls import parse_service_url
+from pulsarwire.connection import PulsarConnection
+from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
+from pulsarwire.tls import tls_context
+
+if TYPE_CHECKING:
+    from pulsarwire.consumer import Consumer
+    from pulsarwire.producer import Producer
+    from pulsarwire.reader import Reader
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CLIENT_VERSION = "mqwire-pulsar-0.1.0"
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+class Client:
+    """A Pulsar cluster reached through its service URL. Use ``async with pulsarwire.connect(url) as client``.
+
+    Options (times in seconds): ``operation_timeout`` (lookups, producer and consumer creation, each
+    request; default 30), ``connect_timeout`` (TCP, TLS and CONNECT; 10), ``keepalive_interval`` (PING when
+    idle, connection dropped after twice that without traffic; 30), ``max_lookup_redirects`` (20),
+    ``initial_backoff_interval`` and ``max_backoff_interval`` (reconnection delays; 0.1 and 60),
+    ``listener_name`` (the broker's advertised listener to look up), ``auth_token`` (token authentication).
+    TLS (``pulsar+ssl://``): ``tls_ca_file``, ``tls_cert_file`` and ``tls_key_file`` (client certificate),
+    ``tls_validate_hostname`` (default True), ``tls_allow_insecure_connection`` (default False), or a
+    ready ``ssl_context``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        operation_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        keepalive_interval: float = 30.0,
+        max_lookup_redirects: int = 20,
+        initial_backoff_interval: float = 0.1,
+        max_backoff_interval: float = 60.0,
+        listener_name: str | None = None,
+        auth_token: str | None = None,
+        tls_ca_file: str | None = None,
+        tls_cert_file: str | None = None,
+        tls_key_file: str | None = None,
+        tls_validate_hostname: bool = True,
+        tls_allow_insecure_connection: bool = False,
+        ssl_context: _ssl.SSLContext | None = None,
+        client_version: str = CLIENT_VERSION,
+    ) -> None:
+        self._url = parse_service_url(url, schemes=SCHEMES)
+        self.service_url = url
+        self.operation_timeout = check_positive("operation_timeout", operation_timeout)
+        self.connect_timeout = check_positive("connect_timeout", connect_timeout)
+        self.keepalive_interval = check_positive("keepalive_interval", keepalive_interval)
+        self.max_lookup_redirects = check_int_range("max_lookup_redirects", max_lookup_redirects, 0, 1000)
+        self.initial_backoff_interval = check_positive("initial_backoff_interval", initial_backoff_interval)
+        self.max_backoff_interval = check_positive("max_backoff_interval", max_backoff_interval)
+        if self.max_backoff_interval < self.initial_backoff_interval:
+            raise ValueError("option max_backoff_interval must not be below initial_backoff_interval")
+        self.listener_name = None if listener_name is None else check_str("listener_name", listener_name)
+        self._auth_data = None if auth_token is None else check_str("auth_token", auth_token).encode()
+        self.client_version = check_str("client_version", client_version)
+        check_bool("tls_validate_hostname", tls_validate_hostname)
+        check_bool("tls_allow_insecure_connection", tls_allow_insecure_connection)
+        if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
+            raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
+        if self._url.tls and ssl_context is None:
+            ssl_context = tls_context(
+                ca_file=tls_ca_file,
+                cert_file=tls_cert_file,
+                key_file=tls_key_file,
+                validate_hostname=tls_validate_hostname,
+                allow_insecure=tls_allow_insecure_connection,
+            )
+        elif not self._url.tls and any(f is not None for f in (tls_ca_file, tls_cert_file, tls_key_file)):
+            raise ValueError("options tls_ca_file, tls_cert_file and tls_key_file need a pulsar+ssl:// URL")
+        self._ssl = ssl_context if self._url.tls else None
+        self._service = AddressRotation(self._url.addresses)
+        self._pool: ConnectionPool[tuple[str, Address], PulsarConnection] = ConnectionPool(self._open)
+        self.lookup = Lookup(
+            self._connection,
+            self._service_address,
+            tls=self._url.tls,
+            timeout=self.operation_timeout,
+            max_redirects=self.max_lookup_redirects,
+            listener_name=self.listener_name,
+        )
+        self._producer_ids = itertools.count()
+        self._consumer_ids = itertools.count()
+        self._children: set[_Closable] = set()
+        self._closed = False
+
+    # ---------------------------------------------------------------------------------- lifecycle
+    async def __aenter__(self) -> Client:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Connect to the service URL, so that a wrong address fails here rather than at first use."""
+        self._check_open()
+        await self.retrying(lambda: self._connection(self._service_address()), "connect to the service URL")
+
+    async def close(self) -> None:
+        """Close every producer (after it flushed), consumer and reader of this client, then the connections."""
+        if self._closed:
+            return
+        children, self._children = list(self._children), set()
+        for child in children:
+            try:
+                await child.close()
+            except Exception:
+                log.exception("closing %r failed", child)
+        self._closed = True
+        await self._pool.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("Pulsar client is closed")
+
+    def adopt(self, child: _Closable) -> None:
+        """Remember a producer, consumer or reader so that closing the client closes it too."""
+        self._check_open()
+        self._children.add(child)
+
+    def release(self, child: _Closable) -> None:
+        self._children.discard(child)
+
+    # ---------------------------------------------------------------------------------- factories
+    def producer(self, topic: str, **options: Any) -> Producer:
+        """A producer for ``topic`` (partitioned or not); use ``async with``. See :class:`Producer`."""
+        from pulsarwire.producer import Producer
+
+        return Producer(self, topic, **options)
+
+    def consumer(self, topics: str | Sequence[str], **options: Any) -> Consumer:
+        """A consumer of ``topics`` in subscription ``group`` (or ``subscription``); use ``async with``."""
+        from pulsarwire.consumer import Consumer
+
+        return Consumer(self, topics, **options)
+
+    def reader(self, topic: str, **options: Any) -> Reader:
+        """A reader of ``topic`` from ``start`` ("earliest", "latest" or a MessageId); use ``async with``."""
+        from pulsarwire.reader import Reader
+
+        return Reader(self, topic, **options)
+
+    # -------------------------------------------------------------------------------- connections
+    def next_producer_id(self) -> int:
+        return next(self._producer_ids)
+
+    def next_consumer_id(self) -> int:
+        return next(self._consumer_ids)
+
+    def new_backoff(self) -> Backoff:
+        return Backoff(initial=self.initial_backoff_interval, maximum=self.max_backoff_interval)
+
+    def _service_address(self) -> BrokerAddress:
+        host, port = address = self._service.current()
+        return BrokerAddress(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", address)
+
+    async def _open(self, key: tuple[str, Address]) -> PulsarConnection:
+        logical, physical = key
+        address = BrokerAddress(logical, physical)
+        return await PulsarConnection.open(
+            physical,
+            ssl=self._ssl,
+            connect_timeout=self.connect_timeout,
+            keepalive_interval=self.keepalive_interval,
+            client_version=self.client_version,
+            auth_method=None if self._auth_data is None else "token",
+            auth_data=self._auth_data,
+            proxy_to_broker_url=logical if address.proxied else None,
+        )
+
+    async def _connection(self, address: BrokerAddress) -> PulsarConnection:
+        self._check_open()
+        try:
+            return await self._pool.get((address.logical, address.physical))
+        except ConnectError:
+            if address.physical == self._service.current():
+                # The next attempt tries the next host of the service URL.
+                self._service.advance()
+            raise
+
+    async def connection_for(self, topic: str) -> PulsarConnection:
+        """A connection to the broker serving ``topic`` (a complete topic or partition name)."""
+        address = await self.lookup.find_broker(topic)
+        return await self._connection(address)
+
+    async def partitions_for(self, topic: str) -> int:
+        """The partition count of ``topic`` (0 when it has none), retrying within ``operation_timeout``."""
+        return await self.retrying(lambda: self.lookup.partitions(topic), f"partition metadata of {topic}")
+
+    async def retrying(self, operation: Callable[[], Awaitable[T]], what: str) -> T:
+        """Run ``operation`` until it succeeds, a fatal error, or ``operation_timeout`` runs out."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.operation_timeout
+        backoff = Backoff(initial=self.initial_backoff_interval, maximum=min(self.max_backoff_interval, 5.0))
+        while True:
+            self._check_open()
+            try:
+                return await operation()
+            except RetriableError as exc:
+                delay = backoff.next_delay()
+                if loop.time() + delay >= deadline:
+                    raise
+                log.debug("%s failed (%s); retrying in %.2f s", what, exc, delay)
+                await asyncio.sleep(delay)
+
+
+def connect(url: str, **options: Any) -> Client:
+    """A client for the cluster at ``url`` (``pulsar://host:port`` or ``pulsar+ssl://host:port``).
+
+    Use it as ``async with connect(url) as client``; the service URL is contacted on entering.
+    """
+    return Client(url, **options)

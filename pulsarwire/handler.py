@@ -1,0 +1,124 @@
+"""Keeping one producer or consumer attached to the broker that serves its topic.
+
+The first attachment happens when the application creates the producer or consumer: retriable errors are
+retried within ``operation_timeout`` and anything else is raised to the application. After that, a lost
+connection, a broker-initiated close or a protocol hiccup schedules a reattachment in the background: look
+the topic up again, connect, and let the subclass re-create its producer or subscription. Retriable
+failures wait a growing backoff and try again for as long as the handler is open; a fatal one ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from common.errors import MqwireError, RetriableError
+from pulsarwire.client import Client
+from pulsarwire.connection import PulsarConnection
+from pulsarwire.protocol.frames import Frame
+from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand
+
+log = logging.getLogger(__name__)
+
+
+class TopicHandler(ABC):
+    """Base of the per-topic producer and consumer: the connection they use and its replacement."""
+
+    def __init__(self, client: Client, topic: str, label: str) -> None:
+        self.client = client
+        self.topic = topic
+        self.label = label
+        self.connection: PulsarConnection | None = None
+        self._closing = False
+        self._failure: MqwireError | None = None
+        self._reconnect_task: asyncio.Task[None] | None = None
+        self._backoff = client.new_backoff()
+
+    # ------------------------------------------------------------------------------ to implement
+    @abstractmethod
+    async def _attach(self, connection: PulsarConnection) -> None:
+        """Create the producer or subscription on ``connection``; set ``self.connection`` on success."""
+
+    @abstractmethod
+    def _detached(self, error: MqwireError) -> None:
+        """The connection is gone (or the broker closed us): stop using it until the next attach."""
+
+    @abstractmethod
+    def _failed(self, error: MqwireError) -> None:
+        """Reattaching failed for good: fail whatever waits."""
+
+    # ----------------------------------------------------------------------------------- attaching
+    async def start(self) -> None:
+        """The first attachment, retried within the client's ``operation_timeout``."""
+        await self.client.retrying(self._connect_once, f"{self.label}: attach")
+
+    async def _connect_once(self) -> None:
+        connection = await self.client.connection_for(self.topic)
+        await self._attach(connection)
+
+    def connection_lost(self, connection: PulsarConnection | None, error: MqwireError) -> None:
+        """Called for the connection that carried us closing, or the broker closing us on it."""
+        if self.connection is None or (connection is not None and self.connection is not connection):
+            return  # not attached, or an old connection: nothing to do
+        self.connection = None
+        log.info("%s: detached (%s); reconnecting", self.label, error)
+        self._detached(error)
+        self.schedule_reconnect()
+
+    def schedule_reconnect(self) -> None:
+        if self._closing or self._failure is not None:
+            return
+        if self._reconnect_task is None or self._reconnect_task.done():
+            self._reconnect_task = asyncio.ensure_future(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(self._backoff.next_delay())
+            if self._closing:
+                return
+            try:
+                await self._connect_once()
+            except RetriableError as exc:
+                log.info("%s: reconnect failed (%s); trying again", self.label, exc)
+                continue
+            except MqwireError as exc:
+                log.warning("%s: cannot reconnect: %s", self.label, exc)
+                self._failure = exc
+                self._failed(exc)
+                return
+            except Exception as exc:
+                log.exception("%s: reconnect failed unexpectedly", self.label)
+                failure = MqwireError(f"{self.label}: reconnect failed: {exc!r}")
+                self._failure = failure
+                self._failed(failure)
+                return
+            self._backoff.reset()
+            log.info("%s: reattached", self.label)
+            return
+
+    async def _stop_reconnecting(self) -> None:
+        self._closing = True
+        task = self._reconnect_task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+def close_remote(
+    connection: PulsarConnection, build: Callable[[int, int], BaseCommand], owner_id: int, timeout: float
+) -> None:
+    """Close a producer or consumer on the broker (``build`` makes the command) without waiting for it."""
+    if connection.closed:
+        return
+    request_id = connection.next_request_id()
+    task = asyncio.ensure_future(connection.request(build(owner_id, request_id), request_id, timeout))
+    task.add_done_callback(_ignore_result)
+
+
+def _ignore_result(task: asyncio.Future[Frame]) -> None:
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,190 @@
+"""What the application sees: message ids (send receipts) and consumed messages."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from google.protobuf.message import DecodeError
+
+from common.errors import ProtocolError
+from pulsarwire.protocol.pulsar_api_pb2 import MessageIdData
+
+if TYPE_CHECKING:
+    from pulsarwire.acks import BatchAcks
+
+__all__ = ["EARLIEST", "LATEST", "Message", "MessageId"]
+
+_MAX_LONG = (1 << 63) - 1
+
+
+class MessageId(NamedTuple):
+    """Where a message is stored: ledger and entry, and its index when the entry is a batch.
+
+    ``partition`` is the partition index (-1 for a topic without partitions). Ids of one partition order
+    as the messages were stored. ``serialize`` gives the bytes the other Pulsar clients exchange
+    (``MessageId.deserialize`` in the Python and Java clients reads them).
+    """
+
+    ledger_id: int
+    entry_id: int
+    batch_index: int = -1
+    partition: int = -1
+    batch_size: int = 0
+
+    def serialize(self) -> bytes:
+        data = MessageIdData(ledgerId=self.ledger_id & 0xFFFFFFFFFFFFFFFF, entryId=self.entry_id & 0xFFFFFFFFFFFFFFFF)
+        if self.partition >= 0:
+            data.partition = self.partition
+        if self.batch_index >= 0:
+            data.batch_index = self.batch_index
+        if self.batch_size > 0:
+            data.batch_size = self.batch_size
+        return data.SerializeToString()
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> MessageId:
+        parsed = MessageIdData()
+        try:
+            parsed.ParseFromString(data)
+        except DecodeError as exc:
+            raise ProtocolError(f"not a serialized message id: {exc}") from exc
+        if not parsed.IsInitialized():
+            raise ProtocolError("serialized message id lacks ledger or entry id")
+        return cls.from_data(parsed)
+
+    @classmethod
+    def from_data(cls, data: MessageIdData, partition: int | None = None) -> MessageId:
+        return cls(
+            _signed(data.ledgerId),
+            _signed(data.entryId),
+            data.batch_index,
+            data.partition if partition is None else partition,
+            data.batch_size,
+        )
+
+    def to_data(self) -> MessageIdData:
+        """The protocol's MessageIdData (as sent in ACK, SEEK and SUBSCRIBE)."""
+        data = MessageIdData(ledgerId=self.ledger_id & 0xFFFFFFFFFFFFFFFF, entryId=self.entry_id & 0xFFFFFFFFFFFFFFFF)
+        if self.partition >= 0:
+            data.partition = self.partition
+        if self.batch_index >= 0:
+            data.batch_index = self.batch_index
+        return data
+
+    @property
+    def entry(self) -> MessageId:
+        """The id of the whole entry (the batch) this message is in."""
+        return MessageId(self.ledger_id, self.entry_id, -1, self.partition)
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}:{self.partition}:{self.batch_index}"
+
+
+def _signed(value: int) -> int:
+    # The earliest position is (-1, -1), which travels as the unsigned 2**64 - 1.
+    return value - (1 << 64) if value > _MAX_LONG else value
+
+
+EARLIEST = MessageId(-1, -1)
+LATEST = MessageId(_MAX_LONG, _MAX_LONG)
+
+
+class Message:
+    """One consumed message.
+
+    ``topic`` is the topic as given to the consumer and ``partition`` its partition (-1 when the topic has
+    none); ``topic_name`` is the full name of the partition it came from. ``key`` is the partition key as
+    bytes (``partition_key`` keeps the text form on the wire). ``headers`` are the message properties.
+    ``timestamp`` is the publish time and ``event_time`` the producer's event time (None when unset), both in
+    milliseconds since the epoch.
+    """
+
+    __slots__ = (
+        "_batch",
+        "_chunks",
+        "_owner",
+        "event_time",
+        "headers",
+        "message_id",
+        "null_value",
+        "ordering_key",
+        "partition",
+        "partition_key",
+        "partition_key_b64_encoded",
+        "producer_name",
+        "redelivery_count",
+        "sequence_id",
+        "timestamp",
+        "topic",
+        "topic_name",
+        "value",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        topic_name: str,
+        partition: int,
+        message_id: MessageId,
+        value: bytes,
+        headers: dict[str, bytes],
+        partition_key: str | None = None,
+        partition_key_b64_encoded: bool = False,
+        ordering_key: bytes | None = None,
+        timestamp: int = 0,
+        event_time: int | None = None,
+        redelivery_count: int = 0,
+        producer_name: str = "",
+        sequence_id: int = -1,
+        null_value: bool = False,
+        owner: Any = None,
+        batch: BatchAcks | None = None,
+        chunks: list[tuple[int, int]] | None = None,
+    ) -> None:
+        self.topic = topic
+        self.topic_name = topic_name
+        self.partition = partition
+        self.message_id = message_id
+        self.value = value
+        self.headers = headers
+        self.partition_key = partition_key
+        self.partition_key_b64_encoded = partition_key_b64_encoded
+        self.ordering_key = ordering_key
+        self.timestamp = timestamp
+        self.event_time = event_time
+        self.redelivery_count = redelivery_count
+        self.producer_name = producer_name
+        self.sequence_id = sequence_id
+        self.null_value = null_value
+        # The sub-consumer that received the message, and the batch it came in; used by acks.
+        self._owner = owner
+        self._batch = batch
+        # The entries of a message that arrived in chunks; acknowledging it acknowledges each.
+        self._chunks = chunks
+
+    @property
+    def key(self) -> bytes | None:
+        """The partition key as bytes (decoded from base64 when the producer sent binary key bytes)."""
+        key = self.partition_key
+        if key is None:
+            return None
+        if self.partition_key_b64_encoded:
+            try:
+                return base64.b64decode(key)
+            except ValueError:
+                return key.encode()
+        return key.encode()
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The properties as text, the way the other Pulsar clients show them."""
+        return {name: value.decode(errors="replace") for name, value in self.headers.items()}
+
+    def __repr__(self) -> str:
+        value = self.value
+        shown = repr(value) if len(value) <= 64 else f"{value[:64]!r}...({len(value)} bytes)"
+        return (
+            f"Message(topic={self.topic!r}, partition={self.partition}, message_id={self.message_id}, "
+            f"key={self.partition_key!r}, value={shown}, headers={self.headers!r}, timestamp={self.timestamp})"
+        )

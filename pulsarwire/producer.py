@@ -1,0 +1,300 @@
+"""The public producer: message arguments, partition routing, and one TopicProducer per partition."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any
+
+from pulsarwire.client import Client
+from pulsarwire.client_errors import ProducerClosedError, ProducerQueueIsFullError
+from pulsarwire.message import MessageId
+from pulsarwire.options import ProducerOptions
+from pulsarwire.routing import PartitionRouter
+from pulsarwire.topic_producer import Properties, TopicProducer
+from pulsarwire.topics import complete_name, partition_name
+
+log = logging.getLogger(__name__)
+
+Value = bytes | bytearray | memoryview | str | None
+Key = str | bytes | None
+Headers = Mapping[str, bytes | str] | None
+
+
+class Producer:
+    """Publishes to one topic; ``async with client.producer(topic, **options) as producer``.
+
+    Options, with the reference clients' names and defaults: ``producer_name``, ``initial_sequence_id``,
+    ``send_timeout_ms`` (30000; 0 waits forever), ``compression_type`` ("NONE", "LZ4", "ZLIB", "ZSTD",
+    "SNAPPY"), ``max_pending_messages`` (1000 per partition) and ``block_if_queue_full`` (True: ``enqueue``
+    waits for room; False: it raises ProducerQueueIsFullError), ``batching_enabled`` (True),
+    ``batching_max_messages`` (1000), ``batching_max_allowed_size_in_bytes`` (131072),
+    ``batching_max_publish_delay_ms`` (10), ``chunking_enabled`` (False; needs batching off),
+    ``chunk_max_message_size``, ``hashing_scheme`` ("java_string_hash", the Java client's default, or
+    "murmur3_32"), ``message_routing_mode`` ("round_robin" or "single_partition"), ``message_router``
+    (a callable ``(partition_key, partitions) -> partition``), ``access_mode`` ("Shared", "Exclusive",
+    "ExclusiveWithFencing"), ``properties`` (producer metadata shown in the topic's stats).
+    """
+
+    def __init__(self, client: Client, topic: str, **options: Any) -> None:
+        self.client = client
+        self.topic = complete_name(topic)
+        self.options = ProducerOptions.build(dict(options))
+        delay_ms = self.options.batching_max_publish_delay * 1000
+        self._router = PartitionRouter(
+            mode=self.options.message_routing_mode,
+            hashing_scheme=self.options.hashing_scheme,
+            batching=self.options.batching_enabled,
+            partition_switch_ms=delay_ms,
+            router=self.options.message_router,
+        )
+        self._producers: list[TopicProducer] = []
+        self._partitioned = False
+        self._started = False
+        self._closed = False
+        self._starting: asyncio.Lock | None = None
+
+    # ---------------------------------------------------------------------------------- lifecycle
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Find the partitions and create a producer on each (done by ``async with`` or the first send)."""
+        if self._closed:
+            raise ProducerClosedError(f"producer on {self.topic} is closed")
+        if self._started:
+            return
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._started:
+                return
+            self.client.adopt(self)
+            try:
+                partitions = await self.client.partitions_for(self.topic)
+                if partitions == 0:
+                    producers = [TopicProducer(self.client, self.topic, -1, self.options)]
+                else:
+                    producers = [
+                        TopicProducer(self.client, partition_name(self.topic, index), index, self.options)
+                        for index in range(partitions)
+                    ]
+                results = await asyncio.gather(*(p.start() for p in producers), return_exceptions=True)
+                failure = next((r for r in results if isinstance(r, BaseException)), None)
+                if failure is not None:
+                    await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
+                    raise failure
+            except BaseException:
+                self.client.release(self)
+                raise
+            self._producers = producers
+            self._partitioned = partitions > 0
+            self._started = True
+
+    async def close(self) -> None:
+        """Send what is buffered, wait (within the send timeout) for the receipts, and close."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await asyncio.gather(*(p.close() for p in self._producers))
+        finally:
+            self.client.release(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def producer_name(self) -> str | None:
+        """The name the broker gave (or the one configured); per partition see ``producer_names``."""
+        return self._producers[0].producer_name if self._producers else self.options.producer_name
+
+    @property
+    def producer_names(self) -> list[str | None]:
+        return [p.producer_name for p in self._producers]
+
+    @property
+    def partitions(self) -> int:
+        """The partition count (0 for a topic without partitions)."""
+        return len(self._producers) if self._partitioned else 0
+
+    @property
+    def last_sequence_id(self) -> int:
+        return max((p.last_sequence_id for p in self._producers), default=-1)
+
+    # ------------------------------------------------------------------------------------ sending
+    async def send(
+        self,
+        value: Value,
+        *,
+        key: Key = None,
+        headers: Headers = None,
+        ordering_key: bytes | str | None = None,
+        event_time: int | datetime | None = None,
+        deliver_at: int | datetime | None = None,
+        deliver_after: float | timedelta | None = None,
+        partition: int | None = None,
+    ) -> MessageId:
+        """Publish one message and wait for the broker's receipt; returns its MessageId."""
+        future = await self.enqueue(
+            value,
+            key=key,
+            headers=headers,
+            ordering_key=ordering_key,
+            event_time=event_time,
+            deliver_at=deliver_at,
+            deliver_after=deliver_after,
+            partition=partition,
+        )
+        return await future
+
+    async def enqueue(
+        self,
+        value: Value,
+        *,
+        key: Key = None,
+        headers: Headers = None,
+        ordering_key: bytes | str | None = None,
+        event_time: int | datetime | None = None,
+        deliver_at: int | datetime | None = None,
+        deliver_after: float | timedelta | None = None,
+        partition: int | None = None,
+    ) -> asyncio.Future[MessageId]:
+        """Buffer one message and return the future of its receipt.
+
+        Returns as soon as the message is in the batch; waits only while ``max_pending_messages`` are
+        unconfirmed. ``value`` None publishes a null value (a tombstone for compaction). ``key`` (str or
+        bytes) is the partition key; ``headers`` become the message properties. ``event_time`` and
+        ``deliver_at`` are milliseconds since the epoch or datetimes; ``deliver_after`` is seconds or a
+        timedelta. ``partition`` bypasses routing.
+        """
+        if not self._started:
+            await self.start()
+        null_value = False
+        if type(value) is bytes:
+            payload = value
+        elif value is None:
+            payload, null_value = b"", True
+        elif isinstance(value, bytearray | memoryview):
+            payload = bytes(value)
+        elif isinstance(value, str):
+            payload = value.encode()
+        else:
+            raise TypeError(f"a message value must be bytes, str or None, not {type(value).__name__}")
+        partition_text, partition_key, key_b64 = _partition_key(key)
+        properties = _properties(headers) if headers else None
+        ordering = None if ordering_key is None else _ordering_key(ordering_key)
+        event_ms = 0 if event_time is None else _millis("event_time", event_time)
+        deliver_ms = _deliver_at(deliver_at, deliver_after)
+        producers = self._producers
+        if not producers:
+            raise ProducerClosedError(f"producer on {self.topic} is closed")
+        if partition is not None:
+            if not isinstance(partition, int) or not 0 <= partition < len(producers) or not self._partitioned:
+                raise ValueError(f"partition {partition!r} is not a partition of {self.topic}")
+            producer = producers[partition]
+        elif self._partitioned:
+            producer = producers[self._router.choose(partition_text, len(producers))]
+        else:
+            producer = producers[0]
+        while True:
+            future = producer.add(
+                payload, properties, partition_key, key_b64, ordering, event_ms, deliver_ms, null_value
+            )
+            if future is not None:
+                return future
+            if not self.options.block_if_queue_full:
+                raise ProducerQueueIsFullError(
+                    f"{self.options.max_pending_messages} messages of {producer.topic} await confirmation"
+                )
+            await producer.wait_for_space()
+
+    async def flush(self) -> None:
+        """Send every open batch and wait until all messages sent so far are confirmed (or failed)."""
+        await asyncio.gather(*(p.flush() for p in self._producers))
+
+    def __repr__(self) -> str:
+        return f"Producer(topic={self.topic!r}, name={self.producer_name!r}, partitions={self.partitions})"
+
+
+# ------------------------------------------------------------------------------------- arguments
+def _partition_key(key: Key) -> tuple[str | None, bytes | None, bool]:
+    """The key as routed (text), as written (UTF-8) and whether it is base64 of binary bytes."""
+    if key is None:
+        return None, None, False
+    if isinstance(key, str):
+        return key, key.encode(), False
+    if isinstance(key, bytes | bytearray | memoryview):
+        raw = bytes(key)
+        try:
+            return raw.decode(), raw, False
+        except UnicodeDecodeError:
+            # Binary keys travel as base64 text, as the Java client's keyBytes() sends them.
+            text = base64.b64encode(raw).decode()
+            return text, text.encode(), True
+    raise TypeError(f"a message key must be str or bytes, not {type(key).__name__}")
+
+
+def _properties(headers: Mapping[str, bytes | str]) -> Properties:
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a mapping of str to bytes, not {type(headers).__name__}")
+    pairs: Properties = []
+    for name, value in headers.items():
+        if not isinstance(name, str):
+            raise TypeError(f"header names must be str, not {type(name).__name__}")
+        if isinstance(value, str):
+            data = value.encode()
+        elif isinstance(value, bytes | bytearray):
+            data = bytes(value)
+            try:
+                data.decode()
+            except UnicodeDecodeError:
+                raise ValueError(f"header {name!r}: Pulsar properties are text, and this value is not UTF-8") from None
+        else:
+            raise TypeError(f"header {name!r} must be bytes or str, not {type(value).__name__}")
+        pairs.append((name.encode(), data))
+    return pairs
+
+
+def _ordering_key(value: bytes | str) -> bytes:
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    raise TypeError(f"ordering_key must be bytes or str, not {type(value).__name__}")
+
+
+def _millis(name: str, value: int | datetime) -> int:
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise TypeError(f"{name} must be a datetime or non-negative milliseconds since the epoch, not {value!r}")
+
+
+def _deliver_at(at: int | datetime | None, after: float | timedelta | None) -> int | None:
+    if at is not None and after is not None:
+        raise ValueError("give deliver_at or deliver_after, not both")
+    if at is not None:
+        return _millis("deliver_at", at)
+    if after is None:
+        return None
+    seconds = after.total_seconds() if isinstance(after, timedelta) else after
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+        raise TypeError(f"deliver_after must be non-negative seconds or a timedelta, not {after!r}")
+    return int((time.time() + seconds) * 1000)
+
+
+__all__ = ["Producer"]

@@ -1,0 +1,103 @@
+"""The public reader: a non-durable subscription that starts where asked and needs no acknowledgements."""
+
+from __future__ import annotations
+
+import uuid
+
+from common.options import check_bool, check_int_range, check_str
+from pulsarwire.client import Client
+from pulsarwire.consumer import Subscriber
+from pulsarwire.message import EARLIEST, LATEST, MessageId
+from pulsarwire.options import ConsumerOptions
+from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
+from pulsarwire.topic_consumer import TopicConsumer
+
+
+class Reader(Subscriber):
+    """Reads a topic from ``start``: ``async with client.reader(topic, start="earliest") as reader``.
+
+    ``start`` is "earliest", "latest" or a MessageId (topics without partitions; the message itself is
+    included when ``start_inclusive``). Other options: ``receiver_queue_size`` (1000), ``reader_name``,
+    ``subscription_role_prefix`` ("reader"), ``read_compacted``. After a reconnection the reader goes on
+    after the last message it handed out.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topic: str,
+        *,
+        start: str | MessageId = "earliest",
+        start_inclusive: bool = False,
+        receiver_queue_size: int = 1000,
+        reader_name: str | None = None,
+        subscription_role_prefix: str = "reader",
+        read_compacted: bool = False,
+    ) -> None:
+        if isinstance(start, MessageId):
+            self._start = start
+        elif isinstance(start, str) and start.lower() in ("earliest", "latest"):
+            self._start = EARLIEST if start.lower() == "earliest" else LATEST
+        else:
+            raise ValueError(f"option start must be 'earliest', 'latest' or a MessageId, got {start!r}")
+        self._start_inclusive = check_bool("start_inclusive", start_inclusive)
+        prefix = check_str("subscription_role_prefix", subscription_role_prefix)
+        options = ConsumerOptions(
+            subscription=f"{prefix}-{uuid.uuid4().hex[:10]}",
+            subscription_type=CommandSubscribe.Exclusive,
+            receiver_queue_size=check_int_range("receiver_queue_size", receiver_queue_size, 1, 1 << 24),
+            consumer_name=None if reader_name is None else check_str("reader_name", reader_name),
+            read_compacted=check_bool("read_compacted", read_compacted),
+        )
+        super().__init__(client, [topic], options, f"reader of {topic}")
+        self.topic = self.topics[0]
+
+    async def __aenter__(self) -> Reader:
+        await self.start()
+        return self
+
+    def _make(self, given: str, topic: str, partition: int, queue_size: int) -> TopicConsumer:
+        start = self._start
+        if partition >= 0 and start not in (EARLIEST, LATEST):
+            raise ValueError(f"{self.topic} has partitions; a reader can start at a message id only without them")
+        return TopicConsumer(
+            self.client,
+            self._queue,
+            topic,
+            given,
+            partition,
+            self.options,
+            queue_size=queue_size,
+            on_failure=self._partition_failed,
+            durable=False,
+            start_message_id=start,
+            start_inclusive=self._start_inclusive,
+        )
+
+    async def has_message_available(self) -> bool:
+        """Whether a message after the last one read is stored (asks the broker for its last message id)."""
+        if not self._started:
+            await self.start()
+        if len(self._queue):
+            return True
+        for consumer in self._consumers:
+            last = await consumer.get_last_message_id()
+            if last.entry_id < 0:
+                continue
+            seen = consumer._last_dequeued
+            if seen is None:
+                start = self._start
+                if start == LATEST:
+                    continue
+                if start == EARLIEST:
+                    return True
+                seen = start
+            if (last.ledger_id, last.entry_id, last.batch_index) > (seen.ledger_id, seen.entry_id, seen.batch_index):
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"Reader(topic={self.topic!r})"
+
+
+__all__ = ["Reader"]

@@ -1,0 +1,489 @@
+"""One subscription on one topic or partition: subscribe, flow permits, unpack, acks, reconnection.
+
+The broker pushes at most as many messages as it holds permits; the first FLOW grants the receiver queue
+size, and once the application has taken half of that, another FLOW grants what it took. A batch entry is
+unpacked in one pass into the shared receive queue. After a reconnection the messages still queued from
+the old session are dropped (the broker delivers every unacknowledged message again) and the permits
+start over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
+from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position
+from pulsarwire.chunks import ChunkAssembler
+from pulsarwire.client import Client
+from pulsarwire.client_errors import ConsumerClosedError
+from pulsarwire.connection import PulsarConnection
+from pulsarwire.handler import TopicHandler, close_remote
+from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
+from pulsarwire.options import ConsumerOptions
+from pulsarwire.protocol import commands
+from pulsarwire.protocol.ack import individual_ack_frame
+from pulsarwire.protocol.batch import decode_batch, decompress_payload
+from pulsarwire.protocol.frames import Frame, encode_command
+from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandAck, CommandSubscribe, MessageIdData
+from pulsarwire.receive_queue import ReceiveQueue
+
+log = logging.getLogger(__name__)
+
+T = BaseCommand.Type
+KEY_SHARED = CommandSubscribe.Key_Shared
+_SHARED_TYPES = (CommandSubscribe.Shared, KEY_SHARED)
+
+
+class TopicConsumer(TopicHandler):
+    """The consumer of one partition (or of a topic without partitions)."""
+
+    def __init__(
+        self,
+        client: Client,
+        queue: ReceiveQueue,
+        topic: str,
+        given_topic: str,
+        partition: int,
+        options: ConsumerOptions,
+        *,
+        queue_size: int,
+        on_failure: Callable[[TopicConsumer, MqwireError], None],
+        durable: bool = True,
+        start_message_id: MessageId | None = None,
+        start_inclusive: bool = False,
+    ) -> None:
+        super().__init__(client, topic, f"consumer {options.subscription} on {topic}")
+        self.queue = queue
+        self.given_topic = given_topic
+        self.partition = partition
+        self.options = options
+        self.consumer_id = client.next_consumer_id()
+        self.queue_size = queue_size
+        self._refill_at = max(1, queue_size // 2)
+        self._on_failure = on_failure
+        self.durable = durable
+        self._start = start_message_id
+        self._start_inclusive = start_inclusive
+        self._last_dequeued: MessageId | None = None
+        self._permits = 0
+        # Raised by a redelivery of everything; the broker tags messages with it, so stale ones show.
+        self._epoch = 0
+        self._closed = False
+        self.end_of_topic = False
+        self.active = True
+        self._acks = AckGrouping(
+            self._send_acks, self._send_cumulative, delay=options.ack_group_time, max_size=options.ack_group_max_size
+        )
+        self._nacks = NegativeAcks(self._redeliver, delay=options.negative_ack_redelivery_delay)
+        self._chunks = ChunkAssembler()
+
+    # ------------------------------------------------------------------------------ attachment
+    async def _attach(self, connection: PulsarConnection) -> None:
+        consumer_id = self.consumer_id
+        options = self.options
+        connection.register_consumer(consumer_id, self._on_push, functools.partial(self.connection_lost, connection))
+        start = self._resume_position()
+        request_id = connection.next_request_id()
+        command = commands.subscribe(
+            self.topic,
+            options.subscription,
+            options.subscription_type,
+            consumer_id,
+            request_id,
+            consumer_name=options.consumer_name,
+            initial_position=options.initial_position,
+            durable=self.durable,
+            start_message_id=None if start is None else start.to_data(),
+            read_compacted=options.read_compacted,
+            metadata=dict(options.properties or {}),
+            subscription_properties=dict(options.subscription_properties or {}),
+            priority_level=options.priority_level,
+            key_shared_mode=options.key_shared_mode if options.subscription_type == KEY_SHARED else None,
+            replicate_subscription_state=options.replicate_subscription_state or None,
+            consumer_epoch=self._epoch,
+        )
+        try:
+            await connection.request(command, request_id, self.client.operation_timeout)
+        except RequestTimeoutError:
+            # The protocol asks for a close before the next attempt, so the broker drops a late subscription.
+            connection.unregister_consumer(consumer_id)
+            close_remote(connection, commands.close_consumer, consumer_id, self.client.operation_timeout)
+            raise
+        except BaseException:
+            connection.unregister_consumer(consumer_id)
+            raise
+        if connection.closed:
+            # Closed right after answering: its close notice came before we were attached to hear it.
+            connection.unregister_consumer(consumer_id)
+            raise ConnectionLostError(f"{self.label}: connection closed while subscribing")
+        if self._closing:
+            connection.unregister_consumer(consumer_id)
+            close_remote(connection, commands.close_consumer, consumer_id, self.client.operation_timeout)
+            raise ConsumerClosedError(f"{self.label}: closed while subscribing")
+        self.connection = connection
+        # What the old session had queued comes again from the broker.
+        self.queue.remove_owner(self)
+        self._chunks.clear()
+        self._permits = 0
+        self.end_of_topic = False
+        try:
+            connection.send(encode_command(commands.flow(consumer_id, self.queue_size)))
+        except MqwireError:
+            return  # lost again already; the close listener takes it from here
+        self._acks.flush()
+
+    def _resume_position(self) -> MessageId | None:
+        """Where a non-durable subscription starts: after the last message handed out, else the start."""
+        if self.durable:
+            return None
+        if self._last_dequeued is not None:
+            return self._last_dequeued
+        start = self._start
+        if start is None or start in (EARLIEST, LATEST):
+            return start
+        if self._start_inclusive and start.batch_index < 0:
+            # The broker starts after the id it is given; one entry back includes the id itself.
+            return MessageId(start.ledger_id, start.entry_id - 1, -1, start.partition)
+        return start
+
+    def _detached(self, error: MqwireError) -> None:
+        self._permits = 0
+
+    def _failed(self, error: MqwireError) -> None:
+        self._on_failure(self, error)
+
+    # --------------------------------------------------------------------------------- receiving
+    def _on_push(self, kind: int, body: Any, frame: Frame) -> None:
+        if kind == T.MESSAGE:
+            self._on_message(body, frame)
+        elif kind in (T.CLOSE_CONSUMER, T.TOPIC_MIGRATED):
+            connection = self.connection
+            if connection is not None:
+                connection.unregister_consumer(self.consumer_id)
+                self.connection_lost(connection, ConnectionLostError(f"{self.label}: closed by the broker"))
+        elif kind == T.REACHED_END_OF_TOPIC:
+            self.end_of_topic = True
+        elif kind == T.ACTIVE_CONSUMER_CHANGE:
+            self.active = bool(body.is_active)
+
+    def _on_message(self, body: Any, frame: Frame) -> None:
+        if self.connection is None:
+            return
+        metadata = frame.metadata
+        if metadata is None:
+            raise ProtocolError(f"{self.label}: MESSAGE without metadata and payload")
+        count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
+        if body.HasField("consumer_epoch") and body.consumer_epoch < self._epoch:
+            self.consumed(count)  # sent before a redelivery we asked for; it comes again
+            return
+        position = (body.message_id.ledgerId, body.message_id.entryId)
+        try:
+            messages, skipped = self._unpack(body, frame)
+        except ProtocolError as exc:
+            log.warning("%s: discarding entry %d:%d: %s", self.label, position[0], position[1], exc)
+            self._discard(position, exc)
+            self.consumed(count)
+            return
+        if skipped:
+            self.consumed(skipped)
+        if messages:
+            self.queue.extend(messages)
+        dropped = self._chunks.take_dropped()
+        if dropped:
+            self._send_acks(dropped)
+
+    def _unpack(self, body: Any, frame: Frame) -> tuple[list[Message], int]:
+        metadata = frame.metadata
+        assert metadata is not None and frame.payload is not None
+        id_data = body.message_id
+        ledger = _signed(id_data.ledgerId)
+        entry = _signed(id_data.entryId)
+        partition = self.partition
+        payload: bytes | memoryview = frame.payload
+        chunk_positions: list[Position] | None = None
+        if metadata.num_chunks_from_msg > 1:
+            joined = self._chunks.add(
+                metadata.uuid,
+                metadata.chunk_id,
+                metadata.num_chunks_from_msg,
+                metadata.total_chunk_msg_size,
+                (ledger, entry),
+                bytes(payload),
+            )
+            if joined is None:
+                return [], 1
+            payload, chunk_positions = joined
+            # The message is known by its first chunk; acking it acks every chunk.
+            ledger, entry = chunk_positions[0]
+        limit = max(_MAX_UNCOMPRESSED, self.connection.max_message_size if self.connection else 0)
+        data = decompress_payload(metadata.compression, payload, metadata.uncompressed_size, limit)
+        topic = self.given_topic
+        topic_name = self.topic
+        publish_time = metadata.publish_time
+        producer_name = metadata.producer_name
+        redelivery = body.redelivery_count
+        if not metadata.HasField("num_messages_in_batch"):
+            message = Message(
+                topic,
+                topic_name,
+                partition,
+                MessageId(ledger, entry, -1, partition),
+                data,
+                {kv.key: kv.value.encode() for kv in metadata.properties},
+                partition_key=metadata.partition_key if metadata.HasField("partition_key") else None,
+                partition_key_b64_encoded=metadata.partition_key_b64_encoded,
+                ordering_key=metadata.ordering_key if metadata.HasField("ordering_key") else None,
+                timestamp=publish_time,
+                event_time=metadata.event_time or None,
+                redelivery_count=redelivery,
+                producer_name=producer_name,
+                sequence_id=metadata.sequence_id,
+                null_value=metadata.null_value,
+                owner=self,
+                chunks=chunk_positions,
+            )
+            if self._before_start(message.message_id):
+                return [], 1
+            return [message], 0
+        count = metadata.num_messages_in_batch
+        entries = decode_batch(data, count)
+        ack_set = _bits(body.ack_set) if len(body.ack_set) else -1
+        start = self._start_filter(ledger, entry)
+        first_sequence = metadata.sequence_id
+        batch = BatchAcks()
+        delivered = 0
+        messages: list[Message] = []
+        append = messages.append
+        skipped = 0
+        for index, item in enumerate(entries):
+            if item.compacted_out or not (ack_set >> index) & 1 or index < start:
+                skipped += 1
+                continue
+            delivered |= 1 << index
+            # Positional arguments: this runs once per message of every batch.
+            append(Message(
+                topic,
+                topic_name,
+                partition,
+                MessageId(ledger, entry, index, partition, count),
+                item.payload,
+                item.properties,
+                item.partition_key,
+                item.partition_key_b64_encoded,
+                item.ordering_key,
+                publish_time,
+                item.event_time or None,
+                redelivery,
+                producer_name,
+                first_sequence + index if item.sequence_id is None else item.sequence_id,
+                item.null_value,
+                self,
+                batch,
+            ))
+        batch.expect(delivered)
+        if not messages and skipped:
+            # Nothing left for the application (all acknowledged before, or compacted out).
+            self._acks.add(ledger, entry)
+        return messages, skipped
+
+    def _start_filter(self, ledger: int, entry: int) -> int:
+        """The first batch index to deliver from this entry (non-zero only where a reader starts inside it)."""
+        start = self._last_dequeued if self._last_dequeued is not None else self._start
+        if start is None or self.durable or start.batch_index < 0:
+            return 0
+        if (start.ledger_id, start.entry_id) != (ledger, entry):
+            return 0
+        inclusive = self._last_dequeued is None and self._start_inclusive
+        return start.batch_index if inclusive else start.batch_index + 1
+
+    def _before_start(self, message_id: MessageId) -> bool:
+        start = self._last_dequeued
+        if start is None or self.durable:
+            return False
+        return (message_id.ledger_id, message_id.entry_id) <= (start.ledger_id, start.entry_id)
+
+    def consumed(self, count: int = 1) -> None:
+        """The application took ``count`` messages (or they were skipped): grant permits when half are used."""
+        permits = self._permits + count
+        if permits >= self._refill_at:
+            connection = self.connection
+            if connection is not None:
+                # On failure the reconnection grants a full queue anyway.
+                with contextlib.suppress(MqwireError):
+                    connection.send(encode_command(commands.flow(self.consumer_id, permits)))
+                permits = 0
+        self._permits = permits
+
+    def dequeued(self, message: Message) -> None:
+        self._last_dequeued = message.message_id
+        self.consumed(1)
+
+    # ------------------------------------------------------------------------------------- acks
+    def ack(self, message: Message) -> None:
+        message_id = message.message_id
+        batch = message._batch
+        if batch is not None and not batch.ack(message_id.batch_index):
+            return
+        chunks = message._chunks
+        if chunks:
+            for ledger, entry in chunks:
+                self._acks.add(ledger, entry)
+            return
+        self._acks.add(message_id.ledger_id, message_id.entry_id)
+
+    def ack_cumulative(self, message: Message) -> None:
+        message_id = message.message_id
+        batch = message._batch
+        ledger, entry = message_id.ledger_id, message_id.entry_id
+        if batch is not None and not batch.ack_up_to(message_id.batch_index) and not batch.complete:
+            # Part of the batch is still unacknowledged: everything before this entry is done.
+            entry -= 1
+            if entry < 0:
+                return
+        self._acks.add_cumulative(ledger, entry)
+
+    def negative_ack(self, message: Message) -> None:
+        message_id = message.message_id
+        chunks = message._chunks or [(message_id.ledger_id, message_id.entry_id)]
+        for ledger, entry in chunks:
+            self._nacks.add(ledger, entry)
+
+    def flush_acks(self) -> None:
+        self._acks.flush()
+
+    def _send_acks(self, positions: list[Position]) -> bool:
+        connection = self.connection
+        if connection is None:
+            return False
+        try:
+            connection.send(individual_ack_frame(self.consumer_id, positions))
+        except MqwireError:
+            return False
+        return True
+
+    def _send_cumulative(self, position: Position) -> bool:
+        connection = self.connection
+        if connection is None:
+            return False
+        message_id = MessageIdData(ledgerId=position[0] & _UINT64, entryId=position[1] & _UINT64)
+        try:
+            connection.send(encode_command(commands.ack(self.consumer_id, [message_id], cumulative=True)))
+        except MqwireError:
+            return False
+        return True
+
+    def _discard(self, position: Position, error: ProtocolError) -> None:
+        # A corrupt entry would come back forever; acknowledging it with the reason ends that.
+        connection = self.connection
+        if connection is None:
+            return
+        reason = CommandAck.DecompressionError if "compress" in str(error) else CommandAck.BatchDeSerializeError
+        message_id = MessageIdData(ledgerId=position[0] & _UINT64, entryId=position[1] & _UINT64)
+        with contextlib.suppress(MqwireError):
+            connection.send(encode_command(commands.ack(self.consumer_id, [message_id], validation_error=reason)))
+
+    def _redeliver(self, positions: list[Position]) -> None:
+        if self.options.subscription_type in _SHARED_TYPES:
+            connection = self.connection
+            if connection is None:
+                return  # a reconnection redelivers everything unacknowledged anyway
+            ids = [MessageIdData(ledgerId=ledger & _UINT64, entryId=entry & _UINT64) for ledger, entry in positions]
+            with contextlib.suppress(MqwireError):
+                connection.send(encode_command(commands.redeliver_unacknowledged(self.consumer_id, ids)))
+        else:
+            # Exclusive and Failover keep order: everything unacknowledged comes again, in order.
+            self.redeliver_all()
+
+    def redeliver_all(self) -> None:
+        connection = self.connection
+        if connection is None:
+            return
+        self._epoch += 1
+        removed = self.queue.remove_owner(self)
+        try:
+            connection.send(encode_command(
+                commands.redeliver_unacknowledged(self.consumer_id, consumer_epoch=self._epoch)
+            ))
+        except MqwireError:
+            return
+        if removed:
+            self.consumed(removed)
+
+    # ---------------------------------------------------------------------------------- closing
+    async def close(self, *, unsubscribe: bool = False) -> None:
+        """Send the pending acks, then close (or unsubscribe) the consumer on the broker."""
+        if self._closed:
+            return
+        self._closed = True
+        self._acks.flush()
+        self._nacks.discard()
+        await self._stop_reconnecting()
+        connection, self.connection = self.connection, None
+        if connection is None:
+            self._acks.discard()
+            return
+        build = commands.unsubscribe if unsubscribe else commands.close_consumer
+        request_id = connection.next_request_id()
+        try:
+            await connection.request(build(self.consumer_id, request_id), request_id, self.client.operation_timeout)
+        except MqwireError as exc:
+            if unsubscribe:
+                raise
+            log.debug("%s: close failed: %s", self.label, exc)
+        finally:
+            connection.unregister_consumer(self.consumer_id)
+            self._acks.discard()
+
+    async def get_last_message_id(self) -> MessageId:
+        """The id of the last message stored in this partition (GET_LAST_MESSAGE_ID)."""
+        connection = self.connection
+        if connection is None:
+            raise ConnectionLostError(f"{self.label}: not connected")
+        request_id = connection.next_request_id()
+        frame = await connection.request(
+            commands.get_last_message_id(self.consumer_id, request_id), request_id, self.client.operation_timeout
+        )
+        return MessageId.from_data(frame.command.getLastMessageIdResponse.last_message_id, self.partition)
+
+    async def seek(self, *, message_id: MessageId | None = None, publish_time: int | None = None) -> None:
+        """Move the subscription; the broker then closes the consumer, which reconnects from there."""
+        connection = self.connection
+        if connection is None:
+            raise ConnectionLostError(f"{self.label}: not connected")
+        # Acks still grouped here would land after the seek and acknowledge what it rewound to.
+        self._acks.flush()
+        self._acks.discard()
+        request_id = connection.next_request_id()
+        command = commands.seek(
+            self.consumer_id,
+            request_id,
+            message_id=None if message_id is None else message_id.to_data(),
+            publish_time=publish_time,
+        )
+        await connection.request(command, request_id, self.client.operation_timeout)
+        self._last_dequeued = None
+        if message_id is not None:
+            self._start, self._start_inclusive = message_id, True
+        self.queue.remove_owner(self)
+
+
+_UINT64 = (1 << 64) - 1
+# The reference clients decompress whatever size the producer declared; this bounds a lying declaration.
+_MAX_UNCOMPRESSED = 64 * 1024 * 1024
+_MAX_LONG = (1 << 63) - 1
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value > _MAX_LONG else value
+
+
+def _bits(words: Any) -> int:
+    """A Java BitSet (little-endian 64-bit words) as one integer."""
+    value = 0
+    for index, word in enumerate(words):
+        value |= (word & _UINT64) << (64 * index)
+    return value

@@ -1,0 +1,562 @@
+"""One producer on one topic or partition: batches, sequence ids, receipts, send timeout, reconnection.
+
+Messages accumulate as encoded batch entries; a batch leaves as one SEND frame when it is full (count or
+bytes) or its delay has passed. Every SEND is kept, already encoded, until its receipt arrives, so that a
+reconnection can send them all again in order; receipts arrive in sequence order and complete the head
+of that queue. The broker deduplicates by producer name and sequence id, which is why a reconnecting
+producer asks for the name the broker gave it the first time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+import uuid
+from collections import deque
+from typing import Any
+
+from common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
+from pulsarwire import errors
+from pulsarwire.client import Client
+from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
+from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
+from pulsarwire.handler import TopicHandler, close_remote
+from pulsarwire.message import MessageId
+from pulsarwire.options import ProducerOptions
+from pulsarwire.protocol import commands
+from pulsarwire.protocol.batch import PROPERTIES_TAG as ENTRY_PROPERTIES_TAG
+from pulsarwire.protocol.batch import compress_payload, encode_entry
+from pulsarwire.protocol.frames import Frame, encode_payload_frame_raw
+from pulsarwire.protocol.metadata import PROPERTIES_TAG, encode_message_metadata, producer_name_field
+from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, ServerError
+from pulsarwire.protocol.wire import key_values
+
+log = logging.getLogger(__name__)
+
+T = BaseCommand.Type
+Properties = list[tuple[bytes, bytes]]
+
+# SEND command and metadata of a chunk must fit beside the chunk in the broker's frame limit.
+_CHUNK_HEADROOM = 1024
+
+
+class _Op:
+    """One SEND frame in flight and the futures of the messages it carries."""
+
+    __slots__ = ("batch", "count", "deadline", "frames", "futures", "highest_sequence_id", "sequence_id")
+
+    def __init__(
+        self,
+        sequence_id: int,
+        highest_sequence_id: int,
+        count: int,
+        frames: list[bytes],
+        futures: list[asyncio.Future[MessageId]],
+        batch: bool,
+        deadline: float,
+    ) -> None:
+        self.sequence_id = sequence_id
+        self.highest_sequence_id = highest_sequence_id
+        self.count = count
+        # Several frames only for a chunked message; they share the sequence id and one receipt each.
+        self.frames = frames
+        self.futures = futures
+        self.batch = batch
+        self.deadline = deadline
+
+
+class TopicProducer(TopicHandler):
+    """The producer of one partition (or of a topic without partitions)."""
+
+    def __init__(self, client: Client, topic: str, partition: int, options: ProducerOptions) -> None:
+        super().__init__(client, topic, f"producer on {topic}")
+        self.partition = partition
+        self.options = options
+        self.producer_id = client.next_producer_id()
+        self.producer_name = options.producer_name
+        self._name_field = b"" if options.producer_name is None else producer_name_field(options.producer_name)
+        self._created = False
+        self._epoch = 0
+        initial = options.initial_sequence_id
+        self._next_sequence_id = 0 if initial is None else initial + 1
+        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self._loop = asyncio.get_running_loop()
+        self._ready = False
+        self._error: MqwireError | None = None
+        self._closed = False
+        # The batch being filled.
+        self._entries: list[bytes] = []
+        self._entry_futures: list[asyncio.Future[MessageId]] = []
+        self._batch_bytes = 0
+        self._batch_first_sequence_id = 0
+        self._batch_publish_time = 0
+        self._batch_started = 0.0
+        self._batch_timer: asyncio.Handle | None = None
+        # Sent (or waiting for a connection) and not yet confirmed, in sequence order.
+        self._pending: deque[_Op] = deque()
+        # A chunked message confirmed chunk by chunk: how many receipts its head op still waits for.
+        self._chunk_receipts_left = 0
+        self._chunk_first_id: MessageId | None = None
+        self._pending_messages = 0
+        self._space_waiters: deque[asyncio.Future[None]] = deque()
+        self._timeout_timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------------------------------- state
+    @property
+    def last_sequence_id(self) -> int:
+        """The sequence id given to the latest message (-1 before the first)."""
+        return self._next_sequence_id - 1
+
+    @property
+    def pending_messages(self) -> int:
+        return self._pending_messages
+
+    @property
+    def error(self) -> MqwireError | None:
+        return self._error
+
+    # ----------------------------------------------------------------------------------- sending
+    def add(
+        self,
+        value: bytes,
+        properties: Properties | None,
+        partition_key: bytes | None,
+        key_b64: bool,
+        ordering_key: bytes | None,
+        event_time: int,
+        deliver_at: int | None,
+        null_value: bool,
+    ) -> asyncio.Future[MessageId] | None:
+        """Buffer one message; its future completes with the receipt. None when the pending queue is full."""
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise ProducerClosedError(f"{self.label}: producer is closed")
+        if self._pending_messages >= self.options.max_pending_messages:
+            return None
+        options = self.options
+        future: asyncio.Future[MessageId] = self._loop.create_future()
+        if not options.batching_enabled or deliver_at is not None:
+            # Delayed messages travel alone, as the reference clients send them.
+            if len(value) > self.max_message_size and not options.compression and not options.chunking_enabled:
+                raise MessageTooBigError(
+                    f"message of {len(value)} bytes exceeds the broker's maximum of {self.max_message_size}"
+                )
+            self._pending_messages += 1
+            if self._entries:
+                self.flush_batch()
+            self._send_single(
+                value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, future
+            )
+            return future
+        if len(value) > self.max_message_size and not options.compression:
+            raise MessageTooBigError(
+                f"message of {len(value)} bytes exceeds the broker's maximum of {self.max_message_size}"
+            )
+        self._pending_messages += 1
+        sequence_id = self._next_sequence_id
+        self._next_sequence_id = sequence_id + 1
+        entry = encode_entry(
+            value,
+            properties=key_values(ENTRY_PROPERTIES_TAG, properties) if properties else b"",
+            partition_key=partition_key,
+            partition_key_b64_encoded=key_b64,
+            ordering_key=ordering_key,
+            event_time=event_time,
+            sequence_id=sequence_id,
+            null_value=null_value,
+        )
+        entries = self._entries
+        if entries and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
+            self.flush_batch()
+        if not entries:
+            self._batch_first_sequence_id = sequence_id
+            self._batch_publish_time = int(time.time() * 1000)
+            self._batch_started = self._loop.time()
+            delay = options.batching_max_publish_delay
+            self._batch_timer = (
+                self._loop.call_later(delay, self._batch_due) if delay > 0 else self._loop.call_soon(self._batch_due)
+            )
+        entries.append(entry)
+        self._entry_futures.append(future)
+        self._batch_bytes += len(entry)
+        full_bytes = self._batch_bytes >= options.batching_max_allowed_size_in_bytes
+        if full_bytes or len(entries) >= options.batching_max_messages:
+            self.flush_batch()
+        return future
+
+    async def wait_for_space(self) -> None:
+        """Wait until the pending queue has room (messages get confirmed, fail or time out)."""
+        if self._error is not None:
+            raise self._error
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        self._space_waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if waiter in self._space_waiters:
+                self._space_waiters.remove(waiter)
+
+    def _batch_due(self) -> None:
+        self._batch_timer = None
+        if self._entries:
+            self.flush_batch()
+
+    def flush_batch(self) -> None:
+        """Close the batch being filled and send it."""
+        entries, futures = self._entries, self._entry_futures
+        if not entries:
+            return
+        self._entries, self._entry_futures, self._batch_bytes = [], [], 0
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        count = len(entries)
+        first = self._batch_first_sequence_id
+        last = first + count - 1
+        payload = b"".join(entries)
+        compression = self.options.compression
+        body = compress_payload(compression, payload)
+        if len(body) > self.max_message_size:
+            self._fail_futures(futures, MessageTooBigError(
+                f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
+            ))
+            self._release(count)
+            return
+        metadata = encode_message_metadata(
+            self._name_field,
+            first,
+            self._batch_publish_time,
+            compression=compression,
+            uncompressed_size=len(payload),
+            num_messages_in_batch=count,
+            highest_sequence_id=last,
+        )
+        command = commands.send(self.producer_id, first, count, highest_sequence_id=last).SerializeToString()
+        frame = encode_payload_frame_raw(command, metadata, body)
+        deadline = self._batch_started + self.options.send_timeout
+        self._submit(_Op(first, last, count, [frame], futures, True, deadline))
+
+    def _send_single(
+        self,
+        value: bytes,
+        properties: Properties | None,
+        partition_key: bytes | None,
+        key_b64: bool,
+        ordering_key: bytes | None,
+        event_time: int,
+        deliver_at: int | None,
+        null_value: bool,
+        future: asyncio.Future[MessageId],
+    ) -> None:
+        sequence_id = self._next_sequence_id
+        self._next_sequence_id = sequence_id + 1
+        compression = self.options.compression
+        body = compress_payload(compression, value)
+        publish_time = int(time.time() * 1000)
+        props = key_values(PROPERTIES_TAG, properties) if properties else b""
+        deadline = self._loop.time() + self.options.send_timeout
+        if len(body) <= self.max_message_size:
+            metadata = encode_message_metadata(
+                self._name_field,
+                sequence_id,
+                publish_time,
+                properties=props,
+                partition_key=partition_key,
+                compression=compression,
+                uncompressed_size=len(value),
+                event_time=event_time,
+                partition_key_b64_encoded=key_b64,
+                ordering_key=ordering_key,
+                deliver_at_time=deliver_at,
+                null_value=null_value,
+            )
+            command = commands.send(self.producer_id, sequence_id).SerializeToString()
+            frame = encode_payload_frame_raw(command, metadata, body)
+            self._submit(_Op(sequence_id, sequence_id, 1, [frame], [future], False, deadline))
+            return
+        if not self.options.chunking_enabled:
+            self._fail_futures([future], MessageTooBigError(
+                f"message of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
+            ))
+            self._release(1)
+            return
+        # Chunks: the same sequence id and uuid on every piece; the consumer joins them by uuid.
+        chunk_size = self.options.chunk_max_message_size or (self.max_message_size - _CHUNK_HEADROOM)
+        chunk_size = min(chunk_size, self.max_message_size - _CHUNK_HEADROOM)
+        pieces = [body[start : start + chunk_size] for start in range(0, len(body), chunk_size)]
+        message_uuid = f"{self.producer_name}-{sequence_id}-{uuid.uuid4().hex[:8]}"
+        chunk_command = commands.send(self.producer_id, sequence_id)
+        chunk_command.send.is_chunk = True
+        command_bytes = chunk_command.SerializeToString()
+        frames = []
+        for chunk_id, piece in enumerate(pieces):
+            metadata = encode_message_metadata(
+                self._name_field,
+                sequence_id,
+                publish_time,
+                properties=props,
+                partition_key=partition_key,
+                compression=compression,
+                uncompressed_size=len(value),
+                event_time=event_time,
+                partition_key_b64_encoded=key_b64,
+                ordering_key=ordering_key,
+                deliver_at_time=deliver_at,
+                null_value=null_value,
+                uuid=message_uuid,
+                num_chunks_from_msg=len(pieces),
+                total_chunk_msg_size=len(body),
+                chunk_id=chunk_id,
+            )
+            frames.append(encode_payload_frame_raw(command_bytes, metadata, piece))
+        self._submit(_Op(sequence_id, sequence_id, 1, frames, [future], False, deadline))
+
+    def _submit(self, op: _Op) -> None:
+        self._pending.append(op)
+        connection = self.connection
+        if self._ready and connection is not None:
+            try:
+                for frame in op.frames:
+                    connection.send(frame)
+            except MqwireError:
+                pass  # the close listener reattaches and sends it again
+        if self._timeout_timer is None:
+            self._arm_timeout()
+
+    async def flush(self) -> None:
+        """Send the open batch and wait until everything sent so far is confirmed or has failed."""
+        self.flush_batch()
+        if self._pending:
+            last = self._pending[-1].futures[-1]
+            await asyncio.wait((last,))
+
+    # ---------------------------------------------------------------------------------- receipts
+    def _on_push(self, kind: int, body: Any, frame: Frame) -> None:
+        if kind == T.SEND_RECEIPT:
+            self._receipt(body)
+        elif kind == T.SEND_ERROR:
+            self._send_error(body)
+        elif kind in (T.CLOSE_PRODUCER, T.TOPIC_MIGRATED):
+            connection = self.connection
+            if connection is not None:
+                connection.unregister_producer(self.producer_id)
+                self.connection_lost(connection, ConnectionLostError(f"{self.label}: closed by the broker"))
+
+    def _receipt(self, body: Any) -> None:
+        sequence_id = body.sequence_id
+        if not self._pending:
+            log.debug("%s: receipt for %d with nothing pending", self.label, sequence_id)
+            return
+        op = self._pending[0]
+        if sequence_id < op.sequence_id:
+            return  # a receipt for a message already timed out, or sent twice around a reconnection
+        if sequence_id > op.sequence_id:
+            log.warning("%s: receipt for %d while %d is the oldest pending; resending", self.label, sequence_id,
+                        op.sequence_id)
+            self._reattach("receipt out of order")
+            return
+        message_id = body.message_id
+        ledger, entry = message_id.ledgerId, message_id.entryId
+        if len(op.frames) > 1:
+            # One receipt per chunk; the message id is the first chunk's, as the Java client reports it.
+            if self._chunk_receipts_left == 0:
+                self._chunk_receipts_left = len(op.frames)
+                self._chunk_first_id = MessageId(ledger, entry, -1, self.partition)
+            self._chunk_receipts_left -= 1
+            if self._chunk_receipts_left:
+                return
+            first = self._chunk_first_id
+            self._chunk_first_id = None
+            self._pending.popleft()
+            future = op.futures[0]
+            if not future.done() and first is not None:
+                future.set_result(first)
+        else:
+            self._pending.popleft()
+            partition = self.partition
+            if op.batch:
+                count = op.count
+                for index, future in enumerate(op.futures):
+                    if not future.done():
+                        future.set_result(MessageId(ledger, entry, index, partition, count))
+            else:
+                future = op.futures[0]
+                if not future.done():
+                    future.set_result(MessageId(ledger, entry, -1, partition))
+        self._release(op.count)
+        if not self._pending and self._timeout_timer is not None:
+            self._timeout_timer.cancel()
+            self._timeout_timer = None
+
+    def _send_error(self, body: Any) -> None:
+        error = errors.error_for(body.error, body.message)
+        head = self._pending[0] if self._pending else None
+        if body.error == ServerError.NotAllowedError and head is not None and head.sequence_id == body.sequence_id:
+            # The broker refuses this message only (e.g. an unsupported feature); the rest go on.
+            op = self._pending.popleft()
+            self._fail_futures(op.futures, error)
+            self._release(op.count)
+            return
+        log.warning("%s: send of %d failed (%s); reconnecting to resend", self.label, body.sequence_id, error)
+        self._reattach(str(error))
+
+    def _reattach(self, reason: str) -> None:
+        connection = self.connection
+        if connection is None:
+            return
+        connection.unregister_producer(self.producer_id)
+        close_remote(connection, commands.close_producer, self.producer_id, self.client.operation_timeout)
+        self.connection_lost(connection, ConnectionLostError(f"{self.label}: {reason}"))
+
+    # ------------------------------------------------------------------------------ send timeout
+    def _arm_timeout(self) -> None:
+        if self.options.send_timeout <= 0 or not self._pending:
+            return
+        delay = max(0.0, self._pending[0].deadline - self._loop.time())
+        self._timeout_timer = self._loop.call_later(delay, self._check_timeout)
+
+    def _check_timeout(self) -> None:
+        self._timeout_timer = None
+        if not self._pending:
+            return
+        if self._pending[0].deadline <= self._loop.time():
+            # Later messages cannot be kept in order once one failed, so all pending ones fail together.
+            self._fail_all(SendTimeoutError(
+                f"{self.label}: not confirmed within {self.options.send_timeout:g} s"
+            ))
+        else:
+            self._arm_timeout()
+
+    # -------------------------------------------------------------------------------- attachment
+    async def _attach(self, connection: PulsarConnection) -> None:
+        producer_id = self.producer_id
+        self._epoch += 1
+        connection.register_producer(producer_id, self._on_push, functools.partial(self.connection_lost, connection))
+        request_id = connection.next_request_id()
+        command = commands.producer(
+            self.topic,
+            producer_id,
+            request_id,
+            producer_name=self.producer_name,
+            user_provided_name=self.options.producer_name is not None,
+            epoch=self._epoch,
+            metadata=dict(self.options.properties or {}),
+            access_mode=self.options.access_mode,
+        )
+        try:
+            frame = await connection.request(command, request_id, self.client.operation_timeout)
+        except RequestTimeoutError:
+            # The protocol asks for a close before the next attempt, so the broker drops a late creation.
+            connection.unregister_producer(producer_id)
+            close_remote(connection, commands.close_producer, producer_id, self.client.operation_timeout)
+            raise
+        except BaseException:
+            connection.unregister_producer(producer_id)
+            raise
+        success = frame.command.producer_success
+        if connection.closed:
+            # Closed right after answering: its close notice came before we were attached to hear it.
+            connection.unregister_producer(producer_id)
+            raise ConnectionLostError(f"{self.label}: connection closed while creating the producer")
+        if self._closing:
+            connection.unregister_producer(producer_id)
+            close_remote(connection, commands.close_producer, producer_id, self.client.operation_timeout)
+            raise ProducerClosedError(f"{self.label}: closed while connecting")
+        if not self._created:
+            self._created = True
+            self.producer_name = success.producer_name
+            self._name_field = producer_name_field(success.producer_name)
+            if self.options.initial_sequence_id is None:
+                self._next_sequence_id = max(self._next_sequence_id, success.last_sequence_id + 1)
+        self.max_message_size = connection.max_message_size
+        self.connection = connection
+        self._ready = True
+        self.label = f"producer {self.producer_name} on {self.topic}"
+        try:
+            for op in self._pending:
+                for payload_frame in op.frames:
+                    connection.send(payload_frame)
+        except MqwireError:
+            pass  # lost again already; the close listener takes it from here
+        self._chunk_receipts_left = 0
+        self._chunk_first_id = None
+
+    def _detached(self, error: MqwireError) -> None:
+        self._ready = False
+        self._chunk_receipts_left = 0
+
+    def _failed(self, error: MqwireError) -> None:
+        self._error = error
+        self._fail_all(error)
+        for waiter in self._space_waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
+
+    # ----------------------------------------------------------------------------------- closing
+    async def close(self) -> None:
+        """Send what is buffered, wait (bounded) for the receipts, then close the producer on the broker."""
+        if self._closed:
+            return
+        self._closed = True
+        self.flush_batch()
+        if self._pending and self._error is None:
+            limit = self.options.send_timeout or self.client.operation_timeout
+            last = self._pending[-1].futures[-1]
+            await asyncio.wait((last,), timeout=limit)
+        await self._stop_reconnecting()
+        connection, self.connection = self.connection, None
+        self._ready = False
+        if connection is not None:
+            connection.unregister_producer(self.producer_id)
+            request_id = connection.next_request_id()
+            with contextlib.suppress(MqwireError):
+                await connection.request(
+                    commands.close_producer(self.producer_id, request_id), request_id, self.client.operation_timeout
+                )
+        closed = ProducerClosedError(f"{self.label}: producer closed")
+        self._fail_all(closed)
+        for waiter in self._space_waiters:
+            if not waiter.done():
+                waiter.set_exception(closed)
+        if self._timeout_timer is not None:
+            self._timeout_timer.cancel()
+            self._timeout_timer = None
+
+    # ----------------------------------------------------------------------------------- helpers
+    def _fail_all(self, error: MqwireError) -> None:
+        pending, self._pending = self._pending, deque()
+        count = 0
+        for op in pending:
+            self._fail_futures(op.futures, error)
+            count += op.count
+        if self._entries:
+            futures = self._entry_futures
+            count += len(futures)
+            self._entries, self._entry_futures, self._batch_bytes = [], [], 0
+            if self._batch_timer is not None:
+                self._batch_timer.cancel()
+                self._batch_timer = None
+            self._fail_futures(futures, error)
+        self._chunk_receipts_left = 0
+        if count:
+            self._release(count)
+
+    @staticmethod
+    def _fail_futures(futures: list[asyncio.Future[MessageId]], error: MqwireError) -> None:
+        for future in futures:
+            if not future.done():
+                future.set_exception(error)
+
+    def _release(self, count: int) -> None:
+        self._pending_messages -= count
+        waiters = self._space_waiters
+        room = self.options.max_pending_messages - self._pending_messages
+        while waiters and room > 0:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                room -= 1
