@@ -50,3 +50,4 @@ clean:
 # Throughput against the peer clients, in one run on one local broker (not part of the tests).
 bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/kafka_throughput.py $(BENCH_ARGS)
+	$(PY) benchmarks/pulsar_throughput.py $(BENCH_ARGS)

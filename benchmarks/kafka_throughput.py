@@ -12,42 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import resource
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+
+from harness import Result, local_broker, measure, report
 
 import kafkawire
-
-
-@dataclass
-class Result:
-    client: str
-    phase: str
-    records: int
-    seconds: float
-    cpu_seconds: float
-
-    @property
-    def rate(self) -> float:
-        return self.records / self.seconds if self.seconds else 0.0
-
-
-def cpu_now() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-async def measure(client: str, phase: str, records: int, work: Awaitable[None]) -> Result:
-    cpu, wall = cpu_now(), time.perf_counter()
-    await work
-    return Result(client, phase, records, time.perf_counter() - wall, cpu_now() - cpu)
 
 
 # ------------------------------------------------------------------------------------------ kafkawire
@@ -142,37 +114,14 @@ async def run(url: str, records: int, size: int) -> list[Result]:
     return results
 
 
-def report(results: list[Result]) -> None:
-    print(f"{'client':<16}{'phase':<9}{'records/s':>12}{'seconds':>9}{'cpu s':>8}")
-    for r in results:
-        print(f"{r.client:<16}{r.phase:<9}{r.rate:>12,.0f}{r.seconds:>9.2f}{r.cpu_seconds:>8.2f}")
-    ours = {r.phase: r for r in results if r.client == "kafkawire"}
-    print("\nratios (kafkawire / peer, records/s):")
-    for r in results:
-        if r.client != "kafkawire" and r.rate:
-            print(f"  {r.phase:<8} vs {r.client:<16} {ours[r.phase].rate / r.rate:5.2f}x")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--url", help="kafka://host:port of a running broker (default: start one)")
     args = parser.parse_args()
-    url = args.url
-    state_dir = None
-    if url is None:
-        state_dir = tempfile.mkdtemp(prefix="mqwire-bench-")
-        started = subprocess.run(
-            [sys.executable, "-m", "brokers", "--state-dir", state_dir, "start", "kafka"],
-            check=True, stdout=subprocess.PIPE, text=True,
-        )
-        url = json.loads(started.stdout)["kafka"]
-    try:
-        report(asyncio.run(run(url, args.records, args.size)))
-    finally:
-        if state_dir is not None:
-            subprocess.run([sys.executable, "-m", "brokers", "--state-dir", state_dir, "stop"], check=False)
+    with local_broker("kafka", args.url) as urls:
+        report(asyncio.run(run(urls["kafka"], args.records, args.size)), "kafkawire")
     return 0
 
 
