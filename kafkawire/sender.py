@@ -46,6 +46,10 @@ PRODUCE_KEY = 0
 PRODUCE_BY_NAME_MAX = 12
 
 
+# Out-of-order answers a batch may get while earlier batches are retried before the producer id is renewed.
+OUT_OF_ORDER_RETRIES_BEFORE_RESET = 3
+
+
 @dataclass
 class SenderConfig:
     acks: int
@@ -319,6 +323,10 @@ class Sender:
                 idempotence.acked_sequence.get(batch.tp, 0)
             ):
                 # An earlier batch of this partition failed and is retried first; this one follows it.
+                if batch.attempts >= OUT_OF_ORDER_RETRIES_BEFORE_RESET:
+                    # Still refused after the earlier batches had their turn: the broker's sequence state and
+                    # ours disagree. A new producer id renumbers from zero; the refused batch was not written.
+                    idempotence.reset_needed = True
                 self._retry_or_fail(batch, error, retriable=True)
                 return
             if isinstance(error, errors.UnknownProducerIdError | errors.InvalidProducerIdMappingError):
