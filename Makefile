@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench clean
+.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean
 
 all: test
 
@@ -51,3 +51,7 @@ clean:
 bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/kafka_throughput.py $(BENCH_ARGS)
 	$(PY) benchmarks/pulsar_throughput.py $(BENCH_ARGS)
+
+# Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
+fuzz: $(STAMP)
+	MQWIRE_FUZZ_EXAMPLES=100000 $(PY) -m pytest tests/fuzz -q -p no:cacheprovider
