@@ -53,5 +53,6 @@ bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/pulsar_throughput.py $(BENCH_ARGS)
 
 # Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
+FUZZ_EXAMPLES ?= 100000
 fuzz: $(STAMP)
-	MQWIRE_FUZZ_EXAMPLES=100000 $(PY) -m pytest tests/fuzz -q -p no:cacheprovider
+	MQWIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/fuzz -q -p no:cacheprovider --timeout=0 $(PYTEST_ARGS)
