@@ -122,7 +122,13 @@ class KafkaConnection:
         api_key: int = body.API_KEY
         if version is None:
             version = self.version_for(api_key)
-        return decode_response(api_key, version, await self._exchange(body, version, timeout))
+        reply = await self._exchange(body, version, timeout)
+        try:
+            return decode_response(api_key, version, reply)
+        except ProtocolError as err:
+            # A body we cannot read means the stream can no longer be trusted: drop this connection only.
+            self.channel.abort(err)
+            raise
 
     async def send(self, body: Any, *, version: int | None = None) -> None:
         """Send a request the broker does not answer (Produce with acks=0); returns once it is written."""

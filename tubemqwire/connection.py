@@ -8,6 +8,7 @@ import ssl as _ssl
 from google.protobuf.message import Message
 
 from common.channel import Channel
+from common.errors import ProtocolError
 from common.transport import Address
 from tubemqwire.protocol import rpc
 from tubemqwire.protocol.frames import TubeFrame, TubeFrameSplitter
@@ -90,4 +91,9 @@ class TubeConnection:
         serial = self.channel.next_id()
         data = rpc.encode_request(serial, service_type, method, request, timeout_ms=max(1, int(wait * 1000)))
         frame = await self.channel.request(serial, data, wait)
-        return rpc.decode_response(frame).data
+        try:
+            return rpc.decode_response(frame).data
+        except ProtocolError as err:
+            # An unreadable answer means the stream can no longer be trusted: drop this connection only.
+            self.channel.abort(err)
+            raise

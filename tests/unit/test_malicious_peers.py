@@ -188,6 +188,9 @@ async def kafka_failure(misbehave: KafkaMisbehaviour, *, close_after: bool = Fal
         with pytest.raises(MqwireError) as caught:
             await bounded(connection.request(api_versions_request()))
         assert kafka_splitter_pending(connection) < 1024
+        if isinstance(caught.value, ProtocolError):
+            # Whatever could not be read, the stream is no longer trusted: this connection is closed.
+            assert connection.closed
         await still_good_kafka(good)
         connection.close()
         return caught.value
@@ -595,6 +598,8 @@ async def tube_failure(misbehave: TubeMisbehaviour, *, close_after: bool = False
         with pytest.raises(MqwireError) as caught:
             await bounded(tube_call(connection, timeout))
         assert connection.channel.connection._splitter.pending_bytes() < 1024
+        if isinstance(caught.value, ProtocolError):
+            assert connection.closed
         await still_good_tube(good)
         connection.close()
         return caught.value
