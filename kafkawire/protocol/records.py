@@ -20,14 +20,29 @@ the records bytes of a fetch response: it stops quietly at a truncated last batc
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from common.checksums import crc32c
 from common.compression import compress, decompress
 from common.errors import ChecksumError, ProtocolError
 from kafkawire.protocol import primitives as p
+
+
+def _load_speedups() -> ModuleType | None:
+    if os.environ.get("MQWIRE_PURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("kafkawire.protocol._records_speedups")
+    except ImportError:
+        return None
+
+
+_speedups = _load_speedups()
 
 MAGIC = 2
 # Offsets inside the batch header.
@@ -181,31 +196,11 @@ class BatchBuilder:
         count = self._count
         if count == 0:
             self._base_timestamp = timestamp
-        zigzag = p.zigzag
-        parts = [b"\x00", zigzag(timestamp - self._base_timestamp), zigzag(count)]  # attributes: unused
-        if key is None:
-            parts.append(b"\x01")  # zig-zag -1
+            limit = -1
         else:
-            parts += (zigzag(len(key)), key)
-        if value is None:
-            parts.append(b"\x01")
-        else:
-            parts += (zigzag(len(value)), value)
-        parts.append(zigzag(len(headers)))
-        for name, header_value in headers:
-            encoded = name.encode()
-            parts += (zigzag(len(encoded)), encoded)
-            if header_value is None:
-                parts.append(b"\x01")
-            else:
-                parts += (zigzag(len(header_value)), header_value)
-        body = b"".join(parts)
-        length = zigzag(len(body))
-        buffer = self._buffer
-        if count and len(buffer) + len(length) + len(body) > self._max_size:
+            limit = self._max_size
+        if not _append_record(self._buffer, limit, count, timestamp - self._base_timestamp, key, value, headers):
             return None
-        buffer += length
-        buffer += body
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
         self._count = count + 1
@@ -243,6 +238,43 @@ class BatchBuilder:
         crc = crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:])
         _PREFIX.pack_into(out, 0, base_offset, len(out) - 12, self.partition_leader_epoch, MAGIC, crc)
         return bytes(out)
+
+
+def append_record_py(
+    buffer: bytearray,
+    limit: int,
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header],
+) -> bool:
+    """Append one varint-framed record to ``buffer`` unless that would make it longer than ``limit`` (-1: none)."""
+    zigzag = p.zigzag
+    parts = [b"\x00", zigzag(timestamp_delta), zigzag(offset_delta)]  # attributes: unused
+    if key is None:
+        parts.append(b"\x01")  # zig-zag -1
+    else:
+        parts += (zigzag(len(key)), key)
+    if value is None:
+        parts.append(b"\x01")
+    else:
+        parts += (zigzag(len(value)), value)
+    parts.append(zigzag(len(headers)))
+    for name, header_value in headers:
+        encoded = name.encode()
+        parts += (zigzag(len(encoded)), encoded)
+        if header_value is None:
+            parts.append(b"\x01")
+        else:
+            parts += (zigzag(len(header_value)), header_value)
+    body = b"".join(parts)
+    length = zigzag(len(body))
+    if limit >= 0 and len(buffer) + len(length) + len(body) > limit:
+        return False
+    buffer += length
+    buffer += body
+    return True
 
 
 def encode_batch(
@@ -329,7 +361,7 @@ def _decode_batch(
         raise ProtocolError(f"record batch at offset {base_offset} claims {count} records in {len(payload)} bytes")
     log_append = attributes & TIMESTAMP_TYPE_LOG_APPEND
     try:
-        records = _decode_records(payload, count, base_offset, base_timestamp)
+        records = _decode_records(payload, count, base_offset, base_timestamp, Record)
     except p.DECODE_ERRORS as exc:
         raise ProtocolError(f"malformed record in batch at offset {base_offset}: {exc}") from exc
     if log_append:
@@ -350,7 +382,10 @@ def _decode_batch(
     )
 
 
-def _decode_records(buf: bytes, count: int, base_offset: int, base_timestamp: int) -> list[Record]:
+def decode_records_py(
+    buf: bytes, count: int, base_offset: int, base_timestamp: int, make_record: type[Record] = Record
+) -> list[Record]:
+    """The ``count`` records of an uncompressed batch body, each made by ``make_record``."""
     # The hot loop of every consumer: one-byte varints (the common case) are decoded inline.
     read_varint = p.read_varint
     records: list[Record] = []
@@ -390,7 +425,7 @@ def _decode_records(buf: bytes, count: int, base_offset: int, base_timestamp: in
             headers, pos = _get_headers(buf, pos, record_end)
         if pos != record_end:
             raise ProtocolError(f"record length {length} does not match its fields")
-        append(Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers))
+        append(make_record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers))
     if pos != end:
         raise ProtocolError(f"{end - pos} bytes after the last record of a batch")
     return records
@@ -425,3 +460,16 @@ def _get_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes | Non
     if stop > limit:
         raise p.truncated(what, length, limit - pos)
     return buf[pos:stop], stop
+
+
+# The compiled inner loops (built with the package when a C compiler is present) or the Python ones above.
+# MQWIRE_PURE_PYTHON=1 forces the Python ones.
+_append_record: Callable[[bytearray, int, int, int, bytes | None, bytes | None, Sequence[Header]], bool]
+_decode_records: Callable[[bytes, int, int, int, type[Record]], list[Record]]
+if _speedups is not None:
+    _append_record = _speedups.append_record
+    _decode_records = _speedups.decode_records
+else:
+    _append_record = append_record_py
+    _decode_records = decode_records_py
+COMPILED = _speedups is not None

@@ -1,0 +1,126 @@
+"""The compiled record loops against the Python ones: the same bytes out, the same records back, the same refusals.
+
+The Python implementation is the reference (it is what runs without a C compiler). The extension is
+built by ``pip install`` with the package; a run where it is missing fails here rather than silently
+measuring and testing the slow path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from common.errors import ProtocolError
+from kafkawire.protocol import primitives as p
+from kafkawire.protocol import records
+from kafkawire.protocol.records import Record, append_record_py, decode_records_py
+
+EXAMPLES = int(os.environ.get("MQWIRE_FUZZ_EXAMPLES", "200"))
+
+
+def compiled() -> ModuleType:
+    return importlib.import_module("kafkawire.protocol._records_speedups")
+
+
+def test_the_extension_is_built_and_used() -> None:
+    module = compiled()
+    if not os.environ.get("MQWIRE_PURE_PYTHON"):
+        assert records.COMPILED
+        assert records._append_record is module.append_record
+
+
+optional_bytes = st.none() | st.binary(max_size=300)
+headers_strategy = st.lists(st.tuples(st.text(max_size=20), optional_bytes), max_size=4)
+record_strategy = st.tuples(
+    st.integers(-(2**40), 2**40),  # timestamp delta (a varlong)
+    optional_bytes,
+    optional_bytes,
+    headers_strategy,
+)
+
+
+def both_append(
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], limit: int
+) -> tuple[bytes, list[bool]]:
+    outputs = []
+    for append in (append_record_py, compiled().append_record):
+        buffer = bytearray(b"head")
+        accepted = [
+            append(buffer, limit, delta, ts, key, value, hdrs) for delta, (ts, key, value, hdrs) in enumerate(rows)
+        ]
+        outputs.append((bytes(buffer), accepted))
+    assert outputs[0] == outputs[1]
+    return outputs[0]
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(record_strategy, max_size=20), st.integers(-1, 3000))
+def test_append_writes_the_same_bytes(
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], limit: int
+) -> None:
+    both_append(rows, limit)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(record_strategy, min_size=1, max_size=20), st.integers(0, 2**40), st.integers(0, 2**40))
+def test_decode_reads_back_what_was_appended(
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], base_offset: int, base_ts: int
+) -> None:
+    data, _ = both_append(rows, -1)
+    payload = data[4:]
+    expected = [
+        Record(base_offset + delta, base_ts + ts, key, value, list(hdrs))
+        for delta, (ts, key, value, hdrs) in enumerate(rows)
+    ]
+    assert decode_records_py(payload, len(rows), base_offset, base_ts) == expected
+    assert compiled().decode_records(payload, len(rows), base_offset, base_ts, Record) == expected
+
+
+def outcome(decode: object, payload: bytes, count: int) -> object:
+    try:
+        return decode(payload, count, 7, 1000, Record)  # type: ignore[operator]
+    except (ProtocolError, *p.DECODE_ERRORS):
+        return "refused"
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(record_strategy, min_size=1, max_size=6), st.data())
+def test_damaged_records_are_refused_alike(
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], data: st.DataObject
+) -> None:
+    payload = bytearray(both_append(rows, -1)[0][4:])
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not payload:
+            break
+        where = data.draw(st.integers(0, len(payload) - 1))
+        action = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if action == "flip":
+            payload[where] ^= data.draw(st.integers(1, 255))
+        elif action == "cut":
+            del payload[where:]
+        else:
+            payload[where:where] = data.draw(st.binary(min_size=1, max_size=6))
+    count = data.draw(st.integers(0, len(rows) + 2))
+    assert outcome(decode_records_py, bytes(payload), count) == outcome(
+        compiled().decode_records, bytes(payload), count
+    )
+
+
+@pytest.mark.parametrize("count", [2**40, -1])
+def test_a_claimed_count_beyond_the_data_is_refused_before_allocating(count: int) -> None:
+    with pytest.raises((ValueError, OverflowError)):
+        compiled().decode_records(b"\x00" * 14, count, 0, 0, Record)
+
+
+def test_wrong_argument_types_are_type_errors() -> None:
+    with pytest.raises(TypeError):
+        compiled().append_record(b"not a bytearray", -1, 0, 0, None, b"v", ())
+    with pytest.raises(TypeError):
+        compiled().append_record(bytearray(), -1, 0, 0, "text", b"v", ())
+    with pytest.raises(TypeError):
+        compiled().append_record(bytearray(), -1, 0, 0, None, b"v", [("only-a-name",)])
