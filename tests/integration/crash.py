@@ -1,0 +1,56 @@
+"""A broker of a test's own, killed with SIGKILL and started again on the same ports with the same data.
+
+It goes through ``python -m brokers`` (``start``, ``kill``, ``start``, ``stop``) in a state folder of its own,
+exactly as a user rehearses a crash, so the session's shared brokers are never disturbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+START_TIMEOUT = 240
+
+
+class OwnBroker:
+    def __init__(self, name: str, state_dir: Path) -> None:
+        self.name = name
+        self.state_dir = state_dir
+        self.info: dict[str, Any] = {}
+
+    def _cli(self, *args: str, timeout: float = START_TIMEOUT) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "brokers", "--state-dir", str(self.state_dir), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise AssertionError(f"brokers {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return done.stdout
+
+    def start(self) -> dict[str, Any]:
+        self.info = json.loads(self._cli("start", self.name))["brokers"][self.name]
+        return self.info
+
+    @property
+    def url(self) -> str:
+        return str(self.info["url"])
+
+    def kill(self) -> None:
+        self._cli("kill", self.name, timeout=60)
+
+    def stop(self) -> None:
+        self._cli("stop", timeout=120)
+
+    async def crash_and_restart(self, down_seconds: float) -> None:
+        """SIGKILL, stay down a while, then start again with the same ports and data."""
+        before = self.url
+        await asyncio.to_thread(self.kill)
+        await asyncio.sleep(down_seconds)
+        await asyncio.to_thread(self.start)
+        assert self.url == before, f"{self.name} came back at {self.url}, not {before}"
