@@ -7,9 +7,13 @@ exactly as a user rehearses a crash, so the session's shared brokers are never d
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,22 @@ class OwnBroker:
 
     def stop(self) -> None:
         self._cli("stop", timeout=120)
+
+    def pids(self) -> list[int]:
+        return [int(pid) for pid in self.info.get("pids", {}).values()]
+
+    @contextlib.contextmanager
+    def stalled(self) -> Iterator[None]:
+        """The broker frozen with SIGSTOP: connections stay open, nothing is answered (a hung host)."""
+        pids = self.pids()
+        assert pids, f"no pids for {self.name}"
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGCONT)
 
     async def crash_and_restart(self, down_seconds: float) -> None:
         """SIGKILL, stay down a while, then start again with the same ports and data."""

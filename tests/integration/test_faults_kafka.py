@@ -32,17 +32,17 @@ def own_kafka(tmp_path: Path) -> Iterator[OwnBroker]:
         broker.stop()
 
 
-async def read_all(url: str, topic: str, timeout: float = 90) -> list[int]:
-    """Every record of the topic, as the integers that were produced."""
-    seen: list[int] = []
+async def read_all(url: str, topic: str, timeout: float = 90, partitions: int = PARTITIONS) -> list[bytes]:
+    """Every record value of the topic."""
+    seen: list[bytes] = []
     async with kafkawire.connect(url) as client:
         async with client.admin() as admin:
-            ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(PARTITIONS)})
+            ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(partitions)})
         total = sum(end.offset for end in ends.values())
         async with client.consumer(topic, start="earliest") as consumer:
             async with asyncio.timeout(timeout):
                 while len(seen) < total:
-                    seen.extend(int(m.value or b"") for m in await consumer.getmany(timeout_ms=500))
+                    seen.extend(m.value or b"" for m in await consumer.getmany(timeout_ms=500))
     return seen
 
 
@@ -82,7 +82,7 @@ async def test_acknowledged_records_survive_a_crash_exactly_once(own_kafka: OwnB
     # With retries up to the delivery timeout, a short outage costs nothing.
     assert not failed, f"{len(failed)} sends failed, first: {failed[0]!r}"
     seen = await read_all(own_kafka.url, topic)
-    counts = collections.Counter(seen)
+    counts = collections.Counter(int(value) for value in seen)
     assert acknowledged <= counts.keys(), f"lost {len(acknowledged - counts.keys())} acknowledged records"
     duplicates = [value for value, n in counts.items() if n > 1]
     assert not duplicates, f"{len(duplicates)} records written twice, e.g. {duplicates[:5]}"
@@ -125,3 +125,33 @@ async def test_a_group_resumes_from_its_committed_offsets_after_a_crash(own_kafk
         # Nothing committed for a partition: the group starts it at "earliest".
         assert offset == (committed[tp] or 0), f"{tp}: resumed at {offset}, committed {committed[tp]}"
     assert sorted(processed) == list(range(3_000))
+
+
+async def test_a_stalled_broker_bounds_the_buffer_and_the_waits_then_recovers(own_kafka: OwnBroker) -> None:
+    topic = "stall"
+    buffer_memory = 256 * 1024
+    async with kafkawire.connect(own_kafka.url, request_timeout_ms=2_000) as client:
+        async with client.admin() as admin:
+            await admin.create_topic(topic, partitions=1)
+        async with client.producer(topic, buffer_memory=buffer_memory, max_block_ms=1_500, linger_ms=1) as producer:
+            await producer.send(b"before")
+            pending: list[asyncio.Future[kafkawire.RecordMetadata]] = []
+            with own_kafka.stalled():
+                # The buffer fills, then enqueue waits max_block_ms and gives up with a named error.
+                with pytest.raises(kafkawire.BufferFullError):
+                    async with asyncio.timeout(30):
+                        while True:
+                            pending.append(await producer.enqueue(b"x" * 1_000))
+                assert producer.stats()["buffered_bytes"] <= buffer_memory
+                assert 0 < len(pending) <= buffer_memory // 1_000
+                # A request to the frozen broker ends at its timeout instead of hanging.
+                async with client.admin() as admin:
+                    with pytest.raises(kafkawire.RequestTimeoutError):
+                        async with asyncio.timeout(30):
+                            await admin.describe_cluster()
+            # Unfrozen: everything buffered is delivered, and new sends go through.
+            async with asyncio.timeout(90):
+                await asyncio.gather(*pending)
+                await producer.send(b"after")
+    seen = await read_all(own_kafka.url, topic, partitions=1)
+    assert len(seen) == len(pending) + 2
