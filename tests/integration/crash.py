@@ -21,9 +21,10 @@ START_TIMEOUT = 240
 
 
 class OwnBroker:
-    def __init__(self, name: str, state_dir: Path) -> None:
+    def __init__(self, name: str, state_dir: Path, *start_options: str) -> None:
         self.name = name
         self.state_dir = state_dir
+        self.start_options = start_options
         self.info: dict[str, Any] = {}
 
     def _cli(self, *args: str, timeout: float = START_TIMEOUT) -> str:
@@ -38,7 +39,7 @@ class OwnBroker:
         return done.stdout
 
     def start(self) -> dict[str, Any]:
-        self.info = json.loads(self._cli("start", self.name))["brokers"][self.name]
+        self.info = json.loads(self._cli("start", *self.start_options, self.name))["brokers"][self.name]
         return self.info
 
     @property
