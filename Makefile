@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean
+.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak
 
 all: test
 
@@ -56,3 +56,8 @@ bench: $(STAMP) brokers-classpath
 FUZZ_EXAMPLES ?= 100000
 fuzz: $(STAMP)
 	MQWIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/fuzz -q -p no:cacheprovider --timeout=0 $(PYTEST_ARGS)
+
+# Ten minutes of load per system against bounded buffers; peak memory against the bounds (not part of `make test`).
+SOAK_SECONDS ?= 600
+soak: $(STAMP) brokers-classpath
+	$(PY) tests/soak/soak.py --seconds $(SOAK_SECONDS)
