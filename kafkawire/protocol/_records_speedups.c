@@ -5,7 +5,8 @@
  * about batches, compression or CRCs: only the varint-framed records between a batch header and its end.
  *
  *   append_record(buffer, limit, offset_delta, timestamp_delta, key, value, headers) -> bool
- *   decode_records(data, count, base_offset, base_timestamp, make_record) -> list
+ *   decode_records(data, count, base_offset, base_timestamp, fixed_timestamp, make_record, prefix, suffix) -> list
+ *       each record is make_record(*prefix, offset, key, value, headers, timestamp, *suffix)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -256,24 +257,45 @@ fail:
     return NULL;
 }
 
+#define MAX_EXTRA_ARGS 8
+
 static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "decode_records takes 5 arguments");
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "decode_records takes 8 arguments");
+        return NULL;
+    }
+    PyObject *make_record = args[5], *prefix = args[6], *suffix = args[7];
+    if (!PyTuple_Check(prefix) || !PyTuple_Check(suffix) || PyTuple_GET_SIZE(prefix) > MAX_EXTRA_ARGS ||
+        PyTuple_GET_SIZE(suffix) > MAX_EXTRA_ARGS) {
+        PyErr_SetString(PyExc_TypeError, "decode_records: prefix and suffix must be short tuples");
         return NULL;
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *records = NULL;
+    PyObject *fixed_timestamp = NULL; /* the broker's log-append time replaces every record's own */
     Py_ssize_t count = PyLong_AsSsize_t(args[1]);
     long long base_offset = PyLong_AsLongLong(args[2]);
     long long base_timestamp = PyLong_AsLongLong(args[3]);
-    PyObject *make_record = args[4];
     if (PyErr_Occurred()) goto done;
+    if (args[4] != Py_None) {
+        if (!PyLong_Check(args[4])) {
+            PyErr_SetString(PyExc_TypeError, "decode_records: fixed timestamp must be an int or None");
+            goto done;
+        }
+        fixed_timestamp = args[4];
+    }
     /* The smallest record takes 7 bytes: never trust a count the data cannot hold. */
     if (count < 0 || count > view.len / 7 + 1) {
         PyErr_Format(PyExc_ValueError, "batch claims %zd records in %zd bytes", count, view.len);
         goto done;
     }
+    Py_ssize_t n_prefix = PyTuple_GET_SIZE(prefix), n_suffix = PyTuple_GET_SIZE(suffix);
+    PyObject *call_args[MAX_EXTRA_ARGS * 2 + 5];
+    for (Py_ssize_t j = 0; j < n_prefix; j++) call_args[j] = PyTuple_GET_ITEM(prefix, j);
+    for (Py_ssize_t j = 0; j < n_suffix; j++) call_args[n_prefix + 5 + j] = PyTuple_GET_ITEM(suffix, j);
+    size_t n_call = (size_t)(n_prefix + 5 + n_suffix);
+
     records = PyList_New(count);
     if (records == NULL) goto done;
     Reader r = {(const unsigned char *)view.buf, 0, view.len};
@@ -311,11 +333,17 @@ static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssiz
             goto fail;
         }
         PyObject *offset = PyLong_FromLongLong(base_offset + offset_delta);
-        PyObject *timestamp = PyLong_FromLongLong(base_timestamp + timestamp_delta);
+        PyObject *timestamp = fixed_timestamp != NULL ? Py_NewRef(fixed_timestamp)
+                                                      : PyLong_FromLongLong(base_timestamp + timestamp_delta);
         PyObject *record = NULL;
         if (offset != NULL && timestamp != NULL) {
-            PyObject *call_args[5] = {offset, timestamp, key, value, headers};
-            record = PyObject_Vectorcall(make_record, call_args, 5, NULL);
+            /* make_record(*prefix, offset, key, value, headers, timestamp, *suffix) */
+            call_args[n_prefix] = offset;
+            call_args[n_prefix + 1] = key;
+            call_args[n_prefix + 2] = value;
+            call_args[n_prefix + 3] = headers;
+            call_args[n_prefix + 4] = timestamp;
+            record = PyObject_Vectorcall(make_record, call_args, n_call, NULL);
         }
         Py_XDECREF(offset);
         Py_XDECREF(timestamp);
@@ -341,7 +369,7 @@ static PyMethodDef methods[] = {
     {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL,
      "Append one varint-framed record to a batch buffer unless it would pass the limit (-1: none)."},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
-     "The records of an uncompressed batch body, each built by make_record(offset, timestamp, key, value, headers)."},
+     "The records of an uncompressed batch body, each make_record(*prefix, offset, key, value, headers, timestamp, *suffix)."},
     {NULL, NULL, 0, NULL},
 };
 

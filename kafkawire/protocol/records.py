@@ -24,8 +24,9 @@ import importlib
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, TypeVar
 
 from common.checksums import crc32c
 from common.compression import compress, decompress
@@ -75,15 +76,17 @@ COMMIT_MARKER = 1
 DEFAULT_MAX_UNCOMPRESSED = 64 * 1024 * 1024
 
 Header = tuple[str, bytes | None]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
 class Record:
+    # The order in which the decoder passes them (see RecordBatch.decode_records).
     offset: int
-    timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: list[Header] = field(default_factory=list)
+    headers: list[Header]
+    timestamp: int
 
 
 @dataclass(slots=True)
@@ -98,6 +101,9 @@ class RecordBatch:
     producer_epoch: int
     base_sequence: int
     records: list[Record]
+    # Decoded lazily (``decode_batches(lazy=True)``): the uncompressed records and their count.
+    payload: bytes = b""
+    record_count: int = 0
 
     @property
     def compression(self) -> str | None:
@@ -121,12 +127,39 @@ class RecordBatch:
         """The offset after this batch (where the next fetch continues, even if records were compacted away)."""
         return self.base_offset + self.last_offset_delta + 1
 
+    def decode_records(
+        self, make_record: Callable[..., T], prefix: tuple[object, ...] = (), suffix: tuple[object, ...] = ()
+    ) -> list[T]:
+        """The records of a lazily decoded batch, each ``make_record(*prefix, offset, key, value, headers,
+        timestamp, *suffix)``: the consumer builds its messages straight from the bytes this way.
+
+        Raises ProtocolError for a malformed record. A broker-stamped batch (log-append time) gives every
+        record the batch's timestamp.
+        """
+        return _decode_batch_records(self, make_record, prefix, suffix)
+
     def control_type(self) -> int | None:
         """ABORT_MARKER or COMMIT_MARKER for a control batch, else None."""
-        if not self.is_control or not self.records or self.records[0].key is None or len(self.records[0].key) < 4:
+        if not self.is_control:
             return None
-        marker: int = p.INT16.unpack_from(self.records[0].key, 2)[0]
+        records = self.records if self.records or not self.payload else self.decode_records(Record)
+        if not records or records[0].key is None or len(records[0].key) < 4:
+            return None
+        marker: int = p.INT16.unpack_from(records[0].key, 2)[0]
         return marker
+
+
+def _decode_batch_records(
+    batch: RecordBatch, make_record: Callable[..., T], prefix: tuple[object, ...], suffix: tuple[object, ...]
+) -> list[T]:
+    fixed_timestamp = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_LOG_APPEND else None
+    try:
+        return _decode_records(
+            batch.payload, batch.record_count, batch.base_offset, batch.base_timestamp, fixed_timestamp,
+            make_record, prefix, suffix,
+        )
+    except p.DECODE_ERRORS as exc:
+        raise ProtocolError(f"malformed record in batch at offset {batch.base_offset}: {exc}") from exc
 
 
 def application_records(batches: Iterable[RecordBatch]) -> Iterator[Record]:
@@ -302,12 +335,18 @@ def encode_batch(
 
 
 def decode_batches(
-    data: p.Buffer | None, *, verify_crc: bool = True, max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED
+    data: p.Buffer | None,
+    *,
+    verify_crc: bool = True,
+    max_uncompressed_size: int = DEFAULT_MAX_UNCOMPRESSED,
+    lazy: bool = False,
 ) -> list[RecordBatch]:
     """Every complete batch in ``data`` (a partition's records from a fetch response).
 
     A truncated last batch is dropped: a broker cuts its response at the fetch size, and the consumer
-    fetches the rest from ``next_offset`` of the last complete batch.
+    fetches the rest from ``next_offset`` of the last complete batch. CRCs and decompression are checked
+    here; with ``lazy`` the records themselves are decoded only by ``RecordBatch.decode_records``, so that
+    batches nobody will see (control markers, aborted transactions, already consumed) cost nothing more.
     """
     if not data:
         return []
@@ -325,13 +364,15 @@ def decode_batches(
             raise ProtocolError(f"record batch at offset {base_offset} has magic {magic}; only magic 2 is supported")
         if batch_end > end:
             break
-        batches.append(_decode_batch(buf[pos:batch_end], base_offset, leader_epoch, verify_crc, max_uncompressed_size))
+        batches.append(
+            _decode_batch(buf[pos:batch_end], base_offset, leader_epoch, verify_crc, max_uncompressed_size, lazy)
+        )
         pos = batch_end
     return batches
 
 
 def _decode_batch(
-    batch: memoryview, base_offset: int, leader_epoch: int, verify_crc: bool, max_uncompressed: int
+    batch: memoryview, base_offset: int, leader_epoch: int, verify_crc: bool, max_uncompressed: int, lazy: bool
 ) -> RecordBatch:
     (stored_crc,) = p.UINT32.unpack_from(batch, _CRC_OFFSET)
     if verify_crc:
@@ -359,16 +400,7 @@ def _decode_batch(
         payload = decompress(codec, payload, max_size=max_uncompressed)
     if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
         raise ProtocolError(f"record batch at offset {base_offset} claims {count} records in {len(payload)} bytes")
-    log_append = attributes & TIMESTAMP_TYPE_LOG_APPEND
-    try:
-        records = _decode_records(payload, count, base_offset, base_timestamp, Record)
-    except p.DECODE_ERRORS as exc:
-        raise ProtocolError(f"malformed record in batch at offset {base_offset}: {exc}") from exc
-    if log_append:
-        # The broker stamped the batch; the per-record deltas are meaningless.
-        for record in records:
-            record.timestamp = max_timestamp
-    return RecordBatch(
+    decoded = RecordBatch(
         base_offset,
         leader_epoch,
         attributes,
@@ -378,17 +410,31 @@ def _decode_batch(
         producer_id,
         producer_epoch,
         base_sequence,
-        records,
+        [],
+        payload,
+        count,
     )
+    if not lazy:
+        decoded.records = decoded.decode_records(Record)
+        decoded.payload = b""  # the records hold what is needed of it
+    return decoded
 
 
 def decode_records_py(
-    buf: bytes, count: int, base_offset: int, base_timestamp: int, make_record: type[Record] = Record
-) -> list[Record]:
-    """The ``count`` records of an uncompressed batch body, each made by ``make_record``."""
+    buf: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    fixed_timestamp: int | None,
+    make_record: Callable[..., T],
+    prefix: tuple[object, ...] = (),
+    suffix: tuple[object, ...] = (),
+) -> list[T]:
+    """The ``count`` records of an uncompressed batch body, each
+    ``make_record(*prefix, offset, key, value, headers, timestamp, *suffix)``."""
     # The hot loop of every consumer: one-byte varints (the common case) are decoded inline.
     read_varint = p.read_varint
-    records: list[Record] = []
+    records: list[T] = []
     append = records.append
     end = len(buf)
     pos = 0
@@ -425,7 +471,8 @@ def decode_records_py(
             headers, pos = _get_headers(buf, pos, record_end)
         if pos != record_end:
             raise ProtocolError(f"record length {length} does not match its fields")
-        append(make_record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers))
+        timestamp = base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp
+        append(make_record(*prefix, base_offset + offset_delta, key, value, headers, timestamp, *suffix))
     if pos != end:
         raise ProtocolError(f"{end - pos} bytes after the last record of a batch")
     return records
@@ -465,7 +512,7 @@ def _get_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes | Non
 # The compiled inner loops (built with the package when a C compiler is present) or the Python ones above.
 # MQWIRE_PURE_PYTHON=1 forces the Python ones.
 _append_record: Callable[[bytearray, int, int, int, bytes | None, bytes | None, Sequence[Header]], bool]
-_decode_records: Callable[[bytes, int, int, int, type[Record]], list[Record]]
+_decode_records: Callable[..., list[Any]]
 if _speedups is not None:
     _append_record = _speedups.append_record
     _decode_records = _speedups.decode_records

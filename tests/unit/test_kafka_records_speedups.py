@@ -74,16 +74,24 @@ def test_decode_reads_back_what_was_appended(
     data, _ = both_append(rows, -1)
     payload = data[4:]
     expected = [
-        Record(base_offset + delta, base_ts + ts, key, value, list(hdrs))
+        Record(base_offset + delta, key, value, list(hdrs), base_ts + ts)
         for delta, (ts, key, value, hdrs) in enumerate(rows)
     ]
-    assert decode_records_py(payload, len(rows), base_offset, base_ts) == expected
-    assert compiled().decode_records(payload, len(rows), base_offset, base_ts, Record) == expected
+    assert decode_records_py(payload, len(rows), base_offset, base_ts, None, Record) == expected
+    assert compiled().decode_records(payload, len(rows), base_offset, base_ts, None, Record, (), ()) == expected
+    # With arguments around the record's own, and the broker's log-append time in place of each timestamp.
+    wrapped = [("t", 3, r.offset, r.key, r.value, r.headers, 99, "x") for r in expected]
+    for decode in (decode_records_py, compiled().decode_records):
+        assert decode(payload, len(rows), base_offset, base_ts, 99, make_tuple, ("t", 3), ("x",)) == wrapped
+
+
+def make_tuple(*fields: object) -> tuple[object, ...]:
+    return fields
 
 
 def outcome(decode: object, payload: bytes, count: int) -> object:
     try:
-        return decode(payload, count, 7, 1000, Record)  # type: ignore[operator]
+        return decode(payload, count, 7, 1000, None, Record, (), ())  # type: ignore[operator]
     except (ProtocolError, *p.DECODE_ERRORS):
         return "refused"
 
@@ -114,7 +122,7 @@ def test_damaged_records_are_refused_alike(
 @pytest.mark.parametrize("count", [2**40, -1])
 def test_a_claimed_count_beyond_the_data_is_refused_before_allocating(count: int) -> None:
     with pytest.raises((ValueError, OverflowError)):
-        compiled().decode_records(b"\x00" * 14, count, 0, 0, Record)
+        compiled().decode_records(b"\x00" * 14, count, 0, 0, None, Record, (), ())
 
 
 def test_wrong_argument_types_are_type_errors() -> None:
@@ -124,3 +132,23 @@ def test_wrong_argument_types_are_type_errors() -> None:
         compiled().append_record(bytearray(), -1, 0, 0, "text", b"v", ())
     with pytest.raises(TypeError):
         compiled().append_record(bytearray(), -1, 0, 0, None, b"v", [("only-a-name",)])
+
+
+def test_lazy_batches_give_the_records_of_eager_ones() -> None:
+    rows = [(1_000 + i, b"k%d" % i, b"v" * i, [("h", b"%d" % i)]) for i in range(50)]
+    control = records.BatchBuilder(control=True)
+    control.append(5, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")
+    data = (
+        records.encode_batch(rows, base_offset=0)
+        + records.encode_batch(rows, base_offset=50, compression="gzip")
+        + control.build(100)
+    )
+    eager = records.decode_batches(data)
+    lazy = records.decode_batches(data, lazy=True)
+    assert [b.records for b in eager[:2]] == [b.decode_records(Record) for b in lazy[:2]]
+    assert all(not b.records for b in lazy)
+    assert lazy[2].control_type() == eager[2].control_type() == records.COMMIT_MARKER
+    with pytest.raises(ProtocolError):
+        broken = records.decode_batches(records.encode_batch(rows), lazy=True, verify_crc=False)[0]
+        broken.payload = broken.payload[:-3]
+        broken.decode_records(Record)
