@@ -59,6 +59,8 @@ def _standalone_conf(port: int, web_port: int) -> str:
         "functionsWorkerEnabled": "false",
         "webSocketServiceEnabled": "false",
         "brokerShutdownTimeoutMs": 5000,
+        # Acks of single messages of a batch (ack_set) are kept instead of ignored.
+        "acknowledgmentAtBatchIndexLevelEnabled": "true",
         # Bookie: loopback only, the requested port, small caches, no fsync per entry.
         "allowEphemeralPorts": "true",
         "allowLoopback": "true",

@@ -97,3 +97,16 @@ def healthy(admin_url: str) -> bool:
     """The broker's own health check: it writes to and reads from a heartbeat topic."""
     reply = rest.answers(f"{admin_url}/admin/v2/brokers/health", timeout=10.0)
     return reply is not None and reply.ok
+
+
+def update_partitions(admin_url: str, topic: str, partitions: int) -> None:
+    """Grow a partitioned topic to ``partitions`` (the broker refuses to shrink it)."""
+    path = topic_path(topic)
+    reply = rest.request("POST", f"{admin_url}/admin/v2/{path}/partitions", body=partitions)
+    _check(reply, f"update partitions of {path}")
+
+
+def set_namespace_deduplication(admin_url: str, namespace: str, enabled: bool) -> None:
+    """Turn broker-side deduplication on or off for every topic of ``tenant/namespace``."""
+    reply = rest.request("POST", f"{admin_url}/admin/v2/namespaces/{namespace}/deduplication", body=enabled)
+    _check(reply, f"set deduplication of {namespace}")

@@ -15,6 +15,7 @@ from pulsarwire.consumer import Consumer
 from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from pulsarwire.errors import __all__ as _error_names
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
+from pulsarwire.options import DeadLetterPolicy
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 
@@ -23,6 +24,7 @@ __all__ = [
     "LATEST",
     "Client",
     "Consumer",
+    "DeadLetterPolicy",
     "Message",
     "MessageId",
     "Producer",

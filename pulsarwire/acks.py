@@ -8,6 +8,7 @@ leave as one ACK frame. Negative acks wait for their redelivery delay and are th
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 
 
@@ -42,6 +43,21 @@ class BatchAcks:
     def complete(self) -> bool:
         return self._unacked == 0
 
+    @property
+    def unacked(self) -> int:
+        """The indexes still awaiting an ack, as a bit set."""
+        return self._unacked
+
+
+def bitset_words(bits: int) -> list[int]:
+    """A bit set as the signed 64-bit words of a Java BitSet (the protocol's ``ack_set``)."""
+    words = []
+    while bits:
+        word = bits & 0xFFFFFFFFFFFFFFFF
+        words.append(word - (1 << 64) if word >= 1 << 63 else word)
+        bits >>= 64
+    return words or [0]
+
 
 Position = tuple[int, int]
 
@@ -50,7 +66,9 @@ class AckGrouping:
     """Individual and cumulative acks collected for ``delay`` seconds (or ``max_size`` entries).
 
     ``send_individual(positions)`` and ``send_cumulative(position)`` return False when there is no
-    connection right now; the acks then stay until ``flush`` is called after reconnecting.
+    connection right now; the acks then stay until ``flush`` is called after reconnecting. Acks of part
+    of a batch (``add_partial``) carry the bit set of the batch indexes still unacknowledged and leave
+    through ``send_partial``.
     """
 
     def __init__(
@@ -60,9 +78,12 @@ class AckGrouping:
         *,
         delay: float,
         max_size: int,
+        send_partial: Callable[[list[tuple[Position, int]]], bool] | None = None,
     ) -> None:
         self._send_individual = send_individual
         self._send_cumulative = send_cumulative
+        self._send_partial = send_partial
+        self._partial: dict[Position, int] = {}
         self._delay = delay
         self._max_size = max_size
         self._pending: dict[Position, None] = {}
@@ -74,7 +95,18 @@ class AckGrouping:
 
     def add(self, ledger: int, entry: int) -> None:
         self._pending[ledger, entry] = None
-        if len(self._pending) >= self._max_size or self._delay <= 0:
+        self._partial.pop((ledger, entry), None)
+        self._schedule()
+
+    def add_partial(self, ledger: int, entry: int, unacked: int) -> None:
+        """Part of the batch at ``(ledger, entry)`` is acknowledged; ``unacked`` are the indexes left."""
+        if self._send_partial is None:
+            return
+        self._partial[ledger, entry] = unacked
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if len(self._pending) + len(self._partial) >= self._max_size or self._delay <= 0:
             self.flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._delay, self._due)
@@ -99,13 +131,85 @@ class AckGrouping:
             self._cumulative = None
         if self._pending and self._send_individual(list(self._pending)):
             self._pending.clear()
+        if self._partial and self._send_partial is not None and self._send_partial(list(self._partial.items())):
+            self._partial.clear()
 
     def discard(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._pending.clear()
+        self._partial.clear()
         self._cumulative = None
+
+
+class UnackedTracker:
+    """Entries handed to the application and not acknowledged yet, redelivered after ``timeout``.
+
+    Entries are kept in time buckets of a tick each, so that one timer serves them all and an entry is
+    redelivered between ``timeout`` and ``timeout`` plus a tick after it was received.
+    """
+
+    def __init__(self, redeliver: Callable[[list[Position]], None], *, timeout: float) -> None:
+        self._redeliver = redeliver
+        self._timeout = timeout
+        self._tick = max(0.05, min(1.0, timeout / 4))
+        self._buckets: deque[dict[Position, None]] = deque()
+        self._bucket_of: dict[Position, dict[Position, None]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __len__(self) -> int:
+        return len(self._bucket_of)
+
+    def add(self, position: Position) -> None:
+        if position in self._bucket_of:
+            return
+        if not self._buckets:
+            # Timeout plus the tick the newest bucket may still wait before it starts aging.
+            count = max(1, round(self._timeout / self._tick))
+            self._buckets.extend({} for _ in range(count))
+        bucket = self._buckets[-1]
+        bucket[position] = None
+        self._bucket_of[position] = bucket
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._tick, self._turn)
+
+    def remove(self, position: Position) -> None:
+        bucket = self._bucket_of.pop(position, None)
+        if bucket is not None:
+            bucket.pop(position, None)
+
+    def remove_up_to(self, position: Position) -> None:
+        for done in [p for p in self._bucket_of if p <= position]:
+            self.remove(done)
+
+    def clear(self) -> None:
+        self._bucket_of.clear()
+        for bucket in self._buckets:
+            bucket.clear()
+
+    def _turn(self) -> None:
+        self._timer = None
+        if not self._buckets:
+            return
+        expired = self._buckets.popleft()
+        self._buckets.append({})
+        if expired:
+            positions = list(expired)
+            for position in positions:
+                self._bucket_of.pop(position, None)
+            self._redeliver(positions)
+        if self._bucket_of:
+            self._timer = asyncio.get_running_loop().call_later(self._tick, self._turn)
+        else:
+            self._buckets.clear()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.clear()
+        self._buckets.clear()
 
 
 class NegativeAcks:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import ssl as _ssl
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
@@ -163,8 +164,8 @@ class Client:
 
         return Producer(self, topic, **options)
 
-    def consumer(self, topics: str | Sequence[str], **options: Any) -> Consumer:
-        """A consumer of ``topics`` in subscription ``group`` (or ``subscription``); use ``async with``."""
+    def consumer(self, topics: str | Sequence[str] | re.Pattern[str], **options: Any) -> Consumer:
+        """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``."""
         from pulsarwire.consumer import Consumer
 
         return Consumer(self, topics, **options)

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
 from common.errors import MqwireError
 from pulsarwire.client import Client
 from pulsarwire.client_errors import ConsumerClosedError
+from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.message import Message, MessageId
 from pulsarwire.options import ConsumerOptions
+from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.receive_queue import ReceiveQueue
 from pulsarwire.topic_consumer import TopicConsumer
+from pulsarwire.topic_pattern import TopicPattern
 from pulsarwire.topics import complete_name, partition_name
 
 log = logging.getLogger(__name__)
@@ -24,18 +29,32 @@ log = logging.getLogger(__name__)
 class Subscriber:
     """What consumers and readers share: sub-consumers per partition merged into one receive queue."""
 
-    def __init__(self, client: Client, topics: Sequence[str], options: ConsumerOptions, name: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        topics: Sequence[str],
+        options: ConsumerOptions,
+        name: str,
+        pattern: TopicPattern | None = None,
+    ) -> None:
         self.client = client
         self.options = options
         self._topics = [(topic, complete_name(topic)) for topic in topics]
         if len({full for _, full in self._topics}) != len(self._topics):
             raise ValueError(f"topics {list(topics)!r} name the same topic twice")
+        self._pattern = pattern
+        self._name = name
         self._queue = ReceiveQueue(name)
         self._consumers: list[TopicConsumer] = []
         self._owners: set[TopicConsumer] = set()
+        # Per subscribed topic: its partition count (0: none) and its sub-consumers.
+        self._partitions: dict[str, int] = {}
+        self._by_topic: dict[str, list[TopicConsumer]] = {}
         self._started = False
         self._closed = False
         self._starting: asyncio.Lock | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self.dead_letters: DeadLetters | None = None
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Any:
@@ -57,6 +76,7 @@ class Subscriber:
             self.options,
             queue_size=queue_size,
             on_failure=self._partition_failed,
+            dead_letters=self.dead_letters,
         )
 
     async def start(self) -> None:
@@ -71,41 +91,115 @@ class Subscriber:
             if self._started:
                 return
             self.client.adopt(self)
-            consumers: list[TopicConsumer] = []
             try:
-                for given, topic in self._topics:
-                    partitions = await self.client.partitions_for(topic)
-                    if partitions == 0:
-                        consumers.append(self._make(given, topic, -1, self.options.receiver_queue_size))
-                        continue
-                    # As the Java client does: the total across partitions stays bounded.
-                    total = self.options.max_total_receiver_queue_size_across_partitions
-                    size = max(1, min(self.options.receiver_queue_size, total // partitions))
-                    consumers += [
-                        self._make(given, partition_name(topic, index), index, size) for index in range(partitions)
-                    ]
-                results = await asyncio.gather(*(c.start() for c in consumers), return_exceptions=True)
-                failure = next((r for r in results if isinstance(r, BaseException)), None)
-                if failure is not None:
-                    raise failure
+                topics = list(self._topics)
+                if self._pattern is not None:
+                    topics += [(t, t) for t in await self._pattern.matching(self.client) if t not in dict(topics)]
+                await asyncio.gather(*(self._subscribe(given, topic) for given, topic in topics))
             except BaseException:
-                await asyncio.gather(*(c.close() for c in consumers), return_exceptions=True)
+                await asyncio.gather(*(c.close() for c in self._consumers), return_exceptions=True)
+                self._consumers, self._owners, self._by_topic, self._partitions = [], set(), {}, {}
                 self.client.release(self)
                 raise
-            self._consumers = consumers
-            self._owners = set(consumers)
             self._started = True
+            if self._pattern is not None or self.options.auto_update_partitions:
+                self._watcher = asyncio.create_task(self._watch())
+
+    async def _subscribe(self, given: str, topic: str) -> None:
+        """Subscribe to ``topic``, or to the partitions it gained since; raises when any subscription fails."""
+        known = self._partitions.get(topic)
+        partitions = await self.client.partitions_for(topic)
+        if known is not None and (known == 0 or partitions <= known):
+            return
+        if partitions == 0:
+            new = [self._make(given, topic, -1, self.options.receiver_queue_size)]
+        else:
+            # As the Java client does: the total across partitions stays bounded.
+            total = self.options.max_total_receiver_queue_size_across_partitions
+            size = max(1, min(self.options.receiver_queue_size, total // partitions))
+            new = [
+                self._make(given, partition_name(topic, index), index, size)
+                for index in range(known or 0, partitions)
+            ]
+        results = await asyncio.gather(*(c.start() for c in new), return_exceptions=True)
+        failure = next((r for r in results if isinstance(r, BaseException)), None)
+        if failure is not None:
+            await asyncio.gather(*(c.close() for c in new), return_exceptions=True)
+            raise failure
+        if self._closed:
+            await asyncio.gather(*(c.close() for c in new), return_exceptions=True)
+            return
+        self._partitions[topic] = partitions
+        self._by_topic.setdefault(topic, []).extend(new)
+        self._consumers = [*self._consumers, *new]
+        self._owners.update(new)
+        if known is not None:
+            log.info("%s: %s grew from %d to %d partitions", self._name, topic, known, partitions)
+
+    async def _unsubscribe_topic(self, topic: str) -> None:
+        gone = self._by_topic.pop(topic, [])
+        self._partitions.pop(topic, None)
+        self._consumers = [c for c in self._consumers if c not in gone]
+        await asyncio.gather(*(c.close() for c in gone), return_exceptions=True)
+        self._owners.difference_update(gone)
+        for consumer in gone:
+            self._queue.remove_owner(consumer)
+
+    async def _watch(self) -> None:
+        """Follow new partitions, and with a pattern, topics that appear or vanish in the namespace."""
+        loop = asyncio.get_running_loop()
+        options = self.options
+        periods = []
+        if options.auto_update_partitions:
+            periods.append(options.auto_update_partitions_interval)
+        if self._pattern is not None:
+            periods.append(options.pattern_auto_discovery_period)
+        tick = min(periods)
+        next_partitions = next_pattern = loop.time()
+        while not self._closed:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            try:
+                if self._pattern is not None and now >= next_pattern + options.pattern_auto_discovery_period:
+                    next_pattern = now
+                    await self._recheck_pattern(self._pattern)
+                if options.auto_update_partitions and now >= next_partitions + options.auto_update_partitions_interval:
+                    next_partitions = now
+                    for topic in list(self._partitions):
+                        if self._partitions.get(topic, 0) > 0:
+                            await self._subscribe(topic, topic)
+            except MqwireError as exc:
+                log.warning("%s: checking topics and partitions failed (%s); trying again later",
+                            self._name, exc)
+
+    async def _recheck_pattern(self, pattern: TopicPattern) -> None:
+        matching = set(await pattern.matching(self.client))
+        fixed = {topic for _, topic in self._topics}
+        for topic in matching - set(self._partitions):
+            await self._subscribe(topic, topic)
+        for topic in set(self._partitions) - matching - fixed:
+            await self._unsubscribe_topic(topic)
 
     async def close(self) -> None:
         """Send the pending acknowledgements and close every sub-consumer; receivers get ConsumerClosedError."""
         if self._closed:
             return
         self._closed = True
+        await self._stop_watching()
         try:
             await asyncio.gather(*(c.close() for c in self._consumers), return_exceptions=True)
+            if self.dead_letters is not None:
+                await self.dead_letters.close()
         finally:
             self._queue.close()
             self.client.release(self)
+
+    async def _stop_watching(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
 
     @property
     def closed(self) -> bool:
@@ -147,7 +241,9 @@ class Subscriber:
 
     @property
     def topics(self) -> list[str]:
-        return [topic for _, topic in self._topics]
+        """The complete names of the topics subscribed (with a pattern: those matched so far)."""
+        fixed = [topic for _, topic in self._topics]
+        return fixed + [topic for topic in self._partitions if topic not in fixed]
 
     def _owner_of(self, message: Message) -> TopicConsumer:
         if not isinstance(message, Message):
@@ -169,15 +265,42 @@ class Consumer(Subscriber):
     (50000), ``consumer_name``, ``ack_group_time_ms`` (100; acks leave together) and
     ``ack_group_max_size`` (1000), ``negative_ack_redelivery_delay_ms`` (60000), ``read_compacted``,
     ``properties`` (consumer metadata), ``subscription_properties``, ``priority_level``,
-    ``key_shared_mode`` ("auto_split" or "sticky"), ``replicate_subscription_state``.
+    ``key_shared_mode`` ("auto_split" or "sticky"), ``replicate_subscription_state``,
+    ``ack_timeout_ms`` (0: off; else unacknowledged messages come again after it),
+    ``batch_index_ack_enabled`` (acks of single messages of a batch reach the broker; the broker needs
+    ``acknowledgmentAtBatchIndexLevelEnabled``), ``dead_letter_policy`` (a DeadLetterPolicy or a mapping of
+    its fields; Shared and Key_Shared only), ``retry_enable`` (subscribe to the retry topic too and allow
+    ``reconsume_later``), ``auto_update_partitions`` (True) and ``auto_update_partitions_interval_ms``
+    (60000), ``pattern_auto_discovery_period_ms`` (60000).
+
+    ``topics`` is a name, a list of names, or a compiled regular expression over complete topic names of
+    one namespace (``re.compile("persistent://public/default/orders-.*")``): the consumer subscribes to
+    every matching topic and looks for new and deleted ones every ``pattern_auto_discovery_period_ms``.
     """
 
-    def __init__(self, client: Client, topics: str | Sequence[str], **options: Any) -> None:
-        names = [topics] if isinstance(topics, str) else list(topics)
-        if not names:
-            raise ValueError("a consumer needs at least one topic")
+    def __init__(self, client: Client, topics: str | Sequence[str] | re.Pattern[str], **options: Any) -> None:
+        pattern = None
+        if isinstance(topics, re.Pattern):
+            pattern, names = TopicPattern(topics), []
+        else:
+            names = [topics] if isinstance(topics, str) else list(topics)
+            if not names:
+                raise ValueError("a consumer needs at least one topic")
         built = ConsumerOptions.build(dict(options))
-        super().__init__(client, names, built, f"consumer {built.subscription}")
+        dead_letters = None
+        if built.dead_letter_policy is not None:
+            if built.subscription_type not in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
+                raise ValueError("option dead_letter_policy works with Shared and Key_Shared subscriptions only")
+            policy = built.dead_letter_policy
+            if len(names) != 1 and (policy.dead_letter_topic is None or (built.retry_enable and
+                                    policy.retry_letter_topic is None)):
+                raise ValueError("option dead_letter_policy: name dead_letter_topic (and retry_letter_topic) "
+                                 "when the consumer has several topics or a pattern")
+            dead_letters = DeadLetters(client, policy, names[0] if names else "-", built.subscription)
+            if built.retry_enable and dead_letters.retry_topic not in {complete_name(n) for n in names}:
+                names.append(dead_letters.retry_topic)
+        super().__init__(client, names, built, f"consumer {built.subscription}", pattern)
+        self.dead_letters = dead_letters
         self.subscription = built.subscription
 
     async def __aenter__(self) -> Consumer:
@@ -201,6 +324,20 @@ class Consumer(Subscriber):
         On Exclusive and Failover subscriptions every unacknowledged message comes again, in order.
         """
         self._owner_of(message).negative_ack(message)
+
+    async def reconsume_later(self, message: Message, delay: float | timedelta) -> None:
+        """Have ``message`` come again after ``delay`` (seconds) through the retry topic, and ack it here.
+
+        Needs ``retry_enable``; after ``max_redeliver_count`` retries it goes to the dead-letter topic.
+        """
+        owner = self._owner_of(message)
+        if self.dead_letters is None or not self.options.retry_enable:
+            raise ValueError("reconsume_later needs the options retry_enable=True and a dead_letter_policy")
+        seconds = delay.total_seconds() if isinstance(delay, timedelta) else delay
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise TypeError(f"delay must be non-negative seconds or a timedelta, not {delay!r}")
+        await self.dead_letters.reconsume_later(message, float(seconds))
+        owner.ack(message)
 
     async def flush_acks(self) -> None:
         """Send the grouped acknowledgements now."""
@@ -232,6 +369,7 @@ class Consumer(Subscriber):
         if self._closed:
             raise ConsumerClosedError(f"consumer {self.subscription} is closed")
         self._closed = True
+        await self._stop_watching()
         try:
             await asyncio.gather(*(c.close(unsubscribe=True) for c in self._consumers))
         finally:

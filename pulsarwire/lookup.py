@@ -87,6 +87,17 @@ class Lookup:
             raise errors.error_for(response.error, response.message or f"partition metadata of {topic} failed")
         return int(response.partitions)
 
+    async def topics_of_namespace(self, namespace: str, mode: int) -> list[str]:
+        """The topics of ``tenant/namespace`` (partitions named one by one) in ``mode`` (persistent, ...)."""
+        connection = await self._get_connection(self._service())
+        request_id = connection.next_request_id()
+        frame = await connection.request(
+            commands.get_topics_of_namespace(namespace, request_id, mode=mode), request_id, self._timeout
+        )
+        if not frame.command.HasField("getTopicsOfNamespaceResponse"):
+            raise ProtocolError(f"GET_TOPICS_OF_NAMESPACE for {namespace} answered by {frame.command.type}")
+        return list(frame.command.getTopicsOfNamespaceResponse.topics)
+
     async def find_broker(self, topic: str) -> BrokerAddress:
         """The broker that serves ``topic``, following redirects."""
         service = self._service()

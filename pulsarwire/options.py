@@ -6,12 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_str
+from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive, check_str
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
 from pulsarwire.routing import HASHING_SCHEMES, ROUTING_MODES, MessageRouter
 
 _INT32_MAX = 2**31 - 1
+# Shorter ack timeouts would redeliver messages the application is still working on.
+_MIN_ACK_TIMEOUT = 0.1
 
 ACCESS_MODES = {
     "Shared": ProducerAccessMode.Shared,
@@ -24,6 +26,10 @@ SUBSCRIPTION_TYPES = {
     "Failover": CommandSubscribe.Failover,
     "Key_Shared": CommandSubscribe.Key_Shared,
 }
+BATCHER_BUILDERS = ("default", "key_based")
+# The reference clients' names of the retry and dead-letter topics' suffixes and message properties.
+RETRY_SUFFIX = "-RETRY"
+DLQ_SUFFIX = "-DLQ"
 KEY_SHARED_MODES = {"auto_split": KeySharedMode.AUTO_SPLIT, "sticky": KeySharedMode.STICKY}
 INITIAL_POSITIONS = {"latest": CommandSubscribe.Latest, "earliest": CommandSubscribe.Earliest}
 
@@ -42,6 +48,49 @@ def _string_map(name: str, value: object) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise TypeError(f"option {name} must be a mapping of str to str")
     return dict(value)
+
+
+def _partition_updates(take: Any) -> dict[str, Any]:
+    return {
+        "auto_update_partitions": check_bool("auto_update_partitions", take("auto_update_partitions", True)),
+        "auto_update_partitions_interval": check_positive(
+            "auto_update_partitions_interval_ms", take("auto_update_partitions_interval_ms", 60_000)
+        ) / 1000,
+    }
+
+
+@dataclass(frozen=True)
+class DeadLetterPolicy:
+    """Where messages go after ``max_redeliver_count`` redeliveries (and retries).
+
+    ``dead_letter_topic`` defaults to ``<topic>-<subscription>-DLQ`` and ``retry_letter_topic`` to
+    ``<topic>-<subscription>-RETRY``; ``initial_subscription_name`` is created on the dead-letter topic
+    with its first message, so that nothing sent there is lost before someone subscribes.
+    """
+
+    max_redeliver_count: int
+    dead_letter_topic: str | None = None
+    retry_letter_topic: str | None = None
+    initial_subscription_name: str | None = None
+
+    def __post_init__(self) -> None:
+        check_int_range("dead_letter_policy.max_redeliver_count", self.max_redeliver_count, 1, _INT32_MAX)
+        for name in ("dead_letter_topic", "retry_letter_topic", "initial_subscription_name"):
+            value = getattr(self, name)
+            if value is not None and not check_str(f"dead_letter_policy.{name}", value).strip():
+                raise ValueError(f"option dead_letter_policy.{name} must not be blank")
+
+    @classmethod
+    def of(cls, value: object) -> DeadLetterPolicy | None:
+        if value is None or isinstance(value, DeadLetterPolicy):
+            return value
+        if isinstance(value, Mapping):
+            try:
+                return cls(**value)
+            except TypeError as exc:
+                raise TypeError(f"option dead_letter_policy: {exc}") from None
+        kind = type(value).__name__
+        raise TypeError(f"option dead_letter_policy must be a DeadLetterPolicy or a mapping, not {kind}")
 
 
 def _unexpected(kind: str, options: Mapping[str, Any]) -> None:
@@ -69,6 +118,10 @@ class ProducerOptions:
     message_router: MessageRouter | None = None
     access_mode: int = ProducerAccessMode.Shared
     properties: Mapping[str, str] | None = None
+    key_based_batching: bool = False
+    initial_subscription_name: str | None = None
+    auto_update_partitions: bool = True
+    auto_update_partitions_interval: float = 60.0
 
     @classmethod
     def build(cls, options: dict[str, Any]) -> ProducerOptions:
@@ -84,6 +137,7 @@ class ProducerOptions:
             raise TypeError("option message_router must be callable (partition_key, partitions) -> partition")
         chunk_size = take("chunk_max_message_size", None)
         access_name = take("access_mode", "Shared")
+        initial_subscription = take("initial_subscription_name", None)
         built = cls(
             producer_name=None if name is None else check_str("producer_name", name),
             initial_sequence_id=None if initial is None else check_int_range(
@@ -118,6 +172,13 @@ class ProducerOptions:
             message_router=router,
             access_mode=_choice_ignoring_case("access_mode", access_name, ACCESS_MODES)[1],
             properties=_string_map("properties", take("properties", None)),
+            key_based_batching=check_choice(
+                "batcher_builder", take("batcher_builder", "default"), BATCHER_BUILDERS
+            ) == "key_based",
+            initial_subscription_name=None if initial_subscription is None else check_str(
+                "initial_subscription_name", initial_subscription
+            ),
+            **_partition_updates(take),
         )
         _unexpected("producer", options)
         if built.chunking_enabled and built.batching_enabled:
@@ -143,6 +204,13 @@ class ConsumerOptions:
     priority_level: int | None = None
     key_shared_mode: int = KeySharedMode.AUTO_SPLIT
     replicate_subscription_state: bool = False
+    ack_timeout: float = 0.0
+    batch_index_ack_enabled: bool = False
+    dead_letter_policy: DeadLetterPolicy | None = None
+    retry_enable: bool = False
+    pattern_auto_discovery_period: float = 60.0
+    auto_update_partitions: bool = True
+    auto_update_partitions_interval: float = 60.0
 
     @classmethod
     def build(cls, options: dict[str, Any]) -> ConsumerOptions:
@@ -191,8 +259,20 @@ class ConsumerOptions:
             replicate_subscription_state=check_bool(
                 "replicate_subscription_state", take("replicate_subscription_state", False)
             ),
+            ack_timeout=check_non_negative("ack_timeout_ms", take("ack_timeout_ms", 0)) / 1000,
+            batch_index_ack_enabled=check_bool("batch_index_ack_enabled", take("batch_index_ack_enabled", False)),
+            dead_letter_policy=DeadLetterPolicy.of(take("dead_letter_policy", None)),
+            retry_enable=check_bool("retry_enable", take("retry_enable", False)),
+            pattern_auto_discovery_period=check_positive(
+                "pattern_auto_discovery_period_ms", take("pattern_auto_discovery_period_ms", 60_000)
+            ) / 1000,
+            **_partition_updates(take),
         )
         _unexpected("consumer", options)
+        if 0 < built.ack_timeout < _MIN_ACK_TIMEOUT:
+            raise ValueError(f"option ack_timeout_ms must be 0 (off) or at least {_MIN_ACK_TIMEOUT * 1000:g}")
+        if built.retry_enable and built.dead_letter_policy is None:
+            raise ValueError("option retry_enable needs a dead_letter_policy (its max_redeliver_count bounds retries)")
         if built.read_compacted and built.subscription_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
             raise ValueError("option read_compacted works with Exclusive and Failover subscriptions only")
         return built

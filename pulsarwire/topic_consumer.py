@@ -9,6 +9,7 @@ start over.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -16,11 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 from common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
-from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position
+from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position, UnackedTracker, bitset_words
 from pulsarwire.chunks import ChunkAssembler
 from pulsarwire.client import Client
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.connection import PulsarConnection
+from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerOptions
@@ -55,6 +57,7 @@ class TopicConsumer(TopicHandler):
         durable: bool = True,
         start_message_id: MessageId | None = None,
         start_inclusive: bool = False,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         super().__init__(client, topic, f"consumer {options.subscription} on {topic}")
         self.queue = queue
@@ -76,9 +79,18 @@ class TopicConsumer(TopicHandler):
         self.end_of_topic = False
         self.active = True
         self._acks = AckGrouping(
-            self._send_acks, self._send_cumulative, delay=options.ack_group_time, max_size=options.ack_group_max_size
+            self._send_acks,
+            self._send_cumulative,
+            delay=options.ack_group_time,
+            max_size=options.ack_group_max_size,
+            send_partial=self._send_partial_acks if options.batch_index_ack_enabled else None,
         )
         self._nacks = NegativeAcks(self._redeliver, delay=options.negative_ack_redelivery_delay)
+        self._unacked = UnackedTracker(self._redeliver, timeout=options.ack_timeout) if options.ack_timeout else None
+        self._dead_letters = dead_letters
+        # Entries redelivered max_redeliver_count times: their next redelivery sends them to the DLQ.
+        self._doomed: dict[Position, list[Message]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._chunks = ChunkAssembler()
 
     # ------------------------------------------------------------------------------ attachment
@@ -152,6 +164,10 @@ class TopicConsumer(TopicHandler):
 
     def _detached(self, error: MqwireError) -> None:
         self._permits = 0
+        # The new subscription gets every unacknowledged message again.
+        if self._unacked is not None:
+            self._unacked.clear()
+        self._doomed.clear()
 
     def _failed(self, error: MqwireError) -> None:
         self._on_failure(self, error)
@@ -191,6 +207,10 @@ class TopicConsumer(TopicHandler):
         if skipped:
             self.consumed(skipped)
         if messages:
+            dead_letters = self._dead_letters
+            if dead_letters is not None and messages[0].redelivery_count >= dead_letters.max_redeliver_count:
+                first = messages[0].message_id
+                self._doomed[first.ledger_id, first.entry_id] = messages
             self.queue.extend(messages)
         dropped = self._chunks.take_dropped()
         if dropped:
@@ -319,21 +339,36 @@ class TopicConsumer(TopicHandler):
         self._permits = permits
 
     def dequeued(self, message: Message) -> None:
-        self._last_dequeued = message.message_id
+        message_id = self._last_dequeued = message.message_id
+        tracker = self._unacked
+        if tracker is not None:
+            for position in message._chunks or [(message_id.ledger_id, message_id.entry_id)]:
+                tracker.add(position)
         self.consumed(1)
+
+    def _entry_done(self, position: Position) -> None:
+        if self._unacked is not None:
+            self._unacked.remove(position)
+        if self._doomed:
+            self._doomed.pop(position, None)
 
     # ------------------------------------------------------------------------------------- acks
     def ack(self, message: Message) -> None:
         message_id = message.message_id
         batch = message._batch
         if batch is not None and not batch.ack(message_id.batch_index):
+            if not batch.complete:
+                # Told to the broker only with batch_index_ack_enabled; else the entry waits for all of it.
+                self._acks.add_partial(message_id.ledger_id, message_id.entry_id, batch.unacked)
             return
         chunks = message._chunks
         if chunks:
             for ledger, entry in chunks:
                 self._acks.add(ledger, entry)
+                self._entry_done((ledger, entry))
             return
         self._acks.add(message_id.ledger_id, message_id.entry_id)
+        self._entry_done((message_id.ledger_id, message_id.entry_id))
 
     def ack_cumulative(self, message: Message) -> None:
         message_id = message.message_id
@@ -345,12 +380,16 @@ class TopicConsumer(TopicHandler):
             if entry < 0:
                 return
         self._acks.add_cumulative(ledger, entry)
+        if self._unacked is not None:
+            self._unacked.remove_up_to((ledger, entry))
 
     def negative_ack(self, message: Message) -> None:
         message_id = message.message_id
         chunks = message._chunks or [(message_id.ledger_id, message_id.entry_id)]
         for ledger, entry in chunks:
             self._nacks.add(ledger, entry)
+            if self._unacked is not None:
+                self._unacked.remove((ledger, entry))
 
     def flush_acks(self) -> None:
         self._acks.flush()
@@ -361,6 +400,20 @@ class TopicConsumer(TopicHandler):
             return False
         try:
             connection.send(individual_ack_frame(self.consumer_id, positions))
+        except MqwireError:
+            return False
+        return True
+
+    def _send_partial_acks(self, items: list[tuple[Position, int]]) -> bool:
+        connection = self.connection
+        if connection is None:
+            return False
+        ids = [
+            MessageIdData(ledgerId=ledger & _UINT64, entryId=entry & _UINT64, ack_set=bitset_words(unacked))
+            for (ledger, entry), unacked in items
+        ]
+        try:
+            connection.send(encode_command(commands.ack(self.consumer_id, ids)))
         except MqwireError:
             return False
         return True
@@ -387,6 +440,14 @@ class TopicConsumer(TopicHandler):
             connection.send(encode_command(commands.ack(self.consumer_id, [message_id], validation_error=reason)))
 
     def _redeliver(self, positions: list[Position]) -> None:
+        if self._doomed:
+            doomed = [position for position in positions if position in self._doomed]
+            if doomed:
+                positions = [position for position in positions if position not in self._doomed]
+                for position in doomed:
+                    self._spawn(self._dead_letter(position, self._doomed.pop(position)))
+                if not positions:
+                    return
         if self.options.subscription_type in _SHARED_TYPES:
             connection = self.connection
             if connection is None:
@@ -398,10 +459,33 @@ class TopicConsumer(TopicHandler):
             # Exclusive and Failover keep order: everything unacknowledged comes again, in order.
             self.redeliver_all()
 
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _dead_letter(self, position: Position, messages: list[Message]) -> None:
+        assert self._dead_letters is not None
+        # Indexes of the batch the application acknowledged meanwhile are not dead letters.
+        alive = [m for m in messages if m._batch is None or (m._batch.unacked >> m.message_id.batch_index) & 1]
+        try:
+            if alive:
+                await self._dead_letters.send_to_dead_letter(alive)
+        except MqwireError as exc:
+            log.warning("%s: sending %d:%d to the dead-letter topic failed (%s); redelivering it",
+                        self.label, position[0], position[1], exc)
+            if not self._closed:
+                self._redeliver([position])
+            return
+        self._acks.add(*position)
+
     def redeliver_all(self) -> None:
         connection = self.connection
         if connection is None:
             return
+        if self._unacked is not None:
+            self._unacked.clear()
+        self._doomed.clear()
         self._epoch += 1
         removed = self.queue.remove_owner(self)
         try:
@@ -419,8 +503,13 @@ class TopicConsumer(TopicHandler):
         if self._closed:
             return
         self._closed = True
+        if self._tasks:
+            # Dead letters on their way are acknowledged before the consumer goes.
+            await asyncio.wait(set(self._tasks), timeout=self.client.operation_timeout)
         self._acks.flush()
         self._nacks.discard()
+        if self._unacked is not None:
+            self._unacked.stop()
         await self._stop_reconnecting()
         connection, self.connection = self.connection, None
         if connection is None:

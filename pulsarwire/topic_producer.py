@@ -446,6 +446,7 @@ class TopicProducer(TopicHandler):
             epoch=self._epoch,
             metadata=dict(self.options.properties or {}),
             access_mode=self.options.access_mode,
+            initial_subscription_name=self.options.initial_subscription_name,
         )
         try:
             frame = await connection.request(command, request_id, self.client.operation_timeout)

@@ -221,6 +221,7 @@ def producer(
     metadata: dict[str, str] | None = None,
     access_mode: int = 0,
     topic_epoch: int | None = None,
+    initial_subscription_name: str | None = None,
 ) -> BaseCommand:
     """PRODUCER; leave ``producer_name`` None the first time so the broker picks a unique one."""
     command = BaseCommand(type=T.PRODUCER)
@@ -235,6 +236,8 @@ def producer(
     body.producer_access_mode = access_mode  # type: ignore[assignment]  # a ProducerAccessMode value
     if topic_epoch is not None:
         body.topic_epoch = topic_epoch
+    if initial_subscription_name is not None:
+        body.initial_subscription_name = initial_subscription_name
     for key, value in (metadata or {}).items():
         body.metadata.add(key=key, value=value)
     return command
@@ -369,4 +372,18 @@ def get_last_message_id(consumer_id: int, request_id: int) -> BaseCommand:
     command = BaseCommand(type=T.GET_LAST_MESSAGE_ID)
     command.getLastMessageId.consumer_id = consumer_id
     command.getLastMessageId.request_id = request_id
+    return command
+
+
+def get_topics_of_namespace(
+    namespace: str, request_id: int, *, mode: int = 0, topics_pattern: str | None = None
+) -> BaseCommand:
+    """GET_TOPICS_OF_NAMESPACE: the topics (partitions by their own names) of ``tenant/namespace``."""
+    command = BaseCommand(type=T.GET_TOPICS_OF_NAMESPACE)
+    body = command.getTopicsOfNamespace
+    body.request_id = request_id
+    body.namespace = namespace
+    body.mode = mode  # type: ignore[assignment]  # a CommandGetTopicsOfNamespace.Mode value
+    if topics_pattern is not None:
+        body.topics_pattern = topics_pattern
     return command
