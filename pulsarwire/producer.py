@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -11,6 +12,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from common.errors import MqwireError
 from pulsarwire.client import Client
 from pulsarwire.client_errors import ProducerClosedError, ProducerQueueIsFullError
 from pulsarwire.message import MessageId
@@ -38,7 +40,10 @@ class Producer:
     ``chunk_max_message_size``, ``hashing_scheme`` ("java_string_hash", the Java client's default, or
     "murmur3_32"), ``message_routing_mode`` ("round_robin" or "single_partition"), ``message_router``
     (a callable ``(partition_key, partitions) -> partition``), ``access_mode`` ("Shared", "Exclusive",
-    "ExclusiveWithFencing"), ``properties`` (producer metadata shown in the topic's stats).
+    "ExclusiveWithFencing"), ``properties`` (producer metadata shown in the topic's stats),
+    ``batcher_builder`` ("default", or "key_based": one batch per key, for Key_Shared subscriptions),
+    ``auto_update_partitions`` (True) and ``auto_update_partitions_interval_ms`` (60000): partitions added
+    to the topic meanwhile get a producer and take part in routing.
     """
 
     def __init__(self, client: Client, topic: str, **options: Any) -> None:
@@ -58,6 +63,7 @@ class Producer:
         self._started = False
         self._closed = False
         self._starting: asyncio.Lock | None = None
+        self._watcher: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Producer:
@@ -101,12 +107,47 @@ class Producer:
             self._producers = producers
             self._partitioned = partitions > 0
             self._started = True
+            if self._partitioned and self.options.auto_update_partitions:
+                self._watcher = asyncio.create_task(self._watch_partitions())
+
+    async def _watch_partitions(self) -> None:
+        """Look for partitions added to the topic; new ones get a producer and take part in routing."""
+        while not self._closed:
+            await asyncio.sleep(self.options.auto_update_partitions_interval)
+            try:
+                await self._add_partitions()
+            except MqwireError as exc:
+                log.warning("producer on %s: checking its partitions failed (%s); trying again later", self.topic, exc)
+
+    async def _add_partitions(self) -> None:
+        known = len(self._producers)
+        partitions = await self.client.partitions_for(self.topic)
+        if partitions <= known or self._closed:
+            return
+        new = [
+            TopicProducer(self.client, partition_name(self.topic, index), index, self.options)
+            for index in range(known, partitions)
+        ]
+        results = await asyncio.gather(*(p.start() for p in new), return_exceptions=True)
+        failure = next((r for r in results if isinstance(r, BaseException)), None)
+        if failure is not None or self._closed:
+            await asyncio.gather(*(p.close() for p in new), return_exceptions=True)
+            if isinstance(failure, MqwireError):
+                raise failure
+            return
+        self._producers = [*self._producers, *new]
+        log.info("producer on %s: %d partitions now (were %d)", self.topic, partitions, known)
 
     async def close(self) -> None:
         """Send what is buffered, wait (within the send timeout) for the receipts, and close."""
         if self._closed:
             return
         self._closed = True
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         try:
             await asyncio.gather(*(p.close() for p in self._producers))
         finally:

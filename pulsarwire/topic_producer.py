@@ -68,6 +68,22 @@ class _Op:
         self.deadline = deadline
 
 
+class _KeyedBatch:
+    """The messages of one key in the batch window of a key-based producer."""
+
+    __slots__ = ("entries", "first", "futures", "last", "ordering_key", "partition_key", "partition_key_b64", "size")
+
+    def __init__(self, partition_key: bytes | None, key_b64: bool, ordering_key: bytes | None, first: int) -> None:
+        self.partition_key = partition_key
+        self.partition_key_b64 = key_b64
+        self.ordering_key = ordering_key
+        self.first = first
+        self.last = first
+        self.entries: list[bytes] = []
+        self.futures: list[asyncio.Future[MessageId]] = []
+        self.size = 0
+
+
 class TopicProducer(TopicHandler):
     """The producer of one partition (or of a topic without partitions)."""
 
@@ -95,6 +111,9 @@ class TopicProducer(TopicHandler):
         self._batch_publish_time = 0
         self._batch_started = 0.0
         self._batch_timer: asyncio.Handle | None = None
+        # With key-based batching: the batches of the window by key (the ordering key, else the partition key).
+        self._groups: dict[bytes | None, _KeyedBatch] = {}
+        self._grouped = 0
         # Sent (or waiting for a connection) and not yet confirmed, in sequence order.
         self._pending: deque[_Op] = deque()
         # A chunked message confirmed chunk by chunk: how many receipts its head op still waits for.
@@ -146,7 +165,7 @@ class TopicProducer(TopicHandler):
                     f"message of {len(value)} bytes exceeds the broker's maximum of {self.max_message_size}"
                 )
             self._pending_messages += 1
-            if self._entries:
+            if self._entries or self._groups:
                 self.flush_batch()
             self._send_single(
                 value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, future
@@ -169,6 +188,9 @@ class TopicProducer(TopicHandler):
             sequence_id=sequence_id,
             null_value=null_value,
         )
+        if options.key_based_batching:
+            self._add_keyed(entry, future, sequence_id, partition_key, key_b64, ordering_key)
+            return future
         entries = self._entries
         if entries and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
             self.flush_batch()
@@ -188,6 +210,78 @@ class TopicProducer(TopicHandler):
             self.flush_batch()
         return future
 
+    def _add_keyed(
+        self,
+        entry: bytes,
+        future: asyncio.Future[MessageId],
+        sequence_id: int,
+        partition_key: bytes | None,
+        key_b64: bool,
+        ordering_key: bytes | None,
+    ) -> None:
+        options = self.options
+        if self._groups and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
+            self.flush_batch()
+        if not self._groups:
+            self._start_window()
+        key = ordering_key if ordering_key is not None else partition_key
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _KeyedBatch(partition_key, key_b64, ordering_key, sequence_id)
+        group.entries.append(entry)
+        group.futures.append(future)
+        group.last = sequence_id
+        group.size += len(entry)
+        self._batch_bytes += len(entry)
+        self._grouped += 1
+        if self._batch_bytes >= options.batching_max_allowed_size_in_bytes or (
+            self._grouped >= options.batching_max_messages
+        ):
+            self.flush_batch()
+
+    def _start_window(self) -> None:
+        self._batch_publish_time = int(time.time() * 1000)
+        self._batch_started = self._loop.time()
+        delay = self.options.batching_max_publish_delay
+        self._batch_timer = (
+            self._loop.call_later(delay, self._batch_due) if delay > 0 else self._loop.call_soon(self._batch_due)
+        )
+
+    def _flush_keyed(self) -> None:
+        groups = sorted(self._groups.values(), key=lambda g: g.first)
+        self._groups, self._grouped, self._batch_bytes = {}, 0, 0
+        if self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        deadline = self._batch_started + self.options.send_timeout
+        compression = self.options.compression
+        for group in groups:
+            count = len(group.entries)
+            payload = b"".join(group.entries)
+            body = compress_payload(compression, payload)
+            if len(body) > self.max_message_size:
+                self._fail_futures(group.futures, MessageTooBigError(
+                    f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
+                ))
+                self._release(count)
+                continue
+            # The key on the batch itself is what a Key_Shared subscription dispatches by.
+            metadata = encode_message_metadata(
+                self._name_field,
+                group.first,
+                self._batch_publish_time,
+                partition_key=group.partition_key,
+                partition_key_b64_encoded=group.partition_key_b64,
+                ordering_key=group.ordering_key,
+                compression=compression,
+                uncompressed_size=len(payload),
+                num_messages_in_batch=count,
+                highest_sequence_id=group.last,
+            )
+            command = commands.send(self.producer_id, group.first, count, highest_sequence_id=group.last)
+            frame = encode_payload_frame_raw(command.SerializeToString(), metadata, body)
+            self._submit(_Op(group.first, group.last, count, [frame], group.futures, True, deadline))
+
     async def wait_for_space(self) -> None:
         """Wait until the pending queue has room (messages get confirmed, fail or time out)."""
         if self._error is not None:
@@ -202,11 +296,14 @@ class TopicProducer(TopicHandler):
 
     def _batch_due(self) -> None:
         self._batch_timer = None
-        if self._entries:
+        if self._entries or self._groups:
             self.flush_batch()
 
     def flush_batch(self) -> None:
         """Close the batch being filled and send it."""
+        if self._groups:
+            self._flush_keyed()
+            return
         entries, futures = self._entries, self._entry_futures
         if not entries:
             return
@@ -542,6 +639,14 @@ class TopicProducer(TopicHandler):
                 self._batch_timer.cancel()
                 self._batch_timer = None
             self._fail_futures(futures, error)
+        if self._groups:
+            groups, self._groups, self._grouped, self._batch_bytes = self._groups, {}, 0, 0
+            if self._batch_timer is not None:
+                self._batch_timer.cancel()
+                self._batch_timer = None
+            for group in groups.values():
+                self._fail_futures(group.futures, error)
+                count += len(group.futures)
         self._chunk_receipts_left = 0
         if count:
             self._release(count)
