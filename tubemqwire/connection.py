@@ -8,7 +8,7 @@ import ssl as _ssl
 from google.protobuf.message import Message
 
 from common.channel import Channel
-from common.errors import ProtocolError
+from common.errors import MqwireError, ProtocolError
 from common.transport import Address
 from tubemqwire.protocol import rpc
 from tubemqwire.protocol.frames import TubeFrame, TubeFrameSplitter
@@ -49,8 +49,9 @@ class TubeConnection:
     def closed(self) -> bool:
         return self.channel.closed
 
-    def close(self) -> None:
-        self.channel.close()
+    def close(self, error: MqwireError | None = None) -> None:
+        """Close; calls still waiting fail with ``error`` (default: ClosedError)."""
+        self.channel.close(error)
 
     async def wait_closed(self) -> None:
         await self.channel.wait_closed()

@@ -96,7 +96,8 @@ class MasterLink:
 
     def _switch(self, connection: TubeConnection | None, reason: MqwireError) -> None:
         if connection is not None:
-            connection.close()
+            # Other sessions may be waiting on this connection: for them it is lost, and worth a retry.
+            connection.close(ConnectionLostError(f"{connection.channel.name}: given up ({reason})"))
         if connection is None or self._connection is connection:
             self._connection = None
             nxt = self._rotation.advance()
