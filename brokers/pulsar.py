@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
-from brokers import pulsar_admin, rest
+from brokers import classpath, procs, pulsar_admin, rest
 from brokers.endpoints import Endpoint, PulsarBroker
+from brokers.java import find_java
 from brokers.logconf import log4j2_flags, write_log4j2
 from brokers.net import LOOPBACK, free_ports, loopback_interface
 from brokers.plan import Plan, Spawner, marker
@@ -40,7 +47,7 @@ JVM_FLAGS = (
 NAMESPACE_GRACE_SECONDS = 20.0
 
 
-def _standalone_conf(port: int, web_port: int) -> str:
+def _standalone_conf(port: int, web_port: int, extra: dict[str, str | int] | None = None) -> str:
     # Broker keys and bookie keys share this file: the standalone starter loads it for both.
     props: dict[str, str | int] = {
         "clusterName": CLUSTER,
@@ -72,6 +79,7 @@ def _standalone_conf(port: int, web_port: int) -> str:
     interface = loopback_interface()
     if interface:
         props["listeningInterface"] = interface
+    props.update(extra or {})
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -79,14 +87,21 @@ class PulsarKind:
     name = "pulsar"
 
     def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
-        port, web_port, bookie_port = free_ports(3)
+        return self.plan_with(work_dir, java, classpath, instance)
+
+    def plan_with(
+        self, work_dir: Path, java: str, classpath: str, instance: str, security: Security | None = None
+    ) -> Plan:
+        """The plan, with token authentication and a TLS port when ``security`` is given."""
+        port, web_port, bookie_port, tls_port = free_ports(4)
+        extra = {} if security is None else security.conf(tls_port)
         conf = work_dir / "conf"
         logs = work_dir / "logs"
         data = work_dir / "data"
         for folder in (conf, logs, data):
             folder.mkdir(parents=True, exist_ok=True)
         conf_file = conf / "standalone.conf"
-        conf_file.write_text(_standalone_conf(port, web_port), encoding="utf-8")
+        conf_file.write_text(_standalone_conf(port, web_port, extra), encoding="utf-8")
         log_file = logs / "pulsar.log"
         log_conf = write_log4j2(conf / "log4j2.properties", log_file)
         mark = marker(self.name, "pulsar", instance)
@@ -113,9 +128,10 @@ class PulsarKind:
             str(bookie_port),
         )
         spec = ProcSpec("pulsar", argv, str(work_dir), str(logs / "pulsar.stdout.log"), str(log_file), mark)
-        return Plan(
-            self.name, instance, str(work_dir), {"broker": port, "web": web_port, "bookie": bookie_port}, [spec]
-        )
+        ports = {"broker": port, "web": web_port, "bookie": bookie_port}
+        if security is not None:
+            ports["broker_tls"] = tls_port
+        return Plan(self.name, instance, str(work_dir), ports, [spec])
 
     def launch(self, plan: Plan, spawn: Spawner, fresh: bool, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -160,3 +176,95 @@ class PulsarKind:
         if partitions > 0:
             return pulsar_admin.create_partitioned_topic(endpoint.admin_url, topic, partitions)
         return pulsar_admin.create_topic(endpoint.admin_url, topic)
+
+
+# ------------------------------------------------------------------------------- a secured standalone
+@dataclass(frozen=True)
+class Security:
+    """Token authentication (HS256 secret key) and TLS (PEM files) for a standalone of its own.
+
+    ``superuser_token`` is a token whose subject is in ``superUserRoles``: the broker uses it for its own
+    admin client, and the launcher for its readiness checks.
+    """
+
+    token_secret: bytes
+    superuser_role: str
+    superuser_token: str
+    cert_file: str
+    key_file: str
+    ca_file: str
+
+    def conf(self, tls_port: int) -> dict[str, str | int]:
+        return {
+            "authenticationEnabled": "true",
+            "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+            "tokenSecretKey": "data:;base64," + base64.b64encode(self.token_secret).decode(),
+            "superUserRoles": self.superuser_role,
+            "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+            "brokerClientAuthenticationParameters": json.dumps({"token": self.superuser_token}),
+            "brokerServicePortTls": tls_port,
+            "tlsCertificateFilePath": self.cert_file,
+            "tlsKeyFilePath": self.key_file,
+            "tlsTrustCertsFilePath": self.ca_file,
+        }
+
+
+@dataclass
+class SecuredPulsar:
+    """A running secured standalone: ``url`` (token only) and ``tls_url`` (``pulsar+ssl://``, token too)."""
+
+    url: str
+    tls_url: str
+    admin_url: str
+    pid: int
+    spec: ProcSpec
+
+    def stop(self) -> None:
+        procs.stop(self.pid, self.spec.marker, 20.0)
+
+
+def _authorized_get(url: str, token: str) -> int | None:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=5.0) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except OSError:
+        return None
+
+
+def start_secured(work_dir: Path, security: Security, timeout: float = 180.0) -> SecuredPulsar:
+    """Start a standalone with token authentication and a TLS port in ``work_dir``; stop it with ``.stop()``."""
+    java = find_java("pulsar").executable
+    plan = PulsarKind().plan_with(work_dir, java, classpath.classpath("pulsar"), uuid.uuid4().hex[:12], security)
+    spec = plan.proc("pulsar")
+    pid = procs.spawn(spec, owned=True)
+    admin = f"http://{LOOPBACK}:{plan.ports['web']}"
+    token = security.superuser_token
+    try:
+        # The standalone creates public/default itself, with its own (authenticated) admin client.
+        wait_until(
+            "secured pulsar namespace public/default",
+            lambda: True if _authorized_get(f"{admin}/admin/v2/namespaces/public/default/topics", token) == 200
+            else None,
+            timeout,
+            [(pid, spec)],
+        )
+        wait_until(
+            "secured pulsar health check",
+            lambda: True if _authorized_get(f"{admin}/admin/v2/brokers/health", token) == 200 else None,
+            timeout,
+            [(pid, spec)],
+        )
+    except BaseException:
+        procs.kill(pid, spec.marker)
+        raise
+    return SecuredPulsar(
+        f"pulsar://{LOOPBACK}:{plan.ports['broker']}",
+        f"pulsar+ssl://{LOOPBACK}:{plan.ports['broker_tls']}",
+        admin,
+        pid,
+        spec,
+    )

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from common.errors import ClosedError, ConnectError, RetriableError
+from common.errors import AuthenticationError, ClosedError, ConnectError, RetriableError
 from common.options import check_bool, check_int_range, check_positive, check_str
 from common.policy import AddressRotation, Backoff
 from common.pool import ConnectionPool
@@ -44,7 +44,9 @@ class Client:
     request; default 30), ``connect_timeout`` (TCP, TLS and CONNECT; 10), ``keepalive_interval`` (PING when
     idle, connection dropped after twice that without traffic; 30), ``max_lookup_redirects`` (20),
     ``initial_backoff_interval`` and ``max_backoff_interval`` (reconnection delays; 0.1 and 60),
-    ``listener_name`` (the broker's advertised listener to look up), ``auth_token`` (token authentication).
+    ``listener_name`` (the broker's advertised listener to look up), ``auth_token`` (token authentication:
+    the token, or an async callable returning it, asked again for each connection and when the broker
+    challenges the credentials).
     TLS (``pulsar+ssl://``): ``tls_ca_file``, ``tls_cert_file`` and ``tls_key_file`` (client certificate),
     ``tls_validate_hostname`` (default True), ``tls_allow_insecure_connection`` (default False), or a
     ready ``ssl_context``.
@@ -61,7 +63,7 @@ class Client:
         initial_backoff_interval: float = 0.1,
         max_backoff_interval: float = 60.0,
         listener_name: str | None = None,
-        auth_token: str | None = None,
+        auth_token: str | Callable[[], Awaitable[str]] | None = None,
         tls_ca_file: str | None = None,
         tls_cert_file: str | None = None,
         tls_key_file: str | None = None,
@@ -81,7 +83,12 @@ class Client:
         if self.max_backoff_interval < self.initial_backoff_interval:
             raise ValueError("option max_backoff_interval must not be below initial_backoff_interval")
         self.listener_name = None if listener_name is None else check_str("listener_name", listener_name)
-        self._auth_data = None if auth_token is None else check_str("auth_token", auth_token).encode()
+        self._auth_data: bytes | None = None
+        self._auth_token_callback: Callable[[], Awaitable[str]] | None = None
+        if callable(auth_token):
+            self._auth_token_callback = auth_token
+        elif auth_token is not None:
+            self._auth_data = check_str("auth_token", auth_token).encode()
         self.client_version = check_str("client_version", client_version)
         check_bool("tls_validate_hostname", tls_validate_hostname)
         check_bool("tls_allow_insecure_connection", tls_allow_insecure_connection)
@@ -190,17 +197,30 @@ class Client:
         host, port = address = self._service.current()
         return BrokerAddress(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", address)
 
+    async def _token(self) -> bytes:
+        """The token from the callback given as ``auth_token`` (asked for each connection and challenge)."""
+        assert self._auth_token_callback is not None
+        token = await self._auth_token_callback()
+        if not isinstance(token, str) or not token:
+            raise AuthenticationError(f"the auth_token callback must return a non-empty str, not {token!r}")
+        return token.encode()
+
     async def _open(self, key: tuple[str, Address]) -> PulsarConnection:
         logical, physical = key
         address = BrokerAddress(logical, physical)
+        auth_data = self._auth_data
+        refresh = None
+        if self._auth_token_callback is not None:
+            auth_data, refresh = await self._token(), self._token
         return await PulsarConnection.open(
             physical,
             ssl=self._ssl,
             connect_timeout=self.connect_timeout,
             keepalive_interval=self.keepalive_interval,
             client_version=self.client_version,
-            auth_method=None if self._auth_data is None else "token",
-            auth_data=self._auth_data,
+            auth_method=None if auth_data is None else "token",
+            auth_data=auth_data,
+            auth_refresh=refresh,
             proxy_to_broker_url=logical if address.proxied else None,
         )
 

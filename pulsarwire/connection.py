@@ -12,7 +12,7 @@ import contextlib
 import logging
 import ssl as _ssl
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from common.channel import Channel
@@ -59,6 +59,8 @@ class PulsarConnection:
         # Told once when the connection closes, for as long as their producer or consumer is registered.
         self._owner_listeners: dict[tuple[str, int], CloseListener] = {}
         self._credentials: tuple[str, str | None, bytes | None] = ("", None, None)
+        self._auth_refresh: Callable[[], Awaitable[bytes]] | None = None
+        self._refreshing: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(
@@ -72,11 +74,13 @@ class PulsarConnection:
         client_version: str = "mqwire-0.1.0",
         auth_method: str | None = None,
         auth_data: bytes | None = None,
+        auth_refresh: Callable[[], Awaitable[bytes]] | None = None,
         proxy_to_broker_url: str | None = None,
     ) -> PulsarConnection:
         name = f"pulsar {address[0]}:{address[1]}"
         connection = cls(name, keepalive_interval)
         connection._credentials = (client_version, auth_method, auth_data)
+        connection._auth_refresh = auth_refresh
         connection._channel = await Channel.open(
             address,
             splitter=connection._splitter,
@@ -192,6 +196,8 @@ class PulsarConnection:
     # -------------------------------------------------------------------------------------- internals
     def _request_id_of(self, frame: Frame) -> int | None:
         self._last_received = time.monotonic()
+        if not self._connected.done() and frame.command.type == T.ERROR:
+            return None  # the handshake's refusal answers no request (its request id is -1)
         return commands.response_request_id(frame.command)
 
     def _dispatch(self, frame: Frame) -> None:
@@ -221,12 +227,27 @@ class PulsarConnection:
             log.warning("%s: dropping unexpected %s", self.name, T.Name(kind))
 
     def _answer_challenge(self) -> None:
-        # A broker re-checks credentials now and then; static credentials answer with themselves.
+        # A broker re-checks credentials now and then; static credentials answer with themselves,
+        # a credentials callback is asked again.
         client_version, method, data = self._credentials
         if method is None or data is None:
             log.warning("%s: the broker asks for credentials and none are configured", self.name)
             return
-        self.channel.send(encode_command(commands.auth_response(client_version, method, data)))
+        if self._auth_refresh is None:
+            self.channel.send(encode_command(commands.auth_response(client_version, method, data)))
+        elif self._refreshing is None or self._refreshing.done():
+            self._refreshing = asyncio.ensure_future(self._refresh_credentials(client_version, method))
+
+    async def _refresh_credentials(self, client_version: str, method: str) -> None:
+        assert self._auth_refresh is not None
+        try:
+            data = await self._auth_refresh()
+        except Exception as exc:
+            log.error("%s: the credentials callback failed (%s); the broker will close the connection", self.name, exc)
+            return
+        self._credentials = (client_version, method, data)
+        with contextlib.suppress(MqwireError):
+            self.channel.send(encode_command(commands.auth_response(client_version, method, data)))
 
     def _route(self, kind: BaseCommand.Type.ValueType, command: BaseCommand, frame: Frame) -> None:
         _, body = commands.unwrap(command)

@@ -457,7 +457,8 @@ class TopicProducer(TopicHandler):
             self._reattach("receipt out of order")
             return
         message_id = body.message_id
-        ledger, entry = message_id.ledgerId, message_id.entryId
+        # A duplicate the broker dropped is confirmed with the id (-1, -1), sent unsigned.
+        ledger, entry = _signed(message_id.ledgerId), _signed(message_id.entryId)
         if len(op.frames) > 1:
             # One receipt per chunk; the message id is the first chunk's, as the Java client reports it.
             if self._chunk_receipts_left == 0:
@@ -666,3 +667,7 @@ class TopicProducer(TopicHandler):
             if not waiter.done():
                 waiter.set_result(None)
                 room -= 1
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
