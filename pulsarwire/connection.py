@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from common.channel import Channel
-from common.errors import AuthenticationError, ConnectionLostError, MqwireError
+from common.errors import AuthenticationError, ChecksumError, ConnectionLostError, MqwireError
 from common.transport import Address
 from pulsarwire import errors
 from pulsarwire.protocol import commands
@@ -261,6 +261,8 @@ class PulsarConnection:
         else:
             owner_id, handlers = body.consumer_id, self._consumers
         handler = handlers.get(owner_id)
+        if handler is None and frame.checksum_mismatch:
+            raise ChecksumError(f"{self.name}: a corrupt MESSAGE (checksum mismatch) for unknown consumer {owner_id}")
         if handler is None:
             log.warning("%s: %s for unknown id %d dropped", self.name, T.Name(kind), owner_id)
             return

@@ -189,6 +189,9 @@ class TopicConsumer(TopicHandler):
     def _on_message(self, body: Any, frame: Frame) -> None:
         if self.connection is None:
             return
+        if frame.checksum_mismatch:
+            self._reject_corrupt(body)
+            return
         metadata = frame.metadata
         if metadata is None:
             raise ProtocolError(f"{self.label}: MESSAGE without metadata and payload")
@@ -438,6 +441,20 @@ class TopicConsumer(TopicHandler):
         message_id = MessageIdData(ledgerId=position[0] & _UINT64, entryId=position[1] & _UINT64)
         with contextlib.suppress(MqwireError):
             connection.send(encode_command(commands.ack(self.consumer_id, [message_id], validation_error=reason)))
+
+    def _reject_corrupt(self, body: Any) -> None:
+        # Not delivered: acknowledged with the reason, so that the broker does not send it again.
+        id_data = body.message_id
+        log.warning("%s: discarding entry %d:%d: checksum mismatch", self.label, _signed(id_data.ledgerId),
+                    _signed(id_data.entryId))
+        connection = self.connection
+        if connection is not None:
+            message_id = MessageIdData(ledgerId=id_data.ledgerId, entryId=id_data.entryId)
+            with contextlib.suppress(MqwireError):
+                connection.send(encode_command(
+                    commands.ack(self.consumer_id, [message_id], validation_error=CommandAck.ChecksumMismatch)
+                ))
+        self.consumed(1)
 
     def _redeliver(self, positions: list[Position]) -> None:
         if self._doomed:

@@ -45,6 +45,8 @@ class Frame:
     metadata: MessageMetadata | None = None
     payload: memoryview | None = None
     broker_entry_metadata: BrokerEntryMetadata | None = None
+    # A MESSAGE whose metadata and payload fail the CRC-32C: neither is given, the consumer rejects it.
+    checksum_mismatch: bool = False
 
 
 # ------------------------------------------------------------------------------------------------ encode
@@ -136,6 +138,9 @@ def _decode(view: memoryview, require_checksum: bool) -> Frame:
         offset += 6
         actual = crc32c(view[offset:])
         if actual != expected:
+            if command.type == BaseCommand.MESSAGE:
+                # One corrupt message; the protocol has the consumer acknowledge it as such and go on.
+                return Frame(command, broker_entry_metadata=entry_metadata, checksum_mismatch=True)
             raise ChecksumError(f"Pulsar frame checksum {actual:#010x} does not match {expected:#010x}")
     elif require_checksum:
         raise ProtocolError(f"payload section starts with {magic:#06x}, not the checksum magic 0x0e01")
