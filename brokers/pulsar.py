@@ -75,6 +75,9 @@ def _standalone_conf(port: int, web_port: int, extra: dict[str, str | int] | Non
         "journalSyncData": "false",
         "dbStorage_writeCacheMaxSizeMb": 32,
         "dbStorage_readAheadCacheMaxSizeMb": 32,
+        # As in Pulsar's own bookkeeper.conf: a full 5 MiB message plus framing must fit in one bookie frame
+        # (the bookie's built-in default is exactly 5 MiB, so a chunk of the maximum size would be refused).
+        "nettyMaxFrameSizeBytes": 5253120,
     }
     interface = loopback_interface()
     if interface:

@@ -234,6 +234,10 @@ class Client:
                 self._service.advance()
             raise
 
+    async def service_connection(self) -> PulsarConnection:
+        """A connection to the broker (or proxy) at the service URL."""
+        return await self._connection(self._service_address())
+
     async def connection_for(self, topic: str) -> PulsarConnection:
         """A connection to the broker serving ``topic`` (a complete topic or partition name)."""
         address = await self.lookup.find_broker(topic)

@@ -56,6 +56,7 @@ class PulsarConnection:
         self._producers: dict[int, PushHandler] = {}
         self._consumers: dict[int, PushHandler] = {}
         self._close_listeners: list[CloseListener] = []
+        self._watchers: dict[int, PushHandler] = {}
         # Told once when the connection closes, for as long as their producer or consumer is registered.
         self._owner_listeners: dict[tuple[str, int], CloseListener] = {}
         self._credentials: tuple[str, str | None, bytes | None] = ("", None, None)
@@ -186,6 +187,17 @@ class PulsarConnection:
     def on_close(self, listener: CloseListener) -> None:
         self._close_listeners.append(listener)
 
+    @property
+    def supports_topic_watchers(self) -> bool:
+        return bool(self.feature_flags is not None and self.feature_flags.supports_topic_watchers)
+
+    def register_watcher(self, watcher_id: int, handler: PushHandler) -> None:
+        """Route the WATCH_TOPIC_UPDATE pushes of topic-list watcher ``watcher_id`` to ``handler``."""
+        self._watchers[watcher_id] = handler
+
+    def unregister_watcher(self, watcher_id: int) -> None:
+        self._watchers.pop(watcher_id, None)
+
     # --------------------------------------------------------------------------------------- closing
     def close(self, error: MqwireError | None = None) -> None:
         self.channel.close(error)
@@ -223,6 +235,12 @@ class PulsarConnection:
             self._answer_challenge()
         elif kind in _PRODUCER_PUSHES or kind in _CONSUMER_PUSHES:
             self._route(kind, command, frame)
+        elif kind == T.WATCH_TOPIC_UPDATE:
+            watcher = self._watchers.get(command.watchTopicUpdate.watcher_id)
+            if watcher is None:
+                log.debug("%s: update for unknown topic-list watcher dropped", self.name)
+            else:
+                watcher(kind, command.watchTopicUpdate, frame)
         else:
             log.warning("%s: dropping unexpected %s", self.name, T.Name(kind))
 
@@ -280,6 +298,7 @@ class PulsarConnection:
         owners, self._owner_listeners = list(self._owner_listeners.values()), {}
         self._producers.clear()
         self._consumers.clear()
+        self._watchers.clear()
         for listener in [*owners, *self._close_listeners]:
             try:
                 listener(error)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from pulsarwire.options import ConsumerOptions
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.receive_queue import ReceiveQueue
 from pulsarwire.topic_consumer import TopicConsumer
-from pulsarwire.topic_pattern import TopicPattern
+from pulsarwire.topic_pattern import TopicPattern, TopicWatch
 from pulsarwire.topics import complete_name, partition_name
 
 log = logging.getLogger(__name__)
@@ -54,6 +53,9 @@ class Subscriber:
         self._closed = False
         self._starting: asyncio.Lock | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._topic_watch: TopicWatch | None = None
+        self._topic_changes: set[asyncio.Task[None]] = set()
+        self._topics_lock = asyncio.Lock()
         self.dead_letters: DeadLetters | None = None
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -102,8 +104,47 @@ class Subscriber:
                 self.client.release(self)
                 raise
             self._started = True
+            if self._pattern is not None:
+                await self._start_topic_watch(self._pattern)
             if self._pattern is not None or self.options.auto_update_partitions:
                 self._watcher = asyncio.create_task(self._watch())
+
+    async def _start_topic_watch(self, pattern: TopicPattern) -> None:
+        """Have the broker push topic changes (where it can); the periodic check stays as a fallback."""
+        try:
+            watch = await TopicWatch.start(self.client, pattern, self._topics_changed, self._topic_watch_lost)
+        except MqwireError as exc:
+            log.warning("%s: no topic-list watch (%s); checking every %g s", self._name, exc,
+                        self.options.pattern_auto_discovery_period)
+            return
+        if watch is None:
+            return
+        self._topic_watch = watch
+        # Topics that appeared between the first listing and the watch.
+        self._topics_changed([t for t in watch.topics if t not in self._partitions], [])
+
+    def _topic_watch_lost(self) -> None:
+        self._topic_watch = None
+
+    def _topics_changed(self, added: list[str], removed: list[str]) -> None:
+        if self._closed or not (added or removed):
+            return
+        task = asyncio.ensure_future(self._apply_topic_changes(added, removed))
+        self._topic_changes.add(task)
+        task.add_done_callback(self._topic_changes.discard)
+
+    async def _apply_topic_changes(self, added: list[str], removed: list[str]) -> None:
+        fixed = {topic for _, topic in self._topics}
+        async with self._topics_lock:
+            try:
+                for topic in added:
+                    if topic not in self._partitions and not self._closed:
+                        await self._subscribe(topic, topic)
+                for topic in removed:
+                    if topic in self._partitions and topic not in fixed:
+                        await self._unsubscribe_topic(topic)
+            except MqwireError as exc:
+                log.warning("%s: following topic changes failed (%s); the periodic check retries", self._name, exc)
 
     async def _subscribe(self, given: str, topic: str) -> None:
         """Subscribe to ``topic``, or to the partitions it gained since; raises when any subscription fails."""
@@ -162,7 +203,10 @@ class Subscriber:
             try:
                 if self._pattern is not None and now >= next_pattern + options.pattern_auto_discovery_period:
                     next_pattern = now
-                    await self._recheck_pattern(self._pattern)
+                    async with self._topics_lock:
+                        await self._recheck_pattern(self._pattern)
+                    if self._topic_watch is None:
+                        await self._start_topic_watch(self._pattern)
                 if options.auto_update_partitions and now >= next_partitions + options.auto_update_partitions_interval:
                     next_partitions = now
                     for topic in list(self._partitions):
@@ -196,10 +240,13 @@ class Subscriber:
 
     async def _stop_watching(self) -> None:
         watcher, self._watcher = self._watcher, None
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+        tasks = [*self._topic_changes, *([watcher] if watcher is not None else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        watch, self._topic_watch = self._topic_watch, None
+        if watch is not None:
+            await watch.close(self.client.operation_timeout)
 
     @property
     def closed(self) -> bool:

@@ -1,15 +1,21 @@
-"""Regex subscriptions: the topics of one namespace whose names match a pattern, asked of the broker."""
+"""Regex subscriptions: the topics of one namespace whose names match a pattern, asked of the broker,
+and followed through the broker's topic-list watch where it has one."""
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from common.errors import MqwireError
+from pulsarwire.protocol import commands
 from pulsarwire.protocol.pulsar_api_pb2 import CommandGetTopicsOfNamespace
 from pulsarwire.topics import DEFAULT_NAMESPACE, PARTITION_SUFFIX
 
 if TYPE_CHECKING:
     from pulsarwire.client import Client
+    from pulsarwire.connection import PulsarConnection
 
 _MODES = {
     "persistent": CommandGetTopicsOfNamespace.PERSISTENT,
@@ -54,6 +60,63 @@ class TopicPattern:
         )
         topics = dict.fromkeys(_base_name(name) for name in names)
         return sorted(topic for topic in topics if self.matches(topic))
+
+
+class TopicWatch:
+    """A topic-list watcher on the broker: the topics matching now, and a callback for each change.
+
+    ``on_change(added, removed)`` gets complete names (partitions as their partitioned topic);
+    ``on_lost()`` is called when the connection carrying the watch closes.
+    """
+
+    def __init__(self, connection: PulsarConnection, watcher_id: int, topics: list[str]) -> None:
+        self.connection = connection
+        self.watcher_id = watcher_id
+        self.topics = topics
+
+    @classmethod
+    async def start(
+        cls,
+        client: Client,
+        pattern: TopicPattern,
+        on_change: Callable[[list[str], list[str]], None],
+        on_lost: Callable[[], None],
+    ) -> TopicWatch | None:
+        """Start watching; None when the broker has no topic-list watchers."""
+        connection = await client.service_connection()
+        if not connection.supports_topic_watchers:
+            return None
+        watcher_id = client.next_consumer_id()
+
+        def pushed(kind: int, body: Any, frame: Any) -> None:
+            added = [t for t in dict.fromkeys(_base_name(n) for n in body.new_topics) if pattern.matches(t)]
+            removed = [t for t in dict.fromkeys(_base_name(n) for n in body.deleted_topics) if pattern.matches(t)]
+            on_change(added, removed)
+
+        connection.register_watcher(watcher_id, pushed)
+        connection.on_close(lambda error: on_lost())
+        request_id = connection.next_request_id()
+        try:
+            frame = await connection.request(
+                commands.watch_topic_list(request_id, watcher_id, pattern.namespace, pattern.regex.pattern),
+                request_id,
+                client.operation_timeout,
+            )
+        except BaseException:
+            connection.unregister_watcher(watcher_id)
+            raise
+        names = frame.command.watchTopicListSuccess.topic
+        topics = sorted(t for t in dict.fromkeys(_base_name(n) for n in names) if pattern.matches(t))
+        return cls(connection, watcher_id, topics)
+
+    async def close(self, timeout: float) -> None:
+        connection = self.connection
+        connection.unregister_watcher(self.watcher_id)
+        if connection.closed:
+            return
+        request_id = connection.next_request_id()
+        with contextlib.suppress(MqwireError):
+            await connection.request(commands.watch_topic_list_close(request_id, self.watcher_id), request_id, timeout)
 
 
 def _base_name(topic: str) -> str:

@@ -115,11 +115,10 @@ def response_request_id(command: BaseCommand) -> int | None:
 
 # ----------------------------------------------------------------------------------------------- builders
 def default_feature_flags() -> FeatureFlags:
-    """What this client handles: auth refresh challenges and broker entry metadata in MESSAGE frames.
-
-    Partial producers (a second PRODUCER_SUCCESS) and topic-list watchers are left to be opted into.
+    """What this client handles: auth refresh challenges, broker entry metadata in MESSAGE frames and
+    topic-list watchers. Partial producers (a second PRODUCER_SUCCESS) are left to be opted into.
     """
-    return FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True)
+    return FeatureFlags(supports_auth_refresh=True, supports_broker_entry_metadata=True, supports_topic_watchers=True)
 
 
 def connect(
@@ -386,4 +385,26 @@ def get_topics_of_namespace(
     body.mode = mode  # type: ignore[assignment]  # a CommandGetTopicsOfNamespace.Mode value
     if topics_pattern is not None:
         body.topics_pattern = topics_pattern
+    return command
+
+
+def watch_topic_list(
+    request_id: int, watcher_id: int, namespace: str, topics_pattern: str, topics_hash: str | None = None
+) -> BaseCommand:
+    """WATCH_TOPIC_LIST: the topics of ``namespace`` matching ``topics_pattern`` now, and pushed changes."""
+    command = BaseCommand(type=T.WATCH_TOPIC_LIST)
+    body = command.watchTopicList
+    body.request_id = request_id
+    body.watcher_id = watcher_id
+    body.namespace = namespace
+    body.topics_pattern = topics_pattern
+    if topics_hash is not None:
+        body.topics_hash = topics_hash
+    return command
+
+
+def watch_topic_list_close(request_id: int, watcher_id: int) -> BaseCommand:
+    command = BaseCommand(type=T.WATCH_TOPIC_LIST_CLOSE)
+    command.watchTopicListClose.request_id = request_id
+    command.watchTopicListClose.watcher_id = watcher_id
     return command

@@ -192,3 +192,21 @@ async def test_key_based_batches_reach_key_shared_consumers_of_both_clients_per_
         assert {i for at in their_holders.values() for i in at} == {0, 1}
     finally:
         theirs.close()
+
+
+async def test_regex_subscription_hears_of_new_topics_from_the_broker_watch(pulsar_broker: PulsarBroker) -> None:
+    prefix = unique("watched")
+    pattern = re.compile(f"persistent://{NAMESPACE}/{prefix}-.*")
+    # A periodic check an hour away: only the broker's topic-list watch can bring the new topic in time.
+    async with (
+        pulsarwire.connect(pulsar_broker.url) as client,
+        client.consumer(pattern, group="g", start="earliest", pattern_auto_discovery_period_ms=3_600_000) as consumer,
+    ):
+        assert consumer.topics == []
+        assert consumer._topic_watch is not None  # the standalone supports topic-list watchers
+        created = f"persistent://{NAMESPACE}/{prefix}-new"
+        async with client.producer(created) as producer:
+            await producer.send(b"first")
+        message = (await receive_all(consumer, 1, timeout=30))[0]
+        assert (message.value, message.topic) == (b"first", created)
+        assert consumer.topics == [created]
