@@ -50,11 +50,11 @@ def test_pong_golden_bytes() -> None:
 def test_connect_golden_bytes() -> None:
     client_version = b"mqwire-test".hex()
     expected = bytes.fromhex(
-        "0000001d 00000019"  # totalSize 29, commandSize 25
-        " 0802 1215"  # type CONNECT; field 2 (connect) of 21 bytes:
+        "0000001f 0000001b"  # totalSize 31, commandSize 27
+        " 0802 1217"  # type CONNECT; field 2 (connect) of 23 bytes:
         f" 0a0b {client_version}"  # client_version
         " 2015"  # protocol_version 21
-        " 5204 0801 1001"  # feature_flags: auth refresh, broker entry metadata
+        " 5206 0801 1001 2001"  # feature_flags: auth refresh, broker entry metadata, topic-list watchers
     )
     assert encode_command(commands.connect("mqwire-test")) == expected
 
