@@ -420,6 +420,8 @@ class Consumer(Subscriber):
         try:
             await asyncio.gather(*(c.close(unsubscribe=True) for c in self._consumers))
         finally:
+            if self.dead_letters is not None:
+                await self.dead_letters.close()
             self._queue.close()
             self.client.release(self)
 

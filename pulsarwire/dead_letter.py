@@ -13,6 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.message import Message
 from pulsarwire.options import DLQ_SUFFIX, RETRY_SUFFIX, DeadLetterPolicy
 from pulsarwire.topics import complete_name
@@ -49,6 +50,8 @@ class DeadLetters:
 
     async def _producer(self, topic: str) -> Producer:
         async with self._creating:
+            if self._closed:
+                raise ConsumerClosedError(f"the consumer sending to {topic} is closed")
             producer = self._producers.get(topic)
             if producer is None:
                 initial = self.policy.initial_subscription_name if topic == self.dead_letter_topic else None
