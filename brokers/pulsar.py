@@ -205,6 +205,8 @@ class Security:
             "superUserRoles": self.superuser_role,
             "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",
             "brokerClientAuthenticationParameters": json.dumps({"token": self.superuser_token}),
+            # Expired tokens are found (and refreshed by a challenge) within a second, not a minute.
+            "authenticationRefreshCheckSeconds": 1,
             "brokerServicePortTls": tls_port,
             "tlsCertificateFilePath": self.cert_file,
             "tlsKeyFilePath": self.key_file,

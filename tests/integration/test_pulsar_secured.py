@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime
 import hashlib
@@ -9,6 +10,7 @@ import hmac
 import ipaddress
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,13 +30,16 @@ pytestmark = pytest.mark.integration
 SUPERUSER = "admin"
 
 
-def token_for(secret: bytes, subject: str) -> str:
+def token_for(secret: bytes, subject: str, expires_in: float | None = None) -> str:
     """An HS256 JSON web token with ``subject``, as ``pulsar tokens create`` makes them."""
 
     def part(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
-    signed = f"{part(json.dumps({'alg': 'HS256'}).encode())}.{part(json.dumps({'sub': subject}).encode())}"
+    claims: dict[str, object] = {"sub": subject}
+    if expires_in is not None:
+        claims["exp"] = int(time.time() + expires_in)
+    signed = f"{part(json.dumps({'alg': 'HS256'}).encode())}.{part(json.dumps(claims).encode())}"
     signature = hmac.new(secret, signed.encode(), hashlib.sha256).digest()
     return f"{signed}.{part(signature)}"
 
@@ -138,6 +143,27 @@ async def test_token_as_a_string_and_as_an_async_callback(secured: Secured) -> N
     async with pulsarwire.connect(url, auth_token=fresh_token) as client:
         assert await round_trip(client, "token-callback") == b"secret payload"
     assert asked  # the callback gave the credentials of each connection
+
+
+async def test_an_expiring_token_is_refreshed_through_the_callback_without_reconnecting(secured: Secured) -> None:
+    issued = []
+
+    async def short_lived_token() -> str:
+        issued.append(time.monotonic())
+        return token_for(secured.secret, "app", expires_in=2)
+
+    async with (
+        pulsarwire.connect(secured.broker.url, auth_token=short_lived_token) as client,
+        client.producer("persistent://public/default/refreshed", batching_enabled=False) as producer,
+    ):
+        first = len(issued)
+        # Sending for longer than a token lives: the broker challenges and the callback answers.
+        async with asyncio.timeout(30):
+            while len(issued) < first + 2:
+                await producer.send(b"still here")
+                await asyncio.sleep(0.25)
+        await producer.send(b"after the refreshes")
+        assert [p._epoch for p in producer._producers] == [1]  # created once: the connection never dropped
 
 
 @pytest.mark.parametrize("token", [None, "not-a-token", "signed-by-another-key"])
