@@ -1,4 +1,4 @@
-"""Ack timeout buckets, batch-index ack sets, topic patterns and the new consumer and producer options."""
+"""Ack timeout buckets, batch-index ack sets, topic patterns, and the redelivery and batching options."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_get_topics_of_namespace_round_trips() -> None:
     )
 
 
-def test_new_consumer_options() -> None:
+def test_redelivery_and_discovery_consumer_options() -> None:
     built = ConsumerOptions.build({
         "group": "g",
         "subscription_type": "Shared",
@@ -128,7 +128,7 @@ def test_new_consumer_options() -> None:
         ConsumerOptions.build({"group": "g", "auto_update_partitions_interval_ms": 0})
 
 
-def test_new_producer_options() -> None:
+def test_key_based_batching_and_initial_subscription_producer_options() -> None:
     assert ProducerOptions.build({"batcher_builder": "key_based"}).key_based_batching
     assert not ProducerOptions.build({}).key_based_batching
     with pytest.raises(ValueError, match="batcher_builder"):
