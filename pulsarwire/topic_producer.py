@@ -28,7 +28,7 @@ from pulsarwire.message import MessageId
 from pulsarwire.options import ProducerOptions
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import PROPERTIES_TAG as ENTRY_PROPERTIES_TAG
-from pulsarwire.protocol.batch import compress_payload, encode_entry
+from pulsarwire.protocol.batch import compress_payload, encode_entry_fast
 from pulsarwire.protocol.frames import Frame, encode_payload_frame_raw
 from pulsarwire.protocol.metadata import PROPERTIES_TAG, encode_message_metadata, producer_name_field
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, ServerError
@@ -178,15 +178,15 @@ class TopicProducer(TopicHandler):
         self._pending_messages += 1
         sequence_id = self._next_sequence_id
         self._next_sequence_id = sequence_id + 1
-        entry = encode_entry(
+        entry = encode_entry_fast(
             value,
-            properties=key_values(ENTRY_PROPERTIES_TAG, properties) if properties else b"",
-            partition_key=partition_key,
-            partition_key_b64_encoded=key_b64,
-            ordering_key=ordering_key,
-            event_time=event_time,
-            sequence_id=sequence_id,
-            null_value=null_value,
+            key_values(ENTRY_PROPERTIES_TAG, properties) if properties else b"",
+            partition_key,
+            key_b64,
+            ordering_key,
+            event_time,
+            sequence_id,
+            null_value,
         )
         if options.key_based_batching:
             self._add_keyed(entry, future, sequence_id, partition_key, key_b64, ordering_key)

@@ -8,9 +8,12 @@ metadata records the codec and the uncompressed size (which Pulsar's bare LZ4 bl
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import NamedTuple, cast
 
 from common import compression as codecs
 from common.errors import ProtocolError
@@ -103,6 +106,29 @@ def encode_entry(
     return _U32.pack(len(metadata)) + metadata + payload
 
 
+def encode_entry_fields(
+    payload: bytes,
+    properties: bytes,
+    partition_key: bytes | None,
+    partition_key_b64_encoded: bool,
+    ordering_key: bytes | None,
+    event_time: int,
+    sequence_id: int | None,
+    null_value: bool,
+) -> bytes:
+    """:func:`encode_entry` with positional arguments, for the producer's per-message path."""
+    return encode_entry(
+        payload,
+        properties=properties,
+        partition_key=partition_key,
+        partition_key_b64_encoded=partition_key_b64_encoded,
+        ordering_key=ordering_key,
+        event_time=event_time,
+        sequence_id=sequence_id,
+        null_value=null_value,
+    )
+
+
 def encode_batch(entries: Iterable[bytes]) -> bytes:
     """A batch payload from entries made by :func:`encode_entry`."""
     return b"".join(entries)
@@ -111,6 +137,15 @@ def encode_batch(entries: Iterable[bytes]) -> bytes:
 # -------------------------------------------------------------------------------------------- decoding
 def decode_batch(payload: bytes, count: int) -> list[BatchEntry]:
     """The ``count`` messages of a batch payload. Raises ProtocolError when the bytes do not hold them."""
+    if _speedups is not None and type(payload) is bytes:
+        entries = _speedups.decode_entries(payload, count)
+        if entries is not None:
+            return cast(list[BatchEntry], entries)
+    return decode_batch_py(payload, count)
+
+
+def decode_batch_py(payload: bytes, count: int) -> list[BatchEntry]:
+    """The Python reference of :func:`decode_batch` (the compiled one hands it whatever is unusual)."""
     if count < 0:
         raise ProtocolError(f"negative batch size {count}")
     entries: list[BatchEntry] = []
@@ -213,3 +248,21 @@ def _decode_entry(data: bytes, position: int, stop: int, end: int) -> tuple[Batc
 # One-byte tags of the SingleMessageMetadata fields read above.
 _VARINT_TAGS = frozenset((0x18, 0x20, 0x28, 0x30, 0x40, 0x48))
 _BYTES_TAGS = frozenset((0x0A, 0x12, 0x3A))
+
+
+def _load_speedups() -> ModuleType | None:
+    if os.environ.get("MQWIRE_PURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("pulsarwire.protocol._batch_speedups")
+    except ImportError:
+        return None
+
+
+# The compiled loops (built with the package when a C compiler is present); MQWIRE_PURE_PYTHON=1 turns
+# them off. They write the same bytes and read the same entries as the Python code above.
+_speedups = _load_speedups()
+COMPILED = _speedups is not None
+encode_entry_fast: Callable[[bytes, bytes, bytes | None, bool, bytes | None, int, int | None, bool], bytes] = (
+    _speedups.encode_entry if _speedups is not None else encode_entry_fields
+)
