@@ -197,13 +197,15 @@ def batches_to_messages(
 ) -> tuple[list[Message], int]:
     """The application records of ``batches`` at or after ``position``, and the position after them.
 
+    ``batches`` may be lazily decoded: only the batches handed to the application have their records read
+    (ProtocolError for a malformed one).
+
     ``aborted`` is the fetch response's (first_offset, producer_id) list: under read_committed, a
     transactional batch from a producer whose aborted transaction started at or before the batch is
     dropped until that producer's abort marker.
     """
     topic, partition = tp
     out: list[Message] = []
-    append = out.append
     heap = list(aborted or ())
     heapq.heapify(heap)
     aborted_producers: set[int] = set()
@@ -224,15 +226,12 @@ def batches_to_messages(
             continue
         timestamp_type = LOG_APPEND_TIME if batch.log_append_time else CREATE_TIME
         epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
-        for record in batch.records:
-            offset = record.offset
-            if offset >= position:
-                append(
-                    Message(
-                        topic, partition, offset, record.key, record.value, record.headers, record.timestamp,
-                        timestamp_type, epoch,
-                    )
-                )
+        # Messages straight from the batch's bytes: Message(topic, partition, offset, key, value, headers,
+        # timestamp, timestamp_type, epoch) without an intermediate record per message.
+        messages: list[Message] = batch.decode_records(Message, (topic, partition), (timestamp_type, epoch))
+        if batch.base_offset < position:
+            messages = [message for message in messages if message.offset >= position]
+        out += messages
         position = next_offset
     return out, position
 
@@ -437,7 +436,10 @@ class Fetcher:
                     continue
                 try:
                     batches = decode_batches(
-                        data.records, verify_crc=self.config.check_crcs, max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED
+                        data.records,
+                        verify_crc=self.config.check_crcs,
+                        max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED,
+                        lazy=True,
                     )
                 except MqwireError as exc:
                     state.failed = True
@@ -449,7 +451,13 @@ class Fetcher:
                 if read_committed and data.aborted_transactions:
                     aborted = [(a.first_offset, a.producer_id) for a in data.aborted_transactions]
                 assert state.position is not None
-                messages, state.position = batches_to_messages(tp, batches, state.position, aborted, read_committed)
+                try:
+                    messages, position = batches_to_messages(tp, batches, state.position, aborted, read_committed)
+                except MqwireError as exc:  # a malformed record, found when its batch is read
+                    state.failed = True
+                    self.queue.put_error(exc)
+                    continue
+                state.position = position
                 self.queue.put(tp, messages)
         if stale:
             self.client.request_update(stale)

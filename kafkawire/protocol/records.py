@@ -152,6 +152,8 @@ class RecordBatch:
 def _decode_batch_records(
     batch: RecordBatch, make_record: Callable[..., T], prefix: tuple[object, ...], suffix: tuple[object, ...]
 ) -> list[T]:
+    if batch.records or not batch.payload:  # decoded already (not lazily): build from the records
+        return [make_record(*prefix, r.offset, r.key, r.value, r.headers, r.timestamp, *suffix) for r in batch.records]
     fixed_timestamp = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_LOG_APPEND else None
     try:
         return _decode_records(
