@@ -123,11 +123,13 @@ class ProducerBatch:
     def complete(self, base_offset: int, log_append_time: int = -1) -> None:
         """Resolve every record's future at once."""
         topic, partition = self.tp
+        # tuple.__new__ builds the named tuple without its Python-level __new__: this runs once per record.
+        make = tuple.__new__
         for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
             if not future.done():
                 offset = -1 if base_offset < 0 else base_offset + index
-                future.set_result(RecordMetadata(topic, partition, offset, timestamp if log_append_time < 0
-                                                 else log_append_time))
+                stamp = timestamp if log_append_time < 0 else log_append_time
+                future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))
         self._finish()
 
     def fail(self, error: BaseException) -> None:
@@ -198,7 +200,8 @@ class Accumulator:
             if not batch.closed:
                 builder = batch.builder
                 if builder.append(timestamp, key, value, headers) is not None:
-                    future: asyncio.Future[RecordMetadata] = self._loop.create_future()  # type: ignore[union-attr]
+                    # Future(loop=...) directly: loop.create_future() costs one more Python call per record.
+                    future: asyncio.Future[RecordMetadata] = asyncio.Future(loop=self._loop)
                     batch.futures.append(future)
                     batch.timestamps.append(timestamp)
                     if builder.size >= self.batch_size:

@@ -254,7 +254,7 @@ class Producer:
         if fatal is not None:
             raise fatal
         if topic is None:
-            topic = self._topic(None)
+            topic = self.topic if self.topic is not None else self._topic(None)
         elif type(topic) is not str or not topic:
             raise TypeError("topic must be a non-empty str")
         # The common case (bytes, no headers) is checked inline: this runs once per record.
@@ -262,8 +262,12 @@ class Producer:
             value = _as_bytes("value", value)
         if type(key) is not bytes and key is not None:
             key = _as_bytes("key", key)
-        header_list = _headers(headers) if headers else ()
-        size = HEADER_SIZE + estimate_record_size(key, value, header_list)
+        if headers:
+            header_list = _headers(headers)
+            size = HEADER_SIZE + estimate_record_size(key, value, header_list)
+        else:
+            header_list = ()
+            size = _BARE_RECORD + (len(key) if key else 0) + (len(value) if value else 0)
         if size > self._record_limit:
             raise errors.MessageTooLargeError(
                 f"a record of about {size} bytes exceeds max_request_size ({self.max_request_size}) "
@@ -281,28 +285,34 @@ class Producer:
             await self._partitions(topic)
             cached = self._topics[topic]
         _, partitions, available = cached
-        sticky = False
-        if partition is not None:
-            if type(partition) is not int:
-                raise TypeError("partition must be an int or None")
-            if not 0 <= partition < len(partitions):
-                raise ValueError(
-                    f"partition {partition} is not in topic {topic!r} (partitions 0-{len(partitions) - 1})"
-                )
-        elif self._partitioner is not None:
-            partition = self._partitioner(key, partitions, available)
-            if type(partition) is not int or not 0 <= partition < len(partitions):
-                raise ValueError(f"the partitioner returned {partition!r}, not a partition of topic {topic!r}")
-        elif key is not None:
-            partition = partition_for_key(key, len(partitions))
-        else:
-            partition = self._sticky.partition(topic, len(partitions), available)
-            sticky = True
         sealed = accumulator.sealed
-        future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list, abort_on_new_batch=sticky)
-        if future is None:
-            # The sticky partition's batch is complete: move on to another partition for the new batch.
-            partition = self._sticky.next_batch(topic, len(partitions), available, partition)
+        if partition is None and key is None and self._partitioner is None:
+            # The common case, unkeyed records on the sticky partition: once per record, so kept short.
+            sticky = self._sticky
+            partition = sticky.partition(topic, len(partitions), available)
+            future = accumulator.append(
+                topic, partition, timestamp_ms, key, value, header_list, abort_on_new_batch=True
+            )
+            if future is None:
+                # The sticky partition's batch is complete: move on to another partition for the new batch.
+                partition = sticky.next_batch(topic, len(partitions), available, partition)
+                future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list)
+                assert future is not None
+        else:
+            if partition is not None:
+                if type(partition) is not int:
+                    raise TypeError("partition must be an int or None")
+                if not 0 <= partition < len(partitions):
+                    raise ValueError(
+                        f"partition {partition} is not in topic {topic!r} (partitions 0-{len(partitions) - 1})"
+                    )
+            elif self._partitioner is not None:
+                partition = self._partitioner(key, partitions, available)
+                if type(partition) is not int or not 0 <= partition < len(partitions):
+                    raise ValueError(f"the partitioner returned {partition!r}, not a partition of topic {topic!r}")
+            else:
+                assert key is not None
+                partition = partition_for_key(key, len(partitions))
             future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list)
             assert future is not None
         if accumulator.sealed != sealed:
@@ -331,6 +341,10 @@ class Producer:
 
     def __repr__(self) -> str:
         return f"Producer(topic={self.topic!r}, acks={self.acks}, idempotent={self.idempotent})"
+
+
+# HEADER_SIZE + estimate_record_size(key, value, ()) without the key and value.
+_BARE_RECORD = HEADER_SIZE + estimate_record_size(None, None, ())
 
 
 def _as_bytes(name: str, value: object) -> bytes | None:
