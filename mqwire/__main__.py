@@ -1,0 +1,5 @@
+import sys
+
+from mqwire.cli import main
+
+sys.exit(main())

@@ -1,0 +1,218 @@
+"""What each subcommand does, against any of the three systems."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from typing import IO, Any
+
+from kafkawire import TopicPartition
+from mqwire.formats import InputRecord, Template, read_records
+from mqwire.progress import Meter
+from mqwire.systems import ConsumerReceiver, UnsupportedError, connect, consumer_options, system_of
+
+# Exit codes (documented in --help).
+OK, FAILED, USAGE, UNSUPPORTED, INCOMPLETE = 0, 1, 2, 3, 4
+
+
+async def produce(
+    url: str,
+    topic: str,
+    source: IO[bytes],
+    fmt: str,
+    key: bytes | None,
+    headers: Mapping[str, bytes],
+    rate: float | None,
+    quiet: bool,
+) -> int:
+    started = time.monotonic()
+    async with connect(url) as client, client.producer(topic) as producer:
+        futures: list[asyncio.Future[Any]] = []
+        with Meter(f"produce {topic}") as meter:
+            for record in read_records(source, fmt, key, headers):
+                futures.append(await _enqueue(producer, record))
+                meter.add(1, len(record.value))
+                if rate:
+                    ahead = meter.count / rate - (time.monotonic() - started)
+                    if ahead > 0:
+                        await asyncio.sleep(ahead)
+            await producer.flush()
+            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+    failed = [o for o in outcomes if isinstance(o, BaseException)]
+    if not quiet:
+        meter.summary(
+            f"produced to {topic}", acknowledged=f"{len(outcomes) - len(failed):,}", failed=f"{len(failed):,}"
+        )
+    if failed:
+        print(f"mqwire: {len(failed)} messages failed, first: {failed[0]}", file=sys.stderr)
+        return FAILED
+    return OK
+
+
+async def _enqueue(producer: Any, record: InputRecord) -> asyncio.Future[Any]:
+    return await producer.enqueue(record.value, key=record.key, headers=record.headers or None)  # type: ignore[no-any-return]
+
+
+async def consume(
+    url: str,
+    topic: str,
+    group: str | None,
+    start: str,
+    count: int | None,
+    follow: bool,
+    template: Template,
+    idle_timeout: float,
+    out: IO[str],
+    quiet: bool,
+) -> int:
+    system = system_of(url)
+    async with connect(url) as client, client.consumer(topic, **consumer_options(system, group, start)) as consumer:
+        receiver = ConsumerReceiver(system, consumer)
+        with Meter(f"consume {topic}", count) as meter:
+            while count is None or meter.count < count:
+                row = await receiver.next(1.0 if follow else idle_timeout)
+                if row is None:
+                    if follow:
+                        continue
+                    break  # nothing more within the idle timeout: the end of what is there
+                out.write(template.render(row) + "\n")
+                meter.add(1, len(row.value or b""))
+                if group is not None:
+                    await receiver.ack()
+            out.flush()
+            if group is not None and system == "kafka":
+                await consumer.commit()
+    if not quiet:
+        meter.summary(f"consumed from {topic}")
+    if count is not None and meter.count < count:
+        print(f"mqwire: only {meter.count} of {count} messages arrived", file=sys.stderr)
+        return INCOMPLETE
+    return OK
+
+
+async def topics(url: str, action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
+    system = system_of(url)
+    if system == "kafka":
+        async with connect(url) as client, client.admin() as admin:
+            if action == "list":
+                for name in sorted(await admin.list_topics()):
+                    out.write(name + "\n")
+            elif action == "create":
+                for name in names:
+                    await admin.create_topic(name, partitions=partitions)
+            elif action == "delete":
+                await admin.delete_topics(names)
+            else:
+                for topic in await admin.describe_topics(names or None):
+                    out.write(
+                        json.dumps(
+                            {
+                                "topic": topic.name,
+                                "partitions": [
+                                    {"partition": p.partition, "leader": p.leader, "replicas": p.replicas, "isr": p.isr}
+                                    for p in topic.partitions
+                                ],
+                            }
+                        )
+                        + "\n"
+                    )
+        return OK
+    if system == "pulsar":
+        return await asyncio.to_thread(_pulsar_topics, action, names, partitions, admin_url, out)
+    raise UnsupportedError(
+        "TubeMQ topics are managed through the master's web console; `topics` covers Kafka and Pulsar"
+    )
+
+
+def _pulsar_topics(action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
+    from brokers import pulsar_admin, rest  # the REST admin API of the broker (port 8080 by default)
+
+    if admin_url is None:
+        raise UnsupportedError("Pulsar topics need the broker's admin URL: --admin-url http://host:8080")
+    if action == "list":
+        for name in pulsar_admin.list_topics(admin_url):
+            out.write(name + "\n")
+    elif action == "create":
+        for name in names:
+            pulsar_admin.create_partitioned_topic(admin_url, name, partitions)
+    elif action == "delete":
+        for name in names:
+            path = pulsar_admin.topic_path(name)
+            reply = rest.request("DELETE", f"{admin_url}/admin/v2/{path}/partitions", params={"force": True})
+            if not reply.ok:
+                raise UnsupportedError(f"deleting {name}: HTTP {reply.status}: {reply.body[:300]!r}")
+    else:
+        for name in names:
+            out.write(json.dumps({"topic": name, "partitions": pulsar_admin.partitions(admin_url, name)}) + "\n")
+    return OK
+
+
+async def groups(url: str, action: str, names: list[str], topic_names: list[str], out: IO[str]) -> int:
+    if system_of(url) != "kafka":
+        raise UnsupportedError("`groups` covers Kafka consumer groups")
+    async with connect(url) as client, client.admin() as admin:
+        if action == "list":
+            for group in await admin.list_groups():
+                out.write(f"{group.group_id}\t{group.state}\t{group.group_type}\n")
+        elif action == "describe":
+            for described in await admin.describe_groups(names):
+                members = [
+                    {"member": m.member_id, "client": m.client_id, "host": m.client_host} for m in described.members
+                ]
+                out.write(
+                    json.dumps(
+                        {
+                            "group": described.group_id,
+                            "state": described.state,
+                            "protocol": described.protocol,
+                            "members": members,
+                        }
+                    )
+                    + "\n"
+                )
+        else:
+            # Every partition of the given topics (default: all topics); rows where the group committed.
+            described = await admin.describe_topics(topic_names or None)
+            partitions = [TopicPartition(t.name, p.partition) for t in described for p in t.partitions]
+            ends = await admin.list_offsets({tp: "latest" for tp in partitions}) if partitions else {}
+            for name in names:
+                committed = await admin.list_consumer_group_offsets(name, partitions)
+                for tp in sorted(tp for tp, offset in committed.items() if offset is not None):
+                    offset = committed[tp]
+                    assert offset is not None
+                    end = ends[tp].offset
+                    out.write(f"{name}\t{tp.topic}\t{tp.partition}\t{offset}\t{end}\t{end - offset}\n")
+    return OK
+
+
+async def bench(url: str, phase: str, topic: str, count: int, size: int) -> int:
+    system = system_of(url)
+    value = os.urandom(size)
+    async with connect(url) as client:
+        if phase == "produce":
+            async with client.producer(topic) as producer:
+                with Meter(f"bench produce {topic}", count) as meter:
+                    futures = []
+                    for i in range(count):
+                        futures.append(await producer.enqueue(value))
+                        if i % 1000 == 999:
+                            meter.add(1000, 1000 * size)
+                    await producer.flush()
+                    await asyncio.gather(*futures)
+                    meter.add(count - meter.count, (count - meter.count) * size)
+        else:
+            options = consumer_options(system, None, "earliest")
+            async with client.consumer(topic, **options) as consumer:
+                receiver = ConsumerReceiver(system, consumer)
+                with Meter(f"bench consume {topic}", count) as meter:
+                    while meter.count < count:
+                        row = await receiver.next(10.0)
+                        if row is None:
+                            break
+                        meter.add(1, len(row.value or b""))
+    meter.summary(f"bench {phase} {system}")
+    return OK if meter.count >= count else INCOMPLETE
