@@ -18,9 +18,7 @@ from tubemqwire.handshake import tubemq_handshake
 
 
 def brokers_cli(*args: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "brokers", *args], check=True, stdout=subprocess.PIPE, text=True
-    )
+    result = subprocess.run([sys.executable, "-m", "brokers", *args], check=True, stdout=subprocess.PIPE, text=True)
     parsed: dict[str, Any] = json.loads(result.stdout or "{}")
     return parsed
 

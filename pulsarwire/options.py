@@ -55,7 +55,8 @@ def _partition_updates(take: Any) -> dict[str, Any]:
         "auto_update_partitions": check_bool("auto_update_partitions", take("auto_update_partitions", True)),
         "auto_update_partitions_interval": check_positive(
             "auto_update_partitions_interval_ms", take("auto_update_partitions_interval_ms", 60_000)
-        ) / 1000,
+        )
+        / 1000,
     }
 
 
@@ -129,8 +130,15 @@ class ProducerOptions:
         take = options.pop
         name = take("producer_name", None)
         initial = take("initial_sequence_id", None)
+        # ``compression`` is the name the other two packages use; ``compression_type`` the Pulsar clients' one.
+        alias = take("compression", None)
+        chosen = take("compression_type", None)
+        if alias is not None and chosen is not None:
+            raise ValueError("give compression or compression_type, not both")
+        option = "compression" if alias is not None else "compression_type"
+        given = alias if alias is not None else chosen
         compression_name, compression = _choice_ignoring_case(
-            "compression_type", take("compression_type", "NONE"), COMPRESSION_TYPES
+            option, "NONE" if given is None else given, COMPRESSION_TYPES
         )
         router = take("message_router", None)
         if router is not None and not callable(router):
@@ -140,9 +148,9 @@ class ProducerOptions:
         initial_subscription = take("initial_subscription_name", None)
         built = cls(
             producer_name=None if name is None else check_str("producer_name", name),
-            initial_sequence_id=None if initial is None else check_int_range(
-                "initial_sequence_id", initial, -1, 2**63 - 1
-            ),
+            initial_sequence_id=None
+            if initial is None
+            else check_int_range("initial_sequence_id", initial, -1, 2**63 - 1),
             send_timeout=check_non_negative("send_timeout_ms", take("send_timeout_ms", 30_000)) / 1000,
             compression=compression,
             compression_type=compression_name,
@@ -155,16 +163,19 @@ class ProducerOptions:
                 "batching_max_messages", take("batching_max_messages", 1000), 1, _INT32_MAX
             ),
             batching_max_allowed_size_in_bytes=check_int_range(
-                "batching_max_allowed_size_in_bytes", take("batching_max_allowed_size_in_bytes", 128 * 1024), 1,
+                "batching_max_allowed_size_in_bytes",
+                take("batching_max_allowed_size_in_bytes", 128 * 1024),
+                1,
                 _INT32_MAX,
             ),
             batching_max_publish_delay=check_non_negative(
                 "batching_max_publish_delay_ms", take("batching_max_publish_delay_ms", 10)
-            ) / 1000,
+            )
+            / 1000,
             chunking_enabled=check_bool("chunking_enabled", take("chunking_enabled", False)),
-            chunk_max_message_size=None if chunk_size is None else check_int_range(
-                "chunk_max_message_size", chunk_size, 1, _INT32_MAX
-            ),
+            chunk_max_message_size=None
+            if chunk_size is None
+            else check_int_range("chunk_max_message_size", chunk_size, 1, _INT32_MAX),
             hashing_scheme=check_choice("hashing_scheme", take("hashing_scheme", "java_string_hash"), HASHING_SCHEMES),
             message_routing_mode=check_choice(
                 "message_routing_mode", take("message_routing_mode", "round_robin"), ROUTING_MODES
@@ -172,12 +183,11 @@ class ProducerOptions:
             message_router=router,
             access_mode=_choice_ignoring_case("access_mode", access_name, ACCESS_MODES)[1],
             properties=_string_map("properties", take("properties", None)),
-            key_based_batching=check_choice(
-                "batcher_builder", take("batcher_builder", "default"), BATCHER_BUILDERS
-            ) == "key_based",
-            initial_subscription_name=None if initial_subscription is None else check_str(
-                "initial_subscription_name", initial_subscription
-            ),
+            key_based_batching=check_choice("batcher_builder", take("batcher_builder", "default"), BATCHER_BUILDERS)
+            == "key_based",
+            initial_subscription_name=None
+            if initial_subscription is None
+            else check_str("initial_subscription_name", initial_subscription),
             **_partition_updates(take),
         )
         _unexpected("producer", options)
@@ -249,13 +259,15 @@ class ConsumerOptions:
             ack_group_max_size=check_int_range("ack_group_max_size", take("ack_group_max_size", 1000), 1, 1 << 20),
             negative_ack_redelivery_delay=check_non_negative(
                 "negative_ack_redelivery_delay_ms", take("negative_ack_redelivery_delay_ms", 60_000)
-            ) / 1000,
+            )
+            / 1000,
             read_compacted=check_bool("read_compacted", take("read_compacted", False)),
             properties=_string_map("properties", take("properties", None)),
             subscription_properties=_string_map("subscription_properties", take("subscription_properties", None)),
             priority_level=None if priority is None else check_int_range("priority_level", priority, 0, _INT32_MAX),
-            key_shared_mode=_choice_ignoring_case("key_shared_mode", take("key_shared_mode", "auto_split"),
-                                                  KEY_SHARED_MODES)[1],
+            key_shared_mode=_choice_ignoring_case(
+                "key_shared_mode", take("key_shared_mode", "auto_split"), KEY_SHARED_MODES
+            )[1],
             replicate_subscription_state=check_bool(
                 "replicate_subscription_state", take("replicate_subscription_state", False)
             ),
@@ -265,7 +277,8 @@ class ConsumerOptions:
             retry_enable=check_bool("retry_enable", take("retry_enable", False)),
             pattern_auto_discovery_period=check_positive(
                 "pattern_auto_discovery_period_ms", take("pattern_auto_discovery_period_ms", 60_000)
-            ) / 1000,
+            )
+            / 1000,
             **_partition_updates(take),
         )
         _unexpected("consumer", options)

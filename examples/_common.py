@@ -1,0 +1,25 @@
+"""How the examples find their broker: the first argument, MQWIRE_<SYSTEM>_URL, or `python -m brokers status`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def broker_url(system: str) -> str:
+    if len(sys.argv) > 1:
+        return sys.argv[1]
+    from_env = os.environ.get(f"MQWIRE_{system.upper()}_URL")
+    if from_env:
+        return from_env
+    status = subprocess.run([sys.executable, "-m", "brokers", "status"], capture_output=True, text=True)
+    url = json.loads(status.stdout or "{}").get(system)
+    if not url:
+        sys.exit(f"no {system} broker: pass its URL, set MQWIRE_{system.upper()}_URL or run `python -m brokers start`")
+    return str(url)
+
+
+def argument(index: int, default: str) -> str:
+    return sys.argv[index] if len(sys.argv) > index else default
