@@ -97,7 +97,16 @@ class KafkaKind:
             str(log_file),
             mark,
         )
-        format_argv = [*base, STORAGE_TOOL, "format", "-t", _cluster_id(), "-c", str(server_props), "--standalone"]
+        # ``--cluster-id=...`` in one word: a base64url id may begin with "-" and be taken for an option.
+        format_argv = [
+            *base,
+            STORAGE_TOOL,
+            "format",
+            f"--cluster-id={_cluster_id()}",
+            "-c",
+            str(server_props),
+            "--standalone",
+        ]
         return Plan(
             self.name,
             instance,
