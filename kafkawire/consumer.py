@@ -23,8 +23,10 @@ from kafkawire.offsets import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
     OffsetAndMetadata,
+    OffsetAndTimestamp,
     commit_offsets,
     fetch_committed,
+    list_offsets,
 )
 
 if TYPE_CHECKING:
@@ -224,6 +226,31 @@ class Consumer:
     def seek_to_end(self, *tps: TopicPartition | tuple[str, int]) -> None:
         for state in self._states_of(tps):
             self._reposition(state, None, "latest")
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition | tuple[str, int], int]
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the first record at or after the time (ms), or None when there is none."""
+        specs: dict[TopicPartition, int] = {}
+        for tp, timestamp in timestamps.items():
+            if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+                raise ValueError(f"timestamp for {tp} must be non-negative milliseconds, got {timestamp!r}")
+            specs[TopicPartition(*tp)] = timestamp
+        isolation = ISOLATION_LEVELS[self.isolation_level]
+        found = await list_offsets(self.client, specs, isolation_level=isolation)
+        return {tp: None if found[tp].offset < 0 else found[tp] for tp in specs}
+
+    async def seek_to_timestamp(self, timestamp_ms: int, *tps: TopicPartition | tuple[str, int]) -> None:
+        """Continue each partition (default: all assigned) at its first record stamped at or after
+        ``timestamp_ms``; a partition with none continues at its end."""
+        states = self._states_of(tps)
+        found = await self.offsets_for_times({state.tp: timestamp_ms for state in states})
+        for state in states:
+            at = found[state.tp]
+            if at is None:
+                self._reposition(state, None, "latest")
+            else:
+                self._reposition(state, at.offset, None)
 
     def _reposition(self, state: PartitionState, offset: int | None, reset: str | None) -> None:
         state.generation += 1
