@@ -169,6 +169,21 @@ class Client:
         self._check_open()
         return await self._pool.get(node.address)
 
+    async def dedicated_connection(self, node: BrokerNode) -> KafkaConnection:
+        """A connection to ``node`` of the caller's own, outside the pool; the caller closes it.
+
+        For requests the broker may hold for long (JoinGroup waits for the whole rebalance): a broker
+        answers one request per connection at a time, so they must not share one with fetches.
+        """
+        self._check_open()
+        return await KafkaConnection.open(
+            node.address,
+            client_id=self.client_id,
+            ssl=self._ssl,
+            connect_timeout=self.connect_timeout,
+            request_timeout=self.request_timeout,
+        )
+
     def discard(self, connection: KafkaConnection, error: BaseException | None = None) -> None:
         """Drop a connection after it failed, so that the next request opens a fresh one.
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from common.errors import ClosedError, ConfigurationError, MqwireError
 from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
+from kafkawire.group.assignors import ASSIGNORS, Assignor
+from kafkawire.group.membership import GroupMembership
+from kafkawire.group.metadata import GroupMetadata
 from kafkawire.message import Message
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import (
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STARTS = ("earliest", "latest")
+GROUP_PROTOCOLS = ("classic", "consumer")
+PartitionsCallback = Callable[[set[TopicPartition]], Awaitable[None]]
 ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 INT32_MAX = 2**31 - 1
 
@@ -61,6 +66,14 @@ class Consumer:
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: float = 5_000,
         check_crcs: bool = True,
+        group_protocol: str = "classic",
+        partition_assignment_strategy: str | Sequence[str] = ("range", "roundrobin"),
+        session_timeout_ms: int = 45_000,
+        heartbeat_interval_ms: int = 3_000,
+        max_poll_interval_ms: int = 300_000,
+        group_instance_id: str | None = None,
+        on_assigned: PartitionsCallback | None = None,
+        on_revoked: PartitionsCallback | None = None,
     ) -> None:
         self.client = client
         self.topics = _topics(topics)
@@ -88,6 +101,32 @@ class Consumer:
             request_timeout=client.request_timeout,
             retry_backoff=client.retry_backoff,
         )
+        self._membership: GroupMembership | None = None
+        if group is not None and self._requested is None:
+            # Subscribed topics and a group: the group's members share the partitions.
+            if check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS) != "classic":
+                raise ConfigurationError(
+                    "group_protocol='consumer' (KIP-848) is not available in this release; use 'classic'"
+                )
+            self._membership = GroupMembership(
+                client,
+                group,
+                self.topics,
+                _assignors(partition_assignment_strategy),
+                session_timeout_ms=check_int_range("session_timeout_ms", session_timeout_ms, 1, INT32_MAX),
+                rebalance_timeout_ms=check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX),
+                heartbeat_interval_ms=check_int_range("heartbeat_interval_ms", heartbeat_interval_ms, 1, INT32_MAX),
+                group_instance_id=_optional_name("group_instance_id", group_instance_id),
+                on_assign=self._assigned,
+                on_revoke=self._revoked,
+            )
+            if heartbeat_interval_ms >= session_timeout_ms:
+                raise ValueError("option heartbeat_interval_ms must be lower than session_timeout_ms")
+        for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked)):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"option {name} must be an async callable taking a set of TopicPartition")
+        self._on_assigned = on_assigned
+        self._on_revoked = on_revoked
         self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
         self._states: dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(client, self._states, self._queue, self._config)
@@ -116,6 +155,12 @@ class Consumer:
         self._started = True
         self.client.adopt(self)
         self.client.track(self.topics)
+        if self._membership is not None:
+            self._fetcher.start()
+            self._membership.start()  # partitions arrive through _assigned once the group has balanced
+            if self.enable_auto_commit:
+                self._auto_commit = asyncio.ensure_future(self._commit_periodically())
+            return
         try:
             assignment = list(self._requested) if self._requested is not None else await self._all_partitions()
             for tp in assignment:
@@ -151,6 +196,8 @@ class Consumer:
             self._auto_commit.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._auto_commit
+        if self._membership is not None:
+            await self._membership.close()  # commits (auto-commit) and gives the partitions up, then leaves
         await self._fetcher.close()
         self._queue.wake_all()
         if self._started:
@@ -294,6 +341,8 @@ class Consumer:
         """Mark ``message`` as processed: the next commit stores ``offset + 1`` for its partition."""
         tp = TopicPartition(message.topic, message.partition)
         if tp not in self._states:
+            if self._membership is not None:
+                return  # the group gave the partition to another member, which reads it from the last commit
             raise ValueError(f"{tp} is not assigned to this consumer")
         current = self._acked.get(tp)
         if current is None or message.offset + 1 > current.offset:
@@ -320,7 +369,14 @@ class Consumer:
         changed = {tp: v for tp, v in offsets.items() if self._committed.get(tp) != v}
         if not changed:
             return
-        await commit_offsets(self.client, self.group, changed)
+        if self._membership is not None and self._membership.member_id:
+            member = self._membership.metadata
+            await commit_offsets(
+                self.client, self.group, changed, generation=member.generation_id, member_id=member.member_id,
+                group_instance_id=member.group_instance_id,
+            )
+        else:
+            await commit_offsets(self.client, self.group, changed)
         self._committed.update(changed)
 
     async def committed(self, tp: TopicPartition | tuple[str, int]) -> int | None:
@@ -339,12 +395,78 @@ class Consumer:
             except MqwireError as exc:
                 log.warning("auto-commit for group %r failed: %s", self.group, exc)
 
+    # ---------------------------------------------------------------------------------- the group
+    def group_metadata(self) -> GroupMetadata:
+        """The group, generation and member id (for a transactional producer's offset commit)."""
+        if self.group is None:
+            raise ConfigurationError("group_metadata needs a consumer created with group=")
+        if self._membership is not None:
+            return self._membership.metadata
+        return GroupMetadata(self.group)
+
+    async def _assigned(self, partitions: set[TopicPartition]) -> None:
+        """The group gave this member ``partitions``: start them where the group committed."""
+        assert self.group is not None
+        wanted = sorted(partitions)
+        for tp in wanted:
+            self._states[tp] = PartitionState(tp, reset=self.start_from)
+        if wanted:
+            committed = await fetch_committed(
+                self.client, self.group, wanted, require_stable=self._config.isolation_level == READ_COMMITTED
+            )
+            for tp, value in committed.items():
+                state = self._states.get(tp)
+                if value is not None and state is not None:
+                    state.position = value.offset
+                    state.reset = None
+                    self._committed[tp] = value
+        self._fetcher.wake()
+        if self._on_assigned is not None:
+            await self._on_assigned(set(partitions))
+
+    async def _revoked(self, partitions: set[TopicPartition]) -> None:
+        """Before a rebalance: commit what was acknowledged, tell the application, forget the partitions."""
+        if self.enable_auto_commit:
+            try:
+                await self._commit({tp: v for tp, v in self._acked.items() if tp in partitions})
+            except MqwireError as exc:
+                log.warning("group %r: commit on revoke failed: %s", self.group, exc)
+        if self._on_revoked is not None:
+            await self._on_revoked(set(partitions))
+        for tp in partitions:
+            self._states.pop(tp, None)
+            self._acked.pop(tp, None)
+            self._queue.drop(tp)
+
+    @property
+    def rebalances(self) -> int:
+        """How many assignments this member has received from its group."""
+        return 0 if self._membership is None else self._membership.rebalances
+
     @property
     def fetches_sent(self) -> int:
         return self._fetcher.fetches_sent
 
     def __repr__(self) -> str:
         return f"Consumer(topics={self.topics!r}, group={self.group!r})"
+
+
+def _assignors(strategy: str | Sequence[str]) -> list[Assignor]:
+    names = [strategy] if isinstance(strategy, str) else list(strategy)
+    if not names:
+        raise ValueError("option partition_assignment_strategy must name at least one assignor")
+    for name in names:
+        if name not in ASSIGNORS:
+            raise ValueError(
+                f"option partition_assignment_strategy: unknown assignor {name!r}; choose from {sorted(ASSIGNORS)}"
+            )
+    return [ASSIGNORS[name] for name in names]
+
+
+def _optional_name(option: str, value: str | None) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise TypeError(f"option {option} must be a non-empty str or None")
+    return value
 
 
 def _topics(topics: str | Iterable[str]) -> list[str]:

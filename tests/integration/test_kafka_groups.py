@@ -1,0 +1,189 @@
+"""kafkawire consumers in consumer groups (classic protocol), alone and together with kafka-python members."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+import kafkawire
+from brokers.endpoints import KafkaBroker
+from kafkawire import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+GROUP_OPTIONS: dict[str, Any] = {
+    "session_timeout_ms": 10_000,
+    "heartbeat_interval_ms": 500,
+    "max_poll_interval_ms": 30_000,
+    "start": "earliest",
+}
+
+
+def unique(label: str) -> str:
+    return f"kw-{label}-{uuid.uuid4().hex[:8]}"
+
+
+async def create_and_fill(url: str, topic: str, partitions: int, count: int) -> None:
+    async with kafkawire.connect(url) as client:
+        async with client.admin() as admin:
+            await admin.create_topic(topic, partitions=partitions)
+        async with client.producer(topic) as producer:
+            for i in range(count):
+                await producer.enqueue(b"%d" % i, key=b"%d" % i)
+            await producer.flush()
+
+
+async def settle(
+    held: collections.abc.Callable[[], list[set[TopicPartition]]], total: int, timeout: float = 60
+) -> None:
+    """Until the members hold every partition between them, each exactly once, none empty-handed."""
+    async with asyncio.timeout(timeout):
+        while True:
+            sets = held()
+            if all(sets) and sum(len(s) for s in sets) == total and len(set().union(*sets)) == total:
+                return
+            await asyncio.sleep(0.2)
+
+
+class PeerMember:
+    """A kafka-python group member in a thread: processes, then commits synchronously after each poll."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, processed: list[int]) -> None:
+        from kafka import KafkaConsumer
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            partition_assignment_strategy=[RangePartitionAssignor],
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+        )
+        self.processed = processed
+        self.stop = threading.Event()
+        self.assignment: set[TopicPartition] = set()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                batches = self.consumer.poll(timeout_ms=200)
+                for records in batches.values():
+                    self.processed.extend(int(r.value) for r in records)
+                if batches:
+                    self.consumer.commit()
+                self.assignment = {TopicPartition(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        finally:
+            self.consumer.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+async def test_a_mixed_range_group_shares_partitions_and_takes_over(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("mixed"), unique("group")
+    count, partitions = 3_000, 6
+    await create_and_fill(kafka_broker.url, topic, partitions, count)
+    processed: list[int] = []
+    async with kafkawire.connect(kafka_broker.url) as client:
+        ours = [
+            client.consumer(topic, group=group, partition_assignment_strategy="range", **GROUP_OPTIONS)
+            for _ in range(2)
+        ]
+        for consumer in ours:
+            await consumer.start()
+        peer = await asyncio.to_thread(PeerMember, kafka_broker.bootstrap_servers, topic, group, processed)
+        try:
+
+            async def work(consumer: kafkawire.Consumer) -> None:
+                while not consumer.closed:
+                    try:
+                        messages = await consumer.getmany(timeout_ms=200)
+                    except kafkawire.ClosedError:
+                        return
+                    for message in messages:
+                        processed.append(int(message.value or b""))
+                        await consumer.ack(message)
+
+            workers = [asyncio.create_task(work(c)) for c in ours]
+            # Three members, six partitions: two each, no partition twice.
+            await settle(lambda: [ours[0].assignment(), ours[1].assignment(), peer.assignment], partitions)
+            # One of ours leaves; the other two take its partitions over.
+            await ours[0].close()
+            await settle(lambda: [ours[1].assignment(), peer.assignment], partitions)
+            async with asyncio.timeout(60):
+                while len(set(processed)) < count:
+                    await asyncio.sleep(0.2)
+            await ours[1].close()
+            await asyncio.gather(*workers)
+        finally:
+            await asyncio.to_thread(peer.close)
+            for consumer in ours:
+                await consumer.close()
+    counts = collections.Counter(processed)
+    assert set(counts) == set(range(count))
+    twice = [value for value, n in counts.items() if n > 1]
+    assert not twice, f"{len(twice)} records processed twice"
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+async def test_members_of_our_own_split_partitions_and_commit_for_the_group(
+    kafka_broker: KafkaBroker, strategy: str
+) -> None:
+    topic, group = unique("own"), unique("group")
+    await create_and_fill(kafka_broker.url, topic, 4, 400)
+    assigned: list[set[TopicPartition]] = []
+    revoked: list[set[TopicPartition]] = []
+
+    async def on_assigned(partitions: set[TopicPartition]) -> None:
+        assigned.append(partitions)
+
+    async def on_revoked(partitions: set[TopicPartition]) -> None:
+        revoked.append(partitions)
+
+    options = dict(GROUP_OPTIONS, partition_assignment_strategy=strategy)
+    async with kafkawire.connect(kafka_broker.url) as client:
+        async with (
+            client.consumer(topic, group=group, on_assigned=on_assigned, on_revoked=on_revoked, **options) as first,
+            client.consumer(topic, group=group, **options) as second,
+        ):
+            await settle(lambda: [first.assignment(), second.assignment()], 4)
+            assert first.group_metadata().generation_id == second.group_metadata().generation_id >= 1
+            assert first.group_metadata().member_id != second.group_metadata().member_id
+            seen: list[int] = []
+            async with asyncio.timeout(60):
+                while len(seen) < 400:
+                    for consumer in (first, second):
+                        for message in await consumer.getmany(timeout_ms=100):
+                            seen.append(int(message.value or b""))
+                            await consumer.ack(message)
+            assert sorted(seen) == list(range(400))
+            await first.commit()
+            await second.commit()
+        assert assigned and assigned[-1] and revoked  # the callbacks ran, closing revoked the last assignment
+        async with client.admin() as admin:
+            committed = await admin.list_consumer_group_offsets(group, [TopicPartition(topic, p) for p in range(4)])
+            ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(4)})
+        assert committed == {tp: ends[tp].offset for tp in committed}
+
+
+def test_group_options_are_checked_at_construction() -> None:
+    client = kafkawire.connect("kafka://127.0.0.1:1")
+    with pytest.raises(ValueError, match="assignor"):
+        client.consumer("t", group="g", partition_assignment_strategy="fair")
+    with pytest.raises(ValueError, match="heartbeat_interval_ms"):
+        client.consumer("t", group="g", session_timeout_ms=1000, heartbeat_interval_ms=1000)
+    with pytest.raises(kafkawire.ConfigurationError, match="KIP-848"):
+        client.consumer("t", group="g", group_protocol="consumer")
+    with pytest.raises(TypeError, match="on_assigned"):
+        client.consumer("t", group="g", on_assigned=42)
