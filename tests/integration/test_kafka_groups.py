@@ -187,3 +187,32 @@ def test_group_options_are_checked_at_construction() -> None:
         client.consumer("t", group="g", group_protocol="consumer")
     with pytest.raises(TypeError, match="on_assigned"):
         client.consumer("t", group="g", on_assigned=42)
+
+
+async def test_static_member_restarting_within_the_session_keeps_its_partitions(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("static"), unique("group")
+    await create_and_fill(kafka_broker.url, topic, 4, 40)
+    options = dict(GROUP_OPTIONS, partition_assignment_strategy="range")
+    async with (
+        kafkawire.connect(kafka_broker.url) as client,
+        client.consumer(topic, group=group, group_instance_id="steady", **options) as steady,
+    ):
+        restarting = client.consumer(topic, group=group, group_instance_id="restarting", **options)
+        await restarting.start()
+        await settle(lambda: [steady.assignment(), restarting.assignment()], 4)
+        before = restarting.assignment()
+        generation = steady.group_metadata().generation_id
+        rebalances = steady.rebalances
+        # A static member closes without LeaveGroup; back within the session timeout, it is the same member.
+        await restarting.close()
+        again = client.consumer(topic, group=group, group_instance_id="restarting", **options)
+        await again.start()
+        try:
+            async with asyncio.timeout(30):
+                while again.assignment() != before:
+                    await asyncio.sleep(0.2)
+            await asyncio.sleep(2)  # a few heartbeats: no rebalance follows either
+            assert steady.group_metadata().generation_id == generation
+            assert steady.rebalances == rebalances
+        finally:
+            await again.close()
