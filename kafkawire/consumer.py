@@ -18,6 +18,7 @@ from common.errors import ClosedError, ConfigurationError, MqwireError
 from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
 from kafkawire.group.assignors import ASSIGNORS, Assignor
+from kafkawire.group.heartbeat_membership import HeartbeatMembership
 from kafkawire.group.membership import GroupMembership
 from kafkawire.group.metadata import GroupMetadata
 from kafkawire.message import Message
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 
 STARTS = ("earliest", "latest")
 GROUP_PROTOCOLS = ("classic", "consumer")
+REMOTE_ASSIGNORS = ("uniform", "range")
 PartitionsCallback = Callable[[set[TopicPartition]], Awaitable[None]]
 ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 INT32_MAX = 2**31 - 1
@@ -72,6 +74,7 @@ class Consumer:
         heartbeat_interval_ms: int = 3_000,
         max_poll_interval_ms: int = 300_000,
         group_instance_id: str | None = None,
+        group_remote_assignor: str | None = None,
         on_assigned: PartitionsCallback | None = None,
         on_revoked: PartitionsCallback | None = None,
     ) -> None:
@@ -101,27 +104,43 @@ class Consumer:
             request_timeout=client.request_timeout,
             retry_backoff=client.retry_backoff,
         )
-        self._membership: GroupMembership | None = None
+        self._membership: GroupMembership | HeartbeatMembership | None = None
         if group is not None and self._requested is None:
             # Subscribed topics and a group: the group's members share the partitions.
-            if check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS) != "classic":
-                raise ConfigurationError(
-                    "group_protocol='consumer' (KIP-848) is not available in this release; use 'classic'"
+            protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
+            rebalance_timeout_ms = check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+            instance_id = _optional_name("group_instance_id", group_instance_id)
+            if protocol == "consumer":
+                # KIP-848: the broker assigns; the member heartbeats and follows.
+                if group_remote_assignor is not None and group_remote_assignor not in REMOTE_ASSIGNORS:
+                    raise ValueError(f"option group_remote_assignor must be one of {REMOTE_ASSIGNORS} or None")
+                self._membership = HeartbeatMembership(
+                    client,
+                    group,
+                    self.topics,
+                    remote_assignor=group_remote_assignor,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    group_instance_id=instance_id,
+                    on_assign=self._assigned,
+                    on_revoke=self._revoked,
                 )
-            self._membership = GroupMembership(
-                client,
-                group,
-                self.topics,
-                _assignors(partition_assignment_strategy),
-                session_timeout_ms=check_int_range("session_timeout_ms", session_timeout_ms, 1, INT32_MAX),
-                rebalance_timeout_ms=check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX),
-                heartbeat_interval_ms=check_int_range("heartbeat_interval_ms", heartbeat_interval_ms, 1, INT32_MAX),
-                group_instance_id=_optional_name("group_instance_id", group_instance_id),
-                on_assign=self._assigned,
-                on_revoke=self._revoked,
-            )
-            if heartbeat_interval_ms >= session_timeout_ms:
-                raise ValueError("option heartbeat_interval_ms must be lower than session_timeout_ms")
+            else:
+                if heartbeat_interval_ms >= session_timeout_ms:
+                    raise ValueError("option heartbeat_interval_ms must be lower than session_timeout_ms")
+                self._membership = GroupMembership(
+                    client,
+                    group,
+                    self.topics,
+                    _assignors(partition_assignment_strategy),
+                    session_timeout_ms=check_int_range("session_timeout_ms", session_timeout_ms, 1, INT32_MAX),
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    heartbeat_interval_ms=check_int_range(
+                        "heartbeat_interval_ms", heartbeat_interval_ms, 1, INT32_MAX
+                    ),
+                    group_instance_id=instance_id,
+                    on_assign=self._assigned,
+                    on_revoke=self._revoked,
+                )
         for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked)):
             if callback is not None and not callable(callback):
                 raise TypeError(f"option {name} must be an async callable taking a set of TopicPartition")

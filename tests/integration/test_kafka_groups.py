@@ -183,8 +183,10 @@ def test_group_options_are_checked_at_construction() -> None:
         client.consumer("t", group="g", partition_assignment_strategy="fair")
     with pytest.raises(ValueError, match="heartbeat_interval_ms"):
         client.consumer("t", group="g", session_timeout_ms=1000, heartbeat_interval_ms=1000)
-    with pytest.raises(kafkawire.ConfigurationError, match="KIP-848"):
-        client.consumer("t", group="g", group_protocol="consumer")
+    with pytest.raises(ValueError, match="group_protocol"):
+        client.consumer("t", group="g", group_protocol="eager")
+    with pytest.raises(ValueError, match="group_remote_assignor"):
+        client.consumer("t", group="g", group_protocol="consumer", group_remote_assignor="sticky")
     with pytest.raises(TypeError, match="on_assigned"):
         client.consumer("t", group="g", on_assigned=42)
 
@@ -216,3 +218,47 @@ async def test_static_member_restarting_within_the_session_keeps_its_partitions(
             assert steady.rebalances == rebalances
         finally:
             await again.close()
+
+
+async def test_a_kip848_group_balances_and_rebalances(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("kip848"), unique("group")
+    count, partitions = 600, 6
+    await create_and_fill(kafka_broker.url, topic, partitions, count)
+    options: dict[str, Any] = {"group_protocol": "consumer", "start": "earliest", "max_poll_interval_ms": 30_000}
+    processed: list[int] = []
+    revoked: list[set[TopicPartition]] = []
+
+    async def on_revoked(partitions: set[TopicPartition]) -> None:
+        revoked.append(partitions)
+
+    async with kafkawire.connect(kafka_broker.url) as client:
+        members = [client.consumer(topic, group=group, on_revoked=on_revoked, **options) for _ in range(3)]
+        for member in members:
+            await member.start()
+
+        async def work(consumer: kafkawire.Consumer) -> None:
+            while not consumer.closed:
+                try:
+                    messages = await consumer.getmany(timeout_ms=200)
+                except kafkawire.ClosedError:
+                    return
+                for message in messages:
+                    processed.append(int(message.value or b""))
+                    await consumer.ack(message)
+
+        workers = [asyncio.create_task(work(m)) for m in members]
+        try:
+            await settle(lambda: [m.assignment() for m in members], partitions)
+            assert len({m.group_metadata().member_id for m in members}) == 3
+            assert all(m.group_metadata().generation_id > 0 for m in members)  # the member epoch
+            await members[0].close()
+            await settle(lambda: [m.assignment() for m in members[1:]], partitions)
+            async with asyncio.timeout(60):
+                while len(set(processed)) < count:
+                    await asyncio.sleep(0.2)
+        finally:
+            for member in members:
+                await member.close()
+            await asyncio.gather(*workers)
+    assert set(processed) == set(range(count))
+    assert revoked  # partitions moved incrementally when the member left, and on close

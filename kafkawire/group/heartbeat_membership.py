@@ -1,0 +1,213 @@
+"""Membership in a consumer group on the KIP-848 protocol (``group_protocol="consumer"``, Kafka 4.x).
+
+One request does it all: ConsumerGroupHeartbeat carries the subscription on joining, and every answer
+may carry the member's new target assignment, computed by the broker. Rebalances are incremental: the
+member gives up only the partitions it lost, takes the new ones, and acknowledges by sending what it now
+owns with its next heartbeat (sent at once rather than after the interval).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from common.policy import Backoff
+from kafkawire import errors
+from kafkawire.group.membership import PartitionsCallback
+from kafkawire.group.metadata import GroupMetadata
+from kafkawire.metadata import TopicPartition
+from kafkawire.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupTopicPartitions
+
+if TYPE_CHECKING:
+    from kafkawire.client import Client
+    from kafkawire.connection import KafkaConnection
+
+log = logging.getLogger(__name__)
+
+CONSUMER_GROUP_HEARTBEAT_KEY = 68
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+CLIENT_MEMBER_ID_MIN_VERSION = 1  # from v1 the member names itself
+
+
+def new_member_id() -> str:
+    """A Kafka-style UUID string (URL-safe base64 of 16 random bytes, no padding)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class HeartbeatMembership:
+    def __init__(
+        self,
+        client: Client,
+        group: str,
+        topics: Sequence[str],
+        *,
+        remote_assignor: str | None,
+        rebalance_timeout_ms: int,
+        group_instance_id: str | None,
+        on_assign: PartitionsCallback,
+        on_revoke: PartitionsCallback,
+    ) -> None:
+        self.client = client
+        self.group = group
+        self.topics = list(topics)
+        self.remote_assignor = remote_assignor
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.group_instance_id = group_instance_id
+        self._on_assign = on_assign
+        self._on_revoke = on_revoke
+        self.member_id = ""
+        self.epoch = 0
+        self.assignment: set[TopicPartition] = set()
+        self.rebalances = 0
+        self.failure: BaseException | None = None
+        self._interval = 3.0
+        self._joining = True  # send the full subscription (first heartbeat, or after being fenced)
+        self._report_owned = True
+        self._connection: KafkaConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def metadata(self) -> GroupMetadata:
+        return GroupMetadata(self.group, self.epoch, self.member_id, self.group_instance_id)
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        try:
+            if self.assignment:
+                revoked, self.assignment = self.assignment, set()
+                await self._on_revoke(revoked)
+            if self.member_id and self.epoch > 0:
+                epoch = STATIC_LEAVE_EPOCH if self.group_instance_id is not None else LEAVE_EPOCH
+                await self._request(self._body(epoch))
+        except MqwireError as exc:
+            log.info("group %r: leaving failed: %s", self.group, exc)
+        finally:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    # ---------------------------------------------------------------------------------- the loop
+    async def _run(self) -> None:
+        backoff = Backoff(initial=0.1, maximum=2.0)
+        while not self._closing:
+            try:
+                changed = await self._beat()
+                backoff.reset()
+                if not changed:
+                    await asyncio.sleep(self._interval)
+            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError) as exc:
+                log.info("group %r: coordinator trouble (%s); finding it again", self.group, exc)
+                self.client.forget_coordinator(self.group)
+                if self._connection is not None:
+                    self._connection.close()
+                    self._connection = None
+                await asyncio.sleep(backoff.next_delay())
+            except MqwireError as exc:
+                log.error("group %r: giving up: %s", self.group, exc)
+                self.failure = exc
+                return
+
+    async def _coordinator(self) -> KafkaConnection:
+        if self._connection is None or self._connection.closed:
+            node = await self.client.coordinator(self.group)
+            self._connection = await self.client.dedicated_connection(node)
+            if not self.member_id and self._connection.version_for(CONSUMER_GROUP_HEARTBEAT_KEY) >= (
+                CLIENT_MEMBER_ID_MIN_VERSION
+            ):
+                self.member_id = new_member_id()
+        return self._connection
+
+    async def _request(self, body: Any) -> Any:
+        connection = await self._coordinator()
+        return await connection.request(body)
+
+    def _body(self, epoch: int) -> ConsumerGroupHeartbeatRequest:
+        joining = self._joining
+        owned: list[ConsumerGroupTopicPartitions] | None = None
+        if joining or self._report_owned:
+            owned = []
+            by_topic: dict[str, list[int]] = {}
+            for tp in sorted(self.assignment):
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            for topic, partitions in by_topic.items():
+                topic_id = self.client.metadata.topic_id(topic)
+                if topic_id is not None:
+                    owned.append(ConsumerGroupTopicPartitions(topic_id=topic_id, partitions=partitions))
+        return ConsumerGroupHeartbeatRequest(
+            group_id=self.group,
+            member_id=self.member_id,
+            member_epoch=epoch,
+            instance_id=self.group_instance_id,
+            rebalance_timeout_ms=self.rebalance_timeout_ms if joining else -1,
+            subscribed_topic_names=self.topics if joining else None,
+            server_assignor=self.remote_assignor if joining else None,
+            topic_partitions=owned,
+        )
+
+    async def _beat(self) -> bool:
+        """One heartbeat; True when the assignment changed (the next one then goes at once)."""
+        await self._coordinator()  # names the member before the body is built
+        reply = await self._request(self._body(0 if self._joining else self.epoch))
+        self._report_owned = False
+        if reply.error_code:
+            error = errors.error_for(reply.error_code, reply.error_message or f"heartbeat of group {self.group!r}")
+            if isinstance(error, errors.UnknownMemberIdError | errors.FencedMemberEpochError):
+                # Fenced: the partitions are already someone else's; join again from scratch.
+                lost, self.assignment = self.assignment, set()
+                if lost:
+                    await self._on_revoke(lost)
+                self.epoch = 0
+                self._joining = True
+                log.info("group %r: %s; joining again", self.group, error)
+                return True
+            raise error
+        self._joining = False
+        if reply.member_id:
+            self.member_id = reply.member_id
+        self.epoch = reply.member_epoch
+        if reply.heartbeat_interval_ms > 0:
+            self._interval = reply.heartbeat_interval_ms / 1000
+        if reply.assignment is None:
+            return False
+        target = await self._partitions(reply.assignment.topic_partitions)
+        revoked = self.assignment - target
+        added = target - self.assignment
+        if revoked:
+            self.assignment -= revoked
+            await self._on_revoke(revoked)
+        if added:
+            self.assignment |= added
+            await self._on_assign(added)
+        self.rebalances += 1
+        self._report_owned = True
+        log.info("group %r: epoch %d, %d partitions", self.group, self.epoch, len(self.assignment))
+        return True
+
+    async def _partitions(self, assigned: Sequence[ConsumerGroupTopicPartitions]) -> set[TopicPartition]:
+        names = self.client.metadata.topic_names
+        if any(item.topic_id not in names for item in assigned):
+            await self.client.refresh_metadata(self.topics)
+            names = self.client.metadata.topic_names
+        result: set[TopicPartition] = set()
+        for item in assigned:
+            name = names.get(item.topic_id)
+            if name is None:
+                log.warning("group %r: assigned a topic id %s the metadata does not know", self.group, item.topic_id)
+                continue
+            result.update(TopicPartition(name, p) for p in item.partitions)
+        return result
