@@ -158,7 +158,9 @@ class Accumulator:
         max_request_size: int,
         clock: Callable[[], float] | None = None,
         on_ready: Callable[[], None] = lambda: None,
+        transactional: bool = False,
     ) -> None:
+        self.transactional = transactional
         self.batch_size = batch_size
         self.linger = linger
         self.compression = compression
@@ -219,7 +221,7 @@ class Accumulator:
         capacity = max(self.batch_size, HEADER_SIZE + estimate_record_size(key, value, headers))
         batch = ProducerBatch(
             TopicPartition(topic, partition),
-            BatchBuilder(compression=self.compression, max_size=capacity),
+            BatchBuilder(compression=self.compression, max_size=capacity, transactional=self.transactional),
             now,
             now + self.delivery_timeout,
         )

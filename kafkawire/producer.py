@@ -8,20 +8,24 @@ aiokafka and are checked here, when the producer is built.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from common.errors import ClosedError
+from common.errors import ClosedError, ConfigurationError
 from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, estimate_record_size
 from kafkawire.message import RecordMetadata
+from kafkawire.metadata import TopicPartition
+from kafkawire.offsets import OffsetAndMetadata
 from kafkawire.partitioner import StickyPartitioner, partition_for_key
 from kafkawire.protocol.records import HEADER_SIZE
 from kafkawire.sender import Sender, SenderConfig
+from kafkawire.transaction import GroupMetadataLike, TransactionManager
 from kafkawire.waker import Waker
 
 if TYPE_CHECKING:
@@ -72,6 +76,8 @@ class Producer:
         max_buffer_size: int | None = None,
         max_block_ms: float = 60_000,
         partitioner: Partitioner | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
     ) -> None:
         if topic is not None and (not isinstance(topic, str) or not topic):
             raise TypeError("topic must be a non-empty str or None")
@@ -94,6 +100,14 @@ class Producer:
         max_in_flight = check_int_range(
             "max_in_flight_requests_per_connection", max_in_flight_requests_per_connection, 1, INT32_MAX
         )
+        if transactional_id is not None:
+            if not isinstance(transactional_id, str) or not transactional_id:
+                raise TypeError("option transactional_id must be a non-empty str or None")
+            if enable_idempotence is False:
+                raise ValueError("option transactional_id needs enable_idempotence (leave it unset or True)")
+            enable_idempotence = True
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = check_int_range("transaction_timeout_ms", transaction_timeout_ms, 1, INT32_MAX)
         self.idempotent = self._idempotence(enable_idempotence, max_in_flight)
         if max_buffer_size is not None:
             buffer_memory = max_buffer_size
@@ -114,6 +128,7 @@ class Producer:
             delivery_timeout=delivery_timeout,
             max_request_size=self.max_request_size,
             on_ready=waker.wake,
+            transactional=transactional_id is not None,
         )
         self._sender = Sender(
             client,
@@ -126,9 +141,18 @@ class Producer:
                 retry_backoff_max=retry_backoff_max,
                 max_in_flight=max_in_flight,
                 idempotent=self.idempotent,
+                transactional_id=transactional_id,
+                transaction_timeout_ms=self.transaction_timeout_ms,
             ),
             waker,
         )
+        self._transaction: TransactionManager | None = None
+        if transactional_id is not None:
+            assert self._sender.idempotence is not None
+            self._transaction = TransactionManager(
+                client, transactional_id, self.transaction_timeout_ms, self._sender.idempotence, waker.wake
+            )
+            self._sender.transaction = self._transaction
         # topic -> (metadata version, partition ids, partitions with a leader)
         self._topics: dict[str, tuple[int, list[int], list[int]]] = {}
         self._tracked: set[str] = set()
@@ -253,6 +277,8 @@ class Producer:
         fatal = self._sender.fatal_error
         if fatal is not None:
             raise fatal
+        if self._transaction is not None:
+            self._transaction.check_send()
         if topic is None:
             topic = self.topic if self.topic is not None else self._topic(None)
         elif type(topic) is not str or not topic:
@@ -319,6 +345,72 @@ class Producer:
             # A batch is complete: let the sender ship it now, even if the caller never awaits anything else.
             await asyncio.sleep(0)
         return future
+
+    # ---------------------------------------------------------------------------------- transactions
+    def _transactional(self) -> TransactionManager:
+        if self._transaction is None:
+            raise ConfigurationError("transactions need a producer created with transactional_id=")
+        return self._transaction
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: what is sent until commit or abort becomes visible all at once, or never."""
+        self._ensure_started()
+        self._transactional().begin()
+
+    async def commit_transaction(self) -> None:
+        """Send everything buffered, then make the transaction's records (and offsets) visible."""
+        await self._end(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Send everything buffered, then mark the transaction aborted: read_committed consumers skip it."""
+        await self._end(commit=False)
+
+    async def _end(self, commit: bool) -> None:
+        transaction = self._transactional()
+        await self._producer_id_ready()
+
+        async def flush() -> None:
+            await self._accumulator.flush(None)
+            if self._sender.fatal_error is not None:
+                raise self._sender.fatal_error
+
+        await transaction.end(commit, flush)
+
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata], group: str | GroupMetadataLike
+    ) -> None:
+        """Commit consumer offsets inside the transaction: they count only if it commits.
+
+        ``group`` is a group id, or better ``consumer.group_metadata()`` so that a member that lost its
+        partitions in a rebalance cannot commit for them.
+        """
+        transaction = self._transactional()
+        await self._producer_id_ready()
+        await transaction.send_offsets({TopicPartition(*tp): v for tp, v in offsets.items()}, group)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """``async with producer.transaction():`` commits when the block ends, aborts when it raises."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException:
+            if self._transactional().error is None:
+                await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+    async def _producer_id_ready(self) -> None:
+        state = self._sender.idempotence
+        assert state is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_block
+        while not state.ready:
+            if self._sender.fatal_error is not None:
+                raise self._sender.fatal_error
+            if loop.time() > deadline:
+                raise errors.CoordinatorNotAvailableError("no producer id from the transaction coordinator in time")
+            await asyncio.sleep(0.01)
 
     def _topic(self, topic: str | None) -> str:
         if topic is None:

@@ -38,6 +38,7 @@ from kafkawire.waker import Waker
 
 if TYPE_CHECKING:
     from kafkawire.client import Client
+    from kafkawire.transaction import TransactionManager
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class SenderConfig:
     max_in_flight: int
     idempotent: bool
     transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
 
 
 class IdempotenceState:
@@ -104,6 +106,8 @@ class Sender:
         # The accumulator's on_ready must call this waker's wake.
         self.waker = waker or Waker()
         self.idempotence = IdempotenceState() if config.idempotent else None
+        # Set by a transactional producer: batches wait until their partition is in the transaction.
+        self.transaction: TransactionManager | None = None
         self._node_in_flight: dict[int, int] = {}
         self._partition_in_flight: dict[TopicPartition, int] = {}
         self._requests: set[asyncio.Task[None]] = set()
@@ -177,6 +181,8 @@ class Sender:
 
     def _stop_with(self, error: MqwireError) -> None:
         self.fatal_error = error
+        if self.transaction is not None and self.transaction.error is None:
+            self.transaction.fail(error)
         self.accumulator.abort_all(error)
 
     def _send_ready(self, now: float) -> float | None:
@@ -202,6 +208,8 @@ class Sender:
         return next_time
 
     def _partition_ready(self, tp: TopicPartition, batch: ProducerBatch) -> bool:
+        if self.transaction is not None and not self.transaction.partition_ready(tp):
+            return False
         in_flight = self._partition_in_flight.get(tp, 0)
         if in_flight == 0:
             return True
@@ -389,19 +397,27 @@ class Sender:
         """Get a producer id (again); False after a retriable failure. Batches get numbered afresh."""
         state = self.idempotence
         assert state is not None
+        transactional_id = self.config.transactional_id
         body = InitProducerIdRequest(
-            transactional_id=self.config.transactional_id,
-            transaction_timeout_ms=60_000,
+            transactional_id=transactional_id, transaction_timeout_ms=self.config.transaction_timeout_ms
         )
         try:
-            response = await self.client.request_any(body)
+            if transactional_id is None:
+                response = await self.client.request_any(body)
+            else:
+                # A transactional id belongs to its transaction coordinator, which also fences older holders.
+                response = await self.client.request_coordinator(transactional_id, body, key_type=1)
             if response.error_code:
                 raise errors.error_for(response.error_code, "InitProducerId")
         except MqwireError as exc:
             if exc.retriable:
                 log.debug("InitProducerId failed (%s); retrying", exc)
+                if transactional_id is not None and getattr(exc, "refresh_coordinator", False):
+                    self.client.forget_coordinator(transactional_id, 1)
                 return False
             log.error("the producer cannot get a producer id: %s", exc)
+            if self.transaction is not None:
+                self.transaction.fail(exc)
             self._stop_with(exc)
             return False
         state.restart(response.producer_id, response.producer_epoch)
