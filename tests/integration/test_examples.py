@@ -35,6 +35,10 @@ def test_kafka_examples(kafka_broker: KafkaBroker) -> None:
     assert "processed 10 records" in run("kafka_group_consumer.py", kafka_broker.url, topic, group)
     # The group committed: a second run finds nothing new.
     assert "processed 0 records" in run("kafka_group_consumer.py", kafka_broker.url, topic, group)
+    destination = f"{topic}-upper"
+    moved = run("kafka_transactional.py", kafka_broker.url, topic, destination)
+    assert "moved 10 records" in moved
+    assert run("kafka_consumer.py", kafka_broker.url, destination).count("value=b'ORDER") == 10
 
 
 def test_pulsar_examples(pulsar_broker: PulsarBroker) -> None:
