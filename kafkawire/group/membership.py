@@ -88,6 +88,9 @@ class GroupMembership:
         self._joined = asyncio.Event()
         self._closing = False
         self.failure: BaseException | None = None
+        # Java's rule: cooperative rebalancing only when every configured assignor supports it.
+        self.cooperative = all(assignor.cooperative for assignor in self.assignors)
+        self._lost = False
 
     @property
     def metadata(self) -> GroupMetadata:
@@ -172,8 +175,12 @@ class GroupMembership:
                 raise error  # another member holds this group_instance_id: not ours to take back
             self.member_id = ""
             self.generation = -1
+            self._lost = True
             raise Rejoin(str(error))
-        if isinstance(error, errors.RebalanceInProgressError | errors.IllegalGenerationError):
+        if isinstance(error, errors.IllegalGenerationError):
+            self._lost = True  # the group moved on without this member: what it held is no longer its own
+            raise Rejoin(str(error))
+        if isinstance(error, errors.RebalanceInProgressError):
             raise Rejoin(str(error))
         if error.refresh_coordinator:
             self._drop_connection(error)
@@ -181,9 +188,14 @@ class GroupMembership:
 
     # ---------------------------------------------------------------------------------- rebalancing
     async def _join_and_sync(self) -> None:
-        if self.assignment:
-            await self._revoke_all()
-        subscription = encode_subscription(Subscription(self.topics))
+        if self.assignment and (not self.cooperative or self._lost):
+            await self._revoke_all()  # eager: everything is given up before joining (and lost is lost)
+        self._lost = False
+        # Cooperative members tell the leader what they own (and since which generation).
+        owned = sorted(self.assignment) if self.cooperative else []
+        subscription = encode_subscription(
+            Subscription(self.topics, None, owned, self.generation), version=2 if self.cooperative else 1
+        )
         while True:
             request = JoinGroupRequest(
                 group_id=self.group,
@@ -219,14 +231,21 @@ class GroupMembership:
         )
         self._check(synced.error_code, "SyncGroup")
         assignment = decode_assignment(synced.assignment)
-        self.assignment = {tp for tp in assignment.partitions if tp.topic in self.topics}
+        target = {tp for tp in assignment.partitions if tp.topic in self.topics}
+        revoked, added = self.assignment - target, target - self.assignment
+        self.assignment = target
         self.rebalances += 1
         log.info(
             "group %r: generation %d, member %s, %d partitions", self.group, self.generation, self.member_id,
             len(self.assignment),
         )
-        await self._on_assign(set(self.assignment))
+        if revoked:
+            await self._on_revoke(revoked)
+        await self._on_assign(added)
         self._joined.set()
+        if revoked and self.cooperative:
+            # KIP-429: partitions given up go to their new owners in the rebalance that follows at once.
+            raise Rejoin(f"gave up {len(revoked)} partitions for others")
 
     async def _lead(self, protocol: str, members: Sequence[Any]) -> list[SyncGroupRequestAssignment]:
         assignor = next((a for a in self.assignors if a.name == protocol), None)

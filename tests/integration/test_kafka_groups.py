@@ -262,3 +262,33 @@ async def test_a_kip848_group_balances_and_rebalances(kafka_broker: KafkaBroker)
             await asyncio.gather(*workers)
     assert set(processed) == set(range(count))
     assert revoked  # partitions moved incrementally when the member left, and on close
+
+
+async def test_cooperative_sticky_keeps_partitions_where_they_were(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("coop"), unique("group")
+    await create_and_fill(kafka_broker.url, topic, 6, 60)
+    options = dict(GROUP_OPTIONS, partition_assignment_strategy="cooperative-sticky")
+    revoked: list[set[TopicPartition]] = []
+
+    async def on_revoked(partitions: set[TopicPartition]) -> None:
+        revoked.append(partitions)
+
+    async with (
+        kafkawire.connect(kafka_broker.url) as client,
+        client.consumer(topic, group=group, on_revoked=on_revoked, **options) as first,
+    ):
+        await settle(lambda: [first.assignment()], 6)
+        before = first.assignment()
+        async with client.consumer(topic, group=group, **options) as second:
+            await settle(lambda: [first.assignment(), second.assignment()], 6)
+            kept = first.assignment()
+            # The first member gave up only what moved to the second, and kept the rest all along.
+            assert len(kept) == 3 and len(second.assignment()) == 3
+            assert kept <= before
+            assert set().union(*revoked) == before - kept
+            got: list[int] = []
+            async with asyncio.timeout(30):
+                while len(got) < 60:
+                    for consumer in (first, second):
+                        got.extend(int(m.value or b"") for m in await consumer.getmany(timeout_ms=100))
+            assert sorted(got) == list(range(60))

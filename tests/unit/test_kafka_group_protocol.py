@@ -11,7 +11,7 @@ from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment as P
 from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription as PeerSubscription
 
 from common.errors import ProtocolError
-from kafkawire.group.assignors import RangeAssignor, RoundRobinAssignor
+from kafkawire.group.assignors import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor
 from kafkawire.group.protocol import (
     Assignment,
     Subscription,
@@ -89,10 +89,33 @@ def test_roundrobin_deals_in_turn_and_skips_members_not_subscribed() -> None:
 )
 def test_every_partition_goes_to_exactly_one_member(counts: dict[str, int], members: list[str]) -> None:
     subscriptions = {m: Subscription(sorted(counts)) for m in members}
-    for assignor in (RangeAssignor(), RoundRobinAssignor()):
+    for assignor in (RangeAssignor(), RoundRobinAssignor(), CooperativeStickyAssignor()):
         plan = assignor.assign(counts, subscriptions)
         given_out = [tp for partitions in plan.values() for tp in partitions]
         assert sorted(given_out) == sorted(TP(t, p) for t, n in counts.items() for p in range(n))
         sizes = [len(p) for p in plan.values()]
-        if assignor.name == "roundrobin":
+        if assignor.name != "range":
             assert max(sizes) - min(sizes) <= 1
+
+
+def owned(topics: list[str], partitions: list[TP], generation: int = 1) -> Subscription:
+    return Subscription(topics, None, partitions, generation)
+
+
+def test_cooperative_sticky_keeps_what_members_own_and_holds_back_what_moves() -> None:
+    from kafkawire.group.assignors import CooperativeStickyAssignor
+
+    assignor = CooperativeStickyAssignor()
+    everything = [TP("t", p) for p in range(6)]
+    # A newcomer joins a member owning all six: three must move, but not in this round.
+    first = assignor.assign({"t": 6}, {"a": owned(["t"], everything), "b": owned(["t"], [])})
+    assert len(first["a"]) == 3 and first["b"] == []
+    # Next round: a gave three up; they go to b, and a keeps its three.
+    second = assignor.assign({"t": 6}, {"a": owned(["t"], first["a"]), "b": owned(["t"], [])})
+    assert second["a"] == first["a"]
+    assert sorted(second["a"] + second["b"]) == everything
+    # A partition claimed twice belongs to the newer generation's claim.
+    contested = assignor.assign(
+        {"t": 2}, {"a": owned(["t"], [TP("t", 0)], 1), "b": owned(["t"], [TP("t", 0), TP("t", 1)], 2)}
+    )
+    assert TP("t", 0) not in contested["a"]
