@@ -103,7 +103,6 @@ def owned(topics: list[str], partitions: list[TP], generation: int = 1) -> Subsc
 
 
 def test_cooperative_sticky_keeps_what_members_own_and_holds_back_what_moves() -> None:
-    from kafkawire.group.assignors import CooperativeStickyAssignor
 
     assignor = CooperativeStickyAssignor()
     everything = [TP("t", p) for p in range(6)]
