@@ -17,6 +17,8 @@ class KafkaBroker:
     url: str
     bootstrap_servers: str
     controller_port: int | None = None
+    # A SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512, unsecured OAUTHBEARER) when the launcher made one.
+    sasl_port: int | None = None
     log_files: tuple[str, ...] = ()
     data_dir: str | None = None
 

@@ -39,16 +39,37 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _server_properties(port: int, controller_port: int, log_dir: Path, share_groups: bool) -> str:
+# The user of the SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512), for tests and demos
+# on loopback only. OAUTHBEARER there takes the broker's unsecured JWTs (any "sub", no signature).
+SASL_USER = "mqwire"
+SASL_PASSWORD = "mqwire-secret"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _server_properties(port: int, controller_port: int, sasl_port: int, log_dir: Path, share_groups: bool) -> str:
+    sasl_listener = f"SASL_PLAINTEXT://{LOOPBACK}:{sasl_port}"
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.bootstrap.servers": f"{LOOPBACK}:{controller_port}",
-        "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+        "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port},{sasl_listener}",
+        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port},{sasl_listener}",
         "inter.broker.listener.name": "PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}="{SASL_PASSWORD}";'
+        ),
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+        ),
         "log.dirs": str(log_dir),
         "num.partitions": "1",
         "auto.create.topics.enable": "true",
@@ -77,14 +98,16 @@ class KafkaKind:
         self.share_groups = share_groups
 
     def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
-        port, controller_port = free_ports(2)
+        port, controller_port, sasl_port = free_ports(3)
         conf = work_dir / "conf"
         logs = work_dir / "logs"
         data = work_dir / "data"
         for folder in (conf, logs, data):
             folder.mkdir(parents=True, exist_ok=True)
         server_props = conf / "server.properties"
-        server_props.write_text(_server_properties(port, controller_port, data, self.share_groups), encoding="utf-8")
+        server_props.write_text(
+            _server_properties(port, controller_port, sasl_port, data, self.share_groups), encoding="utf-8"
+        )
         log_file = logs / "kafka.log"
         log_conf = write_log4j2(conf / "log4j2.properties", log_file, quiet=("org.apache.kafka.raft",))
         mark = marker(self.name, "kafka", instance)
@@ -106,12 +129,18 @@ class KafkaKind:
             "-c",
             str(server_props),
             "--standalone",
+            # SCRAM credentials live in the cluster metadata: written with the first record.
+            *(
+                arg
+                for m in SCRAM_MECHANISMS
+                for arg in ("--add-scram", f"{m}=[name={SASL_USER},password={SASL_PASSWORD}]")
+            ),
         ]
         return Plan(
             self.name,
             instance,
             str(work_dir),
-            {"broker": port, "controller": controller_port},
+            {"broker": port, "controller": controller_port, "sasl": sasl_port},
             [spec],
             {"format_argv": format_argv, "format_log": str(logs / "kafka-format.log")},
         )
@@ -149,6 +178,7 @@ class KafkaKind:
         return KafkaBroker.at(
             plan.ports["broker"],
             controller_port=plan.ports["controller"],
+            sasl_port=plan.ports.get("sasl"),
             log_files=plan.log_files,
             data_dir=plan.work_dir,
         )

@@ -27,6 +27,7 @@ from kafkawire import errors
 from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import BrokerNode, ClusterMetadata
 from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
+from kafkawire.sasl import SaslSettings, TokenProvider
 
 if TYPE_CHECKING:
     from kafkawire.admin import Admin
@@ -61,8 +62,17 @@ class Client:
         retry_backoff_max_ms: int = 1_000,
         allow_auto_create_topics: bool = True,
         ssl_context: _ssl.SSLContext | None = None,
+        sasl_mechanism: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: TokenProvider | None = None,
     ) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
+        self._sasl = (
+            None
+            if sasl_mechanism is None
+            else SaslSettings(sasl_mechanism, sasl_plain_username, sasl_plain_password, sasl_oauth_token_provider)
+        )
         self.client_id = check_str("client_id", client_id)
         self.request_timeout = check_positive("request_timeout_ms", request_timeout_ms) / 1000
         self.connect_timeout = check_positive("connect_timeout_ms", connect_timeout_ms) / 1000
@@ -150,6 +160,7 @@ class Client:
             ssl=self._ssl,
             connect_timeout=self.connect_timeout,
             request_timeout=self.request_timeout,
+            sasl=self._sasl,
         )
         self._opened[address] = connection
         return connection
@@ -182,6 +193,7 @@ class Client:
             ssl=self._ssl,
             connect_timeout=self.connect_timeout,
             request_timeout=self.request_timeout,
+            sasl=self._sasl,
         )
 
     def discard(self, connection: KafkaConnection, error: BaseException | None = None) -> None:

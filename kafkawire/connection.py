@@ -7,7 +7,7 @@ import ssl as _ssl
 from typing import Any
 
 from common.channel import Channel
-from common.errors import ProtocolError, UnsupportedVersionError
+from common.errors import AuthenticationError, ProtocolError, UnsupportedVersionError
 from common.framing import LengthPrefixedSplitter
 from common.transport import Address
 from kafkawire import errors
@@ -19,7 +19,8 @@ from kafkawire.protocol import (
     response_correlation_id,
     supported_versions,
 )
-from kafkawire.protocol.messages import ApiVersionsRequest
+from kafkawire.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from kafkawire.sasl import SaslSettings, mechanism_for
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class KafkaConnection:
         request_timeout: float = 30.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         software_version: str = "0.1.0",
+        sasl: SaslSettings | None = None,
     ) -> KafkaConnection:
         channel: Channel[bytes] = await Channel.open(
             address,
@@ -66,6 +68,8 @@ class KafkaConnection:
         connection = cls(address, channel, client_id, request_timeout)
         try:
             await connection._negotiate(software_version)
+            if sasl is not None:
+                await connection._authenticate(sasl)
         except BaseException:
             channel.abort()
             raise
@@ -166,6 +170,31 @@ class KafkaConnection:
         self.broker_versions = {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
         self.api_versions_version = version
         log.debug("%s: broker versions %s", self.channel.name, self.broker_versions)
+
+
+    async def _authenticate(self, settings: SaslSettings) -> None:
+        """SaslHandshake, then the mechanism's exchange in SaslAuthenticate requests (KIP-152)."""
+        handshake = await self.request(SaslHandshakeRequest(mechanism=settings.mechanism), version=1)
+        if handshake.error_code:
+            offered = ", ".join(handshake.mechanisms) or "none"
+            raise AuthenticationError(
+                f"{self.channel.name}: SASL {settings.mechanism} is not enabled there (offered: {offered})"
+            )
+        mechanism = await mechanism_for(settings)
+        reply = await self._sasl_round(settings, mechanism.first())
+        answer = mechanism.answer(reply)
+        if answer is not None:
+            reply = await self._sasl_round(settings, answer)
+        mechanism.finish(reply)
+        log.debug("%s: authenticated with SASL %s", self.channel.name, settings.mechanism)
+
+    async def _sasl_round(self, settings: SaslSettings, message: bytes) -> bytes:
+        response = await self.request(SaslAuthenticateRequest(auth_bytes=message))
+        if response.error_code:
+            reason = response.error_message or errors.error_for(response.error_code).__class__.__name__
+            raise AuthenticationError(f"{self.channel.name}: SASL {settings.mechanism} refused: {reason}")
+        auth_bytes: bytes = response.auth_bytes
+        return auth_bytes
 
 
 def _api_versions_max(response: Any) -> int:

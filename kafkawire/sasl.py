@@ -1,0 +1,134 @@
+"""SASL mechanisms for Kafka, sans-IO: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677), OAUTHBEARER
+(RFC 7628). Each mechanism turns the server's challenges into the client's answers; the connection
+carries them in SaslAuthenticate requests.
+
+Secrets never appear in a repr, a log line or an exception message.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from common.errors import AuthenticationError
+
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+TokenProvider = Callable[[], "str | Awaitable[str]"]
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    """What ``connect(..., sasl_mechanism=...)`` configures."""
+
+    mechanism: str
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    token_provider: TokenProvider | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise ValueError(f"option sasl_mechanism must be one of {', '.join(MECHANISMS)}")
+        if self.mechanism == "OAUTHBEARER":
+            if self.token_provider is None or not callable(self.token_provider):
+                raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_provider (a callable)")
+        elif not self.username or self.password is None:
+            raise ValueError(f"sasl_mechanism {self.mechanism} needs sasl_plain_username and sasl_plain_password")
+
+
+class Mechanism:
+    """One authentication: ``first()`` gives the first message, ``answer(challenge)`` the next ones
+    (None when done); ``finish(final)`` checks the server's last word where the mechanism has one."""
+
+    def first(self) -> bytes:
+        raise NotImplementedError
+
+    def answer(self, challenge: bytes) -> bytes | None:
+        return None
+
+    def finish(self, final: bytes) -> None:
+        return None
+
+
+class Plain(Mechanism):
+    def __init__(self, username: str, password: str) -> None:
+        self._message = b"\0" + username.encode() + b"\0" + password.encode()
+
+    def first(self) -> bytes:
+        return self._message
+
+
+class OAuthBearer(Mechanism):
+    def __init__(self, token: str) -> None:
+        self._message = b"n,,\x01auth=Bearer " + token.encode() + b"\x01\x01"
+
+    def first(self) -> bytes:
+        return self._message
+
+
+def _saslname(name: str) -> str:
+    return name.replace("=", "=3D").replace(",", "=2C")
+
+
+class Scram(Mechanism):
+    """The client side of SCRAM without channel binding."""
+
+    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
+        self._hash = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+        self._password = password.encode()
+        self._nonce = nonce or base64.b64encode(secrets.token_bytes(24)).decode()
+        self._first_bare = f"n={_saslname(username)},r={self._nonce}"
+        self._server_signature: bytes | None = None
+
+    def first(self) -> bytes:
+        return ("n,," + self._first_bare).encode()
+
+    def answer(self, challenge: bytes) -> bytes | None:
+        try:
+            server_first = challenge.decode()
+            fields = dict(item.split("=", 1) for item in server_first.split(","))
+            nonce, salt, iterations = fields["r"], base64.b64decode(fields["s"]), int(fields["i"])
+        except (ValueError, KeyError) as exc:
+            raise AuthenticationError(f"SCRAM: unreadable server-first message ({type(exc).__name__})") from None
+        if not nonce.startswith(self._nonce) or iterations < 1 or iterations > 1_000_000:
+            raise AuthenticationError("SCRAM: the server's nonce or iteration count is not acceptable")
+        salted = hashlib.pbkdf2_hmac(self._hash, self._password, salt, iterations)
+        client_key = hmac.digest(salted, b"Client Key", self._hash)
+        stored_key = hashlib.new(self._hash, client_key).digest()
+        without_proof = f"c=biws,r={nonce}"
+        auth_message = f"{self._first_bare},{server_first},{without_proof}".encode()
+        signature = hmac.digest(stored_key, auth_message, self._hash)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        server_key = hmac.digest(salted, b"Server Key", self._hash)
+        self._server_signature = hmac.digest(server_key, auth_message, self._hash)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def finish(self, final: bytes) -> None:
+        text = final.decode(errors="replace")
+        if text.startswith("e="):
+            raise AuthenticationError(f"SCRAM: the server refused: {text[2:]}")
+        if not text.startswith("v=") or self._server_signature is None:
+            raise AuthenticationError("SCRAM: no server signature in the final message")
+        try:
+            received = base64.b64decode(text[2:].split(",", 1)[0])
+        except ValueError:
+            raise AuthenticationError("SCRAM: unreadable server signature") from None
+        if not hmac.compare_digest(received, self._server_signature):
+            raise AuthenticationError("SCRAM: the server's signature does not match (not the real server?)")
+
+
+async def mechanism_for(settings: SaslSettings) -> Mechanism:
+    if settings.mechanism == "PLAIN":
+        assert settings.username is not None and settings.password is not None
+        return Plain(settings.username, settings.password)
+    if settings.mechanism == "OAUTHBEARER":
+        assert settings.token_provider is not None
+        token = settings.token_provider()
+        if not isinstance(token, str):
+            token = await token
+        return OAuthBearer(token)
+    assert settings.username is not None and settings.password is not None
+    return Scram(settings.mechanism, settings.username, settings.password)
