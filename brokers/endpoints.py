@@ -19,6 +19,9 @@ class KafkaBroker:
     controller_port: int | None = None
     # A SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512, unsecured OAUTHBEARER) when the launcher made one.
     sasl_port: int | None = None
+    # A TLS listener (on every address) and the PEM certificate that signs it.
+    ssl_port: int | None = None
+    ssl_cafile: str | None = None
     log_files: tuple[str, ...] = ()
     data_dir: str | None = None
 

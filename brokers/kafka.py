@@ -46,17 +46,72 @@ SASL_PASSWORD = "mqwire-secret"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def _server_properties(port: int, controller_port: int, sasl_port: int, log_dir: Path, share_groups: bool) -> str:
+KEYSTORE_PASSWORD = "mqwire-keystore"
+
+
+def make_keystore(java: str, conf: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost (PKCS12 for the broker, PEM for clients).
+
+    Made with the JDK's keytool, which every machine running the brokers has; the PEM is the trust
+    anchor a client passes as ``ssl_cafile``.
+    """
+    keytool = str(Path(java).with_name("keytool"))
+    keystore, certificate = conf / "broker.p12", conf / "broker-ca.pem"
+    common = ["-keystore", str(keystore), "-storetype", "PKCS12", "-storepass", KEYSTORE_PASSWORD, "-alias", "broker"]
+    subprocess.run(
+        [
+            keytool,
+            "-genkeypair",
+            *common,
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-validity",
+            "30",
+            "-dname",
+            "CN=localhost",
+            "-ext",
+            "SAN=dns:localhost,ip:127.0.0.1",
+            "-ext",
+            "bc:c",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    subprocess.run(
+        [keytool, "-exportcert", "-rfc", *common, "-file", str(certificate)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return keystore, certificate
+
+
+def _server_properties(
+    port: int, controller_port: int, sasl_port: int, ssl_port: int, keystore: Path, log_dir: Path, share_groups: bool
+) -> str:
     sasl_listener = f"SASL_PLAINTEXT://{LOOPBACK}:{sasl_port}"
+    # The TLS listener binds every address so that a test can reach it under a name its certificate lacks.
+    ssl_listener = f"SSL://0.0.0.0:{ssl_port}"
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.bootstrap.servers": f"{LOOPBACK}:{controller_port}",
-        "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port},{sasl_listener}",
-        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port},{sasl_listener}",
+        "listeners": (
+            f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port},{sasl_listener},{ssl_listener}"
+        ),
+        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port},{sasl_listener},SSL://{LOOPBACK}:{ssl_port}",
         "inter.broker.listener.name": "PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "listener.security.protocol.map": (
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL"
+        ),
+        "listener.name.ssl.ssl.keystore.location": str(keystore),
+        "listener.name.ssl.ssl.keystore.type": "PKCS12",
+        "listener.name.ssl.ssl.keystore.password": KEYSTORE_PASSWORD,
+        "listener.name.ssl.ssl.key.password": KEYSTORE_PASSWORD,
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
             f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}="{SASL_PASSWORD}";'
@@ -98,15 +153,17 @@ class KafkaKind:
         self.share_groups = share_groups
 
     def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
-        port, controller_port, sasl_port = free_ports(3)
+        port, controller_port, sasl_port, ssl_port = free_ports(4)
         conf = work_dir / "conf"
         logs = work_dir / "logs"
         data = work_dir / "data"
         for folder in (conf, logs, data):
             folder.mkdir(parents=True, exist_ok=True)
         server_props = conf / "server.properties"
+        keystore, certificate = make_keystore(java, conf)
         server_props.write_text(
-            _server_properties(port, controller_port, sasl_port, data, self.share_groups), encoding="utf-8"
+            _server_properties(port, controller_port, sasl_port, ssl_port, keystore, data, self.share_groups),
+            encoding="utf-8",
         )
         log_file = logs / "kafka.log"
         log_conf = write_log4j2(conf / "log4j2.properties", log_file, quiet=("org.apache.kafka.raft",))
@@ -140,9 +197,9 @@ class KafkaKind:
             self.name,
             instance,
             str(work_dir),
-            {"broker": port, "controller": controller_port, "sasl": sasl_port},
+            {"broker": port, "controller": controller_port, "sasl": sasl_port, "ssl": ssl_port},
             [spec],
-            {"format_argv": format_argv, "format_log": str(logs / "kafka-format.log")},
+            {"format_argv": format_argv, "format_log": str(logs / "kafka-format.log"), "ca_file": str(certificate)},
         )
 
     def _format(self, plan: Plan) -> None:
@@ -179,6 +236,8 @@ class KafkaKind:
             plan.ports["broker"],
             controller_port=plan.ports["controller"],
             sasl_port=plan.ports.get("sasl"),
+            ssl_port=plan.ports.get("ssl"),
+            ssl_cafile=plan.settings.get("ca_file"),
             log_files=plan.log_files,
             data_dir=plan.work_dir,
         )

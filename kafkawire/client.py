@@ -62,6 +62,10 @@ class Client:
         retry_backoff_max_ms: int = 1_000,
         allow_auto_create_topics: bool = True,
         ssl_context: _ssl.SSLContext | None = None,
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_check_hostname: bool = True,
         sasl_mechanism: str | None = None,
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
@@ -84,8 +88,19 @@ class Client:
         self.allow_auto_create_topics = check_bool("allow_auto_create_topics", allow_auto_create_topics)
         if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
             raise TypeError("option ssl_context must be an ssl.SSLContext")
+        check_bool("ssl_check_hostname", ssl_check_hostname)
+        files = {"ssl_cafile": ssl_cafile, "ssl_certfile": ssl_certfile, "ssl_keyfile": ssl_keyfile}
+        given = [name for name, value in files.items() if value is not None]
+        if given and (ssl_context is not None or not self._url.tls):
+            raise ValueError(f"option {given[0]} needs a kafka+ssl:// URL and no ssl_context")
         if self._url.tls and ssl_context is None:
-            ssl_context = _ssl.create_default_context()
+            # Certificates and host names are verified unless the application says otherwise.
+            ssl_context = _ssl.create_default_context(cafile=ssl_cafile)
+            ssl_context.check_hostname = ssl_check_hostname
+            if not ssl_check_hostname:
+                ssl_context.verify_mode = _ssl.CERT_REQUIRED
+            if ssl_certfile is not None:
+                ssl_context.load_cert_chain(ssl_certfile, ssl_keyfile)
         self._ssl = ssl_context
         self.metadata = ClusterMetadata()
         self._bootstrap = AddressRotation(self._url.addresses)
