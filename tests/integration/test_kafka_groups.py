@@ -292,3 +292,20 @@ async def test_cooperative_sticky_keeps_partitions_where_they_were(kafka_broker:
                     for consumer in (first, second):
                         got.extend(int(m.value or b"") for m in await consumer.getmany(timeout_ms=100))
             assert sorted(got) == list(range(60))
+
+
+async def test_admin_lists_and_describes_a_live_group_and_topic_configs(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("adm"), unique("group")
+    async with kafkawire.connect(kafka_broker.url) as client:
+        async with client.admin() as admin:
+            await admin.create_topic(topic, partitions=2, configs={"retention.ms": "3600000"})
+            configs = await admin.describe_configs({("topic", topic): ["retention.ms"]})
+            assert configs[("topic", topic)]["retention.ms"].value == "3600000"
+        async with client.consumer(topic, group=group, **GROUP_OPTIONS) as consumer:
+            await settle(lambda: [consumer.assignment()], 2)
+            async with client.admin() as admin:
+                listed = {g.group_id: g for g in await admin.list_groups()}
+                assert listed[group].protocol_type == "consumer"
+                (described,) = await admin.describe_groups([group])
+                assert described.state == "Stable" and described.protocol == "range"
+                assert [m.member_id for m in described.members] == [consumer.group_metadata().member_id]
