@@ -25,6 +25,7 @@ from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
 from kafkawire.partitioner import murmur2, partition_for_key
 from kafkawire.producer import Producer
+from kafkawire.transaction import GroupMetadataLike
 
 __all__ = [
     "Admin",
@@ -38,6 +39,7 @@ __all__ = [
     "GroupDescription",
     "GroupListing",
     "GroupMember",
+    "GroupMetadataLike",
     "Message",
     "NewTopic",
     "OffsetAndMetadata",
