@@ -78,6 +78,7 @@ class TopicConsumer(TopicHandler):
         self._closed = False
         self.end_of_topic = False
         self.active = True
+        self._batch_index_acks = options.batch_index_ack_enabled
         self._acks = AckGrouping(
             self._send_acks,
             self._send_cumulative,
@@ -282,6 +283,7 @@ class TopicConsumer(TopicHandler):
         messages: list[Message] = []
         append = messages.append
         skipped = 0
+        make_tuple = tuple.__new__  # a MessageId without its Python-level __new__: once per message
         for index, item in enumerate(entries):
             if item.compacted_out or not (ack_set >> index) & 1 or index < start:
                 skipped += 1
@@ -292,7 +294,7 @@ class TopicConsumer(TopicHandler):
                 topic,
                 topic_name,
                 partition,
-                MessageId(ledger, entry, index, partition, count),
+                make_tuple(MessageId, (ledger, entry, index, partition, count)),
                 item.payload,
                 item.properties,
                 item.partition_key,
@@ -360,7 +362,7 @@ class TopicConsumer(TopicHandler):
         message_id = message.message_id
         batch = message._batch
         if batch is not None and not batch.ack(message_id.batch_index):
-            if not batch.complete:
+            if self._batch_index_acks and not batch.complete:
                 # Told to the broker only with batch_index_ack_enabled; else the entry waits for all of it.
                 self._acks.add_partial(message_id.ledger_id, message_id.entry_id, batch.unacked)
             return
