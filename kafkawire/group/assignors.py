@@ -115,10 +115,21 @@ class CooperativeStickyAssignor:
             open_ = [m for m in eligible if len(plan[m]) < quota[m]] or eligible
             chosen = min(open_, key=lambda m: (len(plan[m]), m))
             plan[chosen].append(tp)
-        # Cooperative: what another member still owns is not given away in this round.
-        for member, partitions in plan.items():
-            plan[member] = sorted(tp for tp in partitions if owners.get(tp, member) == member)
+        if self.cooperative:
+            # What another member still owns is not given away in this round.
+            for member, partitions in plan.items():
+                plan[member] = sorted(tp for tp in partitions if owners.get(tp, member) == member)
+        else:
+            plan = {member: sorted(partitions) for member, partitions in plan.items()}
         return plan
+
+
+class StickyAssignor(CooperativeStickyAssignor):
+    """The same balance and stickiness on the eager protocol: members give up everything before joining,
+    report what they held, and get back as much of it as balance allows in the same round."""
+
+    name = "sticky"
+    cooperative = False
 
 
 def _current_owners(subscriptions: Mapping[str, Subscription], valid: set[TopicPartition]) -> dict[TopicPartition, str]:
@@ -141,5 +152,6 @@ def _current_owners(subscriptions: Mapping[str, Subscription], valid: set[TopicP
 ASSIGNORS: dict[str, Assignor] = {
     "range": RangeAssignor(),
     "roundrobin": RoundRobinAssignor(),
+    "sticky": StickyAssignor(),
     "cooperative-sticky": CooperativeStickyAssignor(),
 }

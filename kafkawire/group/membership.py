@@ -188,13 +188,15 @@ class GroupMembership:
 
     # ---------------------------------------------------------------------------------- rebalancing
     async def _join_and_sync(self) -> None:
+        held: set[TopicPartition] = set() if self._lost else set(self.assignment)
         if self.assignment and (not self.cooperative or self._lost):
             await self._revoke_all()  # eager: everything is given up before joining (and lost is lost)
         self._lost = False
-        # Cooperative members tell the leader what they own (and since which generation).
-        owned = sorted(self.assignment) if self.cooperative else []
+        # Sticky members tell the leader what they held (and since which generation) so it stays put.
+        sticky = self.cooperative or any(assignor.name == "sticky" for assignor in self.assignors)
+        owned = sorted(held) if sticky else []
         subscription = encode_subscription(
-            Subscription(self.topics, None, owned, self.generation), version=2 if self.cooperative else 1
+            Subscription(self.topics, None, owned, self.generation), version=2 if sticky else 1
         )
         while True:
             request = JoinGroupRequest(

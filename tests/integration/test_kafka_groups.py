@@ -309,3 +309,22 @@ async def test_admin_lists_and_describes_a_live_group_and_topic_configs(kafka_br
                 (described,) = await admin.describe_groups([group])
                 assert described.state == "Stable" and described.protocol == "range"
                 assert [m.member_id for m in described.members] == [consumer.group_metadata().member_id]
+
+
+async def test_eager_sticky_gives_members_back_what_they_held(kafka_broker: KafkaBroker) -> None:
+    topic, group = unique("sticky"), unique("group")
+    await create_and_fill(kafka_broker.url, topic, 6, 6)
+    options = dict(GROUP_OPTIONS, partition_assignment_strategy="sticky")
+    async with (
+        kafkawire.connect(kafka_broker.url) as client,
+        client.consumer(topic, group=group, **options) as first,
+        client.consumer(topic, group=group, **options) as second,
+    ):
+        await settle(lambda: [first.assignment(), second.assignment()], 6)
+        before = (first.assignment(), second.assignment())
+        assert len(before[0]) == 3 and len(before[1]) == 3
+        async with client.consumer(topic, group=group, **options) as third:
+            await settle(lambda: [first.assignment(), second.assignment(), third.assignment()], 6)
+            # Everything was revoked (eager), yet each earlier member got two of its own three back.
+            assert len(first.assignment()) == 2 and first.assignment() <= before[0]
+            assert len(second.assignment()) == 2 and second.assignment() <= before[1]

@@ -118,3 +118,16 @@ def test_cooperative_sticky_keeps_what_members_own_and_holds_back_what_moves() -
         {"t": 2}, {"a": owned(["t"], [TP("t", 0)], 1), "b": owned(["t"], [TP("t", 0), TP("t", 1)], 2)}
     )
     assert TP("t", 0) not in contested["a"]
+
+
+def test_sticky_gives_back_what_members_held_in_the_same_round() -> None:
+    from kafkawire.group.assignors import StickyAssignor
+
+    everything = [TP("t", p) for p in range(6)]
+    plan = StickyAssignor().assign({"t": 6}, {"a": owned(["t"], everything), "b": owned(["t"], [])})
+    # Eager: nothing is held back; a keeps three of its six and b gets the other three at once.
+    assert len(plan["a"]) == 3 and len(plan["b"]) == 3
+    assert set(plan["a"]) <= set(everything) and sorted(plan["a"] + plan["b"]) == everything
+    # A balanced group that rejoins keeps exactly what it held.
+    again = StickyAssignor().assign({"t": 6}, {"a": owned(["t"], plan["a"]), "b": owned(["t"], plan["b"])})
+    assert again == plan
