@@ -77,6 +77,7 @@ class Consumer:
         group_remote_assignor: str | None = None,
         on_assigned: PartitionsCallback | None = None,
         on_revoked: PartitionsCallback | None = None,
+        on_lost: PartitionsCallback | None = None,
     ) -> None:
         self.client = client
         self.topics = _topics(topics)
@@ -123,6 +124,7 @@ class Consumer:
                     group_instance_id=instance_id,
                     on_assign=self._assigned,
                     on_revoke=self._revoked,
+                    on_lose=self._lost,
                 )
             else:
                 if heartbeat_interval_ms >= session_timeout_ms:
@@ -140,12 +142,15 @@ class Consumer:
                     group_instance_id=instance_id,
                     on_assign=self._assigned,
                     on_revoke=self._revoked,
+                    on_lose=self._lost,
                 )
-        for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked)):
+        for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked), ("on_lost", on_lost)):
             if callback is not None and not callable(callback):
                 raise TypeError(f"option {name} must be an async callable taking a set of TopicPartition")
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
+        # As in the Java client, partitions lost without a chance to commit go to on_revoked unless on_lost is given.
+        self._on_lost = on_lost if on_lost is not None else on_revoked
         self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
         self._states: dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(client, self._states, self._queue, self._config)
@@ -452,6 +457,15 @@ class Consumer:
                 log.warning("group %r: commit on revoke failed: %s", self.group, exc)
         if self._on_revoked is not None:
             await self._on_revoked(set(partitions))
+        for tp in partitions:
+            self._states.pop(tp, None)
+            self._acked.pop(tp, None)
+            self._queue.drop(tp)
+
+    async def _lost(self, partitions: set[TopicPartition]) -> None:
+        """The group fenced this member: the partitions are already another's, so nothing is committed."""
+        if self._on_lost is not None:
+            await self._on_lost(set(partitions))
         for tp in partitions:
             self._states.pop(tp, None)
             self._acked.pop(tp, None)

@@ -53,6 +53,7 @@ class HeartbeatMembership:
         group_instance_id: str | None,
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
+        on_lose: PartitionsCallback,
     ) -> None:
         self.client = client
         self.group = group
@@ -62,6 +63,7 @@ class HeartbeatMembership:
         self.group_instance_id = group_instance_id
         self._on_assign = on_assign
         self._on_revoke = on_revoke
+        self._on_lose = on_lose
         self.member_id = ""
         self.epoch = 0
         self.assignment: set[TopicPartition] = set()
@@ -170,7 +172,7 @@ class HeartbeatMembership:
                 # Fenced: the partitions are already someone else's; join again from scratch.
                 lost, self.assignment = self.assignment, set()
                 if lost:
-                    await self._on_revoke(lost)
+                    await self._on_lose(lost)
                 self.epoch = 0
                 self._joining = True
                 log.info("group %r: %s; joining again", self.group, error)

@@ -68,6 +68,7 @@ class GroupMembership:
         group_instance_id: str | None,
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
+        on_lose: PartitionsCallback,
     ) -> None:
         self.client = client
         self.group = group
@@ -79,6 +80,7 @@ class GroupMembership:
         self.group_instance_id = group_instance_id
         self._on_assign = on_assign
         self._on_revoke = on_revoke
+        self._on_lose = on_lose
         self.member_id = ""
         self.generation = -1
         self.assignment: set[TopicPartition] = set()
@@ -189,8 +191,11 @@ class GroupMembership:
     # ---------------------------------------------------------------------------------- rebalancing
     async def _join_and_sync(self) -> None:
         held: set[TopicPartition] = set() if self._lost else set(self.assignment)
-        if self.assignment and (not self.cooperative or self._lost):
-            await self._revoke_all()  # eager: everything is given up before joining (and lost is lost)
+        if self.assignment and self._lost:
+            lost, self.assignment = self.assignment, set()
+            await self._on_lose(lost)  # the group moved on: nothing of these may be committed any more
+        elif self.assignment and not self.cooperative:
+            await self._revoke_all()  # eager: everything is given up before joining
         self._lost = False
         # Sticky members tell the leader what they held (and since which generation) so it stays put.
         sticky = self.cooperative or any(assignor.name == "sticky" for assignor in self.assignors)
