@@ -1,8 +1,13 @@
-"""The Kafka consumer for partitions it assigns itself: every partition of its topics, or the ones given.
+"""The Kafka consumer: a member of a consumer group, or the reader of partitions it assigns itself.
 
-Without a group it starts each partition at ``start``. With ``group=`` it starts where the group committed
-and commits what the application acknowledged (``ack`` marks ``offset + 1``), outside group membership:
-generation -1 and no member id, as the Java client does for ``assign()`` followed by ``commitSync()``.
+With ``group=`` and no ``partitions=`` it joins the group (classic JoinGroup/SyncGroup by default, KIP-848
+ConsumerGroupHeartbeat with ``group_protocol="consumer"``) and reads what the group assigns it, starting
+where the group committed; commits carry the member's generation and id. Rebalances are reported to async
+callables taking a set of TopicPartition: ``on_assigned``, ``on_revoked`` (called before partitions are given
+up, after acknowledged offsets were committed) and ``on_lost`` (partitions already someone else's, nothing
+committed; defaults to ``on_revoked``). With ``partitions=``, or without a group, it reads every partition of
+its topics (or the ones given) from ``start``, and with a group commits with generation -1 and no member id,
+as the Java client does for ``assign()`` followed by ``commitSync()``.
 """
 
 from __future__ import annotations
