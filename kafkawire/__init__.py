@@ -20,6 +20,7 @@ from kafkawire.client import Client, connect
 from kafkawire.consumer import Consumer
 from kafkawire.errors import *  # noqa: F403 - the named error of every Kafka error code
 from kafkawire.errors import __all__ as _error_names
+from kafkawire.group.metadata import GroupMetadata
 from kafkawire.message import Message, RecordMetadata, TimestampType
 from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
@@ -39,6 +40,7 @@ __all__ = [
     "GroupDescription",
     "GroupListing",
     "GroupMember",
+    "GroupMetadata",
     "GroupMetadataLike",
     "Message",
     "NewTopic",

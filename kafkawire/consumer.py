@@ -78,6 +78,7 @@ class Consumer:
         session_timeout_ms: int = 45_000,
         heartbeat_interval_ms: int = 3_000,
         max_poll_interval_ms: int = 300_000,
+        rebalance_timeout_ms: int | None = None,
         group_instance_id: str | None = None,
         group_remote_assignor: str | None = None,
         on_assigned: PartitionsCallback | None = None,
@@ -114,7 +115,13 @@ class Consumer:
         if group is not None and self._requested is None:
             # Subscribed topics and a group: the group's members share the partitions.
             protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
-            rebalance_timeout_ms = check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+            poll_interval_ms = check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+            # The Java client's rule: how long a rebalance may take is the poll interval unless given.
+            rebalance_timeout_ms = (
+                poll_interval_ms
+                if rebalance_timeout_ms is None
+                else check_int_range("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
+            )
             instance_id = _optional_name("group_instance_id", group_instance_id)
             if protocol == "consumer":
                 # KIP-848: the broker assigns; the member heartbeats and follows.

@@ -189,6 +189,12 @@ def test_group_options_are_checked_at_construction() -> None:
         client.consumer("t", group="g", group_protocol="consumer", group_remote_assignor="sticky")
     with pytest.raises(TypeError, match="on_assigned"):
         client.consumer("t", group="g", on_assigned=42)
+    with pytest.raises(TypeError, match="on_lost"):
+        client.consumer("t", group="g", on_lost="later")
+    with pytest.raises(ValueError, match="rebalance_timeout_ms"):
+        client.consumer("t", group="g", rebalance_timeout_ms=0)
+    with pytest.raises(ValueError, match="max_poll_interval_ms"):
+        client.consumer("t", group="g", max_poll_interval_ms=-5)
 
 
 async def test_static_member_restarting_within_the_session_keeps_its_partitions(kafka_broker: KafkaBroker) -> None:
