@@ -1,0 +1,229 @@
+"""The ``kafkawire`` Spark data source: batch read and batch write of Kafka topics."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+import kafkawire
+from sparkwire import options as opts
+
+SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "headers map<string, binary>"
+)
+ARROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("headers", pa.map_(pa.string(), pa.binary())),
+    ]
+)
+FETCH_TIMEOUT_MS = 1000
+# A fetch that keeps coming back empty before the end offset means the range can no longer be read.
+MAX_EMPTY_FETCHES = 30
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):
+    """Records ``[start, end)`` of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class WriteResult(WriterCommitMessage):
+    """How many records one task acknowledged."""
+
+    written: int
+
+
+class KafkaDataSource(DataSource):
+    """Short name ``kafkawire``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkawire"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> KafkaBatchReader:
+        return KafkaBatchReader(dict(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
+        return KafkaBatchWriter(dict(self.options))
+
+
+async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
+    url = opts.kafka_url(options)
+    names = opts.topics(options)
+    starting = opts.offset_spec(options, "startingOffsets", "earliest")
+    ending = opts.offset_spec(options, "endingOffsets", "latest")
+    split = opts.positive_int(options, "maxRecordsPerPartition")
+    client = kafkawire.connect(url)
+    await client.start()
+    try:
+        admin = client.admin()
+        try:
+            described = await admin.describe_topics(names)
+            tps = [(t.name, p.partition) for t in described for p in t.partitions]
+            earliest = await admin.list_offsets({tp: "earliest" for tp in tps})
+            latest = await admin.list_offsets({tp: "latest" for tp in tps})
+        finally:
+            await admin.close()
+    finally:
+        await client.close()
+
+    def pick(spec: str | dict[str, dict[str, int]], tp: tuple[str, int]) -> int:
+        low = earliest[kafkawire.TopicPartition(*tp)].offset
+        high = latest[kafkawire.TopicPartition(*tp)].offset
+        if spec == "earliest":
+            return int(low)
+        if spec == "latest":
+            return int(high)
+        assert isinstance(spec, dict)
+        value = spec.get(tp[0], {}).get(str(tp[1]))
+        if value is None or value == -2:
+            return int(low)
+        if value == -1:
+            return int(high)
+        return value
+
+    ranges: list[OffsetRange] = []
+    for tp in sorted(tps):
+        start, end = pick(starting, tp), pick(ending, tp)
+        step = split or max(end - start, 1)
+        for low in range(start, end, step):
+            ranges.append(OffsetRange(tp[0], tp[1], low, min(low + step, end)))
+    return ranges
+
+
+async def _read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
+    client = kafkawire.connect(url)
+    await client.start()
+    batches: list[pa.RecordBatch] = []
+    try:
+        consumer = client.consumer(part.topic, partitions=[(part.topic, part.partition)], enable_auto_commit=False)
+        try:
+            consumer.seek((part.topic, part.partition), part.start)
+            position, empty = part.start, 0
+            while position < part.end:
+                messages = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS)
+                rows = [m for m in messages if part.start <= m.offset < part.end]
+                if not messages:
+                    empty += 1
+                    if empty >= MAX_EMPTY_FETCHES:
+                        raise TimeoutError(f"{part.topic}/{part.partition}: offset {position} never arrived")
+                    continue
+                empty = 0
+                position = max(m.offset for m in messages) + 1
+                if rows:
+                    batches.append(_to_batch(rows))
+        finally:
+            await consumer.close()
+    finally:
+        await client.close()
+    return batches
+
+
+def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.key for m in messages], pa.binary()),
+            pa.array([m.value for m in messages], pa.binary()),
+            pa.array([m.topic for m in messages], pa.string()),
+            pa.array([m.partition for m in messages], pa.int32()),
+            pa.array([m.offset for m in messages], pa.int64()),
+            pa.array([m.timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
+            pa.array([list(m.headers.items()) for m in messages], pa.map_(pa.string(), pa.binary())),
+        ],
+        schema=ARROW_SCHEMA,
+    )
+
+
+class KafkaBatchReader(DataSourceReader):
+    """One input partition per topic partition, split by ``maxRecordsPerPartition``."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        opts.kafka_url(options)
+        opts.topics(options)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return asyncio.run(_offset_ranges(self.options))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange)
+        # The client is opened and closed inside this call, so reused Python workers hold no connection.
+        yield from asyncio.run(_read_range(opts.kafka_url(self.options), partition))
+
+
+async def _write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
+    client = kafkawire.connect(url)
+    await client.start()
+    written = 0
+    try:
+        producer = client.producer(default_topic)
+        try:
+            futures = []
+            for row in rows:
+                fields = row.asDict()
+                topic = fields.get("topic") or default_topic
+                if topic is None:
+                    raise ValueError("no topic: set option topic or a topic column")
+                headers = fields.get("headers")
+                futures.append(
+                    await producer.enqueue(
+                        None if fields.get("value") is None else bytes(fields["value"]),
+                        None if fields.get("key") is None else bytes(fields["key"]),
+                        None if headers is None else {k: bytes(v) for k, v in dict(headers).items()},
+                        topic=topic,
+                    )
+                )
+            for future in futures:
+                await future
+                written += 1
+        finally:
+            await producer.close()
+    finally:
+        await client.close()
+    return written
+
+
+class KafkaBatchWriter(DataSourceWriter):
+    """Each task waits for every acknowledgement before it reports success (at least once)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        opts.kafka_url(options)
+
+    def write(self, iterator: Iterator[Any]) -> WriteResult:
+        return WriteResult(asyncio.run(_write_rows(opts.kafka_url(self.options), self.options.get("topic"), iterator)))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        # Records are acknowledged by the broker inside each task; nothing is left to publish.
+        return None
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # Kafka cannot take back acknowledged records; the job is retried and readers see them at least once.
+        return None
