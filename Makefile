@@ -13,7 +13,7 @@ all: test
 $(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c pulsarwire/protocol/_batch_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)
