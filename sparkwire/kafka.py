@@ -125,6 +125,7 @@ async def _read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
     try:
         consumer = client.consumer(part.topic, partitions=[(part.topic, part.partition)], enable_auto_commit=False)
         try:
+            await consumer.start()
             consumer.seek((part.topic, part.partition), part.start)
             position, empty = part.start, 0
             while position < part.end:
@@ -218,7 +219,8 @@ class KafkaBatchWriter(DataSourceWriter):
         opts.kafka_url(options)
 
     def write(self, iterator: Iterator[Any]) -> WriteResult:
-        return WriteResult(asyncio.run(_write_rows(opts.kafka_url(self.options), self.options.get("topic"), iterator)))
+        url, topic = opts.kafka_url(self.options), opts.get(self.options, "topic")
+        return WriteResult(asyncio.run(_write_rows(url, topic, iterator)))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         # Records are acknowledged by the broker inside each task; nothing is left to publish.

@@ -6,12 +6,21 @@ import json
 from collections.abc import Mapping
 
 
+def get(options: Mapping[str, str], name: str) -> str | None:
+    """Option ``name``; Spark hands option names over lower-cased, so the match ignores case."""
+    wanted = name.lower()
+    for key, value in options.items():
+        if key.lower() == wanted:
+            return value
+    return None
+
+
 def kafka_url(options: Mapping[str, str]) -> str:
     """The connect() URL: ``url`` or ``kafka.bootstrap.servers``."""
-    url = options.get("url")
+    url = get(options, "url")
     if url:
         return url
-    servers = options.get("kafka.bootstrap.servers")
+    servers = get(options, "kafka.bootstrap.servers")
     if servers:
         return "kafka://" + servers
     raise ValueError("option url (or kafka.bootstrap.servers) is required")
@@ -19,7 +28,7 @@ def kafka_url(options: Mapping[str, str]) -> str:
 
 def topics(options: Mapping[str, str]) -> list[str]:
     """The topics named by ``subscribe`` (comma separated)."""
-    raw = options.get("subscribe")
+    raw = get(options, "subscribe")
     if not raw:
         raise ValueError("option subscribe is required")
     names = [name.strip() for name in raw.split(",") if name.strip()]
@@ -30,7 +39,7 @@ def topics(options: Mapping[str, str]) -> list[str]:
 
 def offset_spec(options: Mapping[str, str], name: str, default: str) -> str | dict[str, dict[str, int]]:
     """``earliest``, ``latest`` or a JSON ``{"topic": {"partition": offset}}`` map."""
-    raw = options.get(name, default).strip()
+    raw = (get(options, name) or default).strip()
     if raw in ("earliest", "latest"):
         return raw
     try:
@@ -44,7 +53,7 @@ def offset_spec(options: Mapping[str, str], name: str, default: str) -> str | di
 
 def positive_int(options: Mapping[str, str], name: str) -> int | None:
     """An optional positive integer option."""
-    raw = options.get(name)
+    raw = get(options, name)
     if raw is None:
         return None
     try:

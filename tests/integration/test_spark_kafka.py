@@ -1,0 +1,140 @@
+"""The kafkawire Spark data source against a real Kafka broker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import spark_partition_id
+
+import kafkawire
+import sparkwire
+from brokers.endpoints import KafkaBroker
+from sparkwire.kafka import KafkaBatchReader
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sparkwire-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    sparkwire.register(session)
+    yield session
+    session.stop()
+
+
+async def _create(url: str, partitions: int) -> str:
+    name = f"sw-{uuid.uuid4().hex[:10]}"
+    async with kafkawire.connect(url) as client, client.admin() as admin:
+        await admin.create_topic(name, partitions=partitions)
+    return name
+
+
+async def _produce(url: str, topic: str, records: list[tuple[bytes, bytes, dict[str, bytes]]]) -> None:
+    async with kafkawire.connect(url) as client:
+        producer = client.producer(topic)
+        try:
+            for key, value, headers in records:
+                await producer.enqueue(value, key, headers)
+            await producer.flush()
+        finally:
+            await producer.close()
+
+
+async def _consume(url: str, topic: str, partitions: int, count: int) -> list[Any]:
+    async with kafkawire.connect(url) as client:
+        consumer = client.consumer(topic, partitions=list(range(partitions)), enable_auto_commit=False)
+        try:
+            await consumer.start()
+            for p in range(partitions):
+                consumer.seek((topic, p), 0)
+            got: list[Any] = []
+            for _ in range(60):
+                got.extend(await consumer.getmany(timeout_ms=500))
+                if len(got) >= count:
+                    break
+            return got
+        finally:
+            await consumer.close()
+
+
+def records(count: int) -> list[tuple[bytes, bytes, dict[str, bytes]]]:
+    return [(b"k%d" % (i % 17), b"value-%d" % i, {"i": str(i).encode()}) for i in range(count)]
+
+
+def test_batch_read_counts_and_contents(spark: Any, kafka_broker: KafkaBroker) -> None:
+    url = kafka_broker.url
+    topic = asyncio.run(_create(url, 3))
+    sent = records(3000)
+    asyncio.run(_produce(url, topic, sent))
+
+    df = spark.read.format("kafkawire").option("url", url).option("subscribe", topic).load()
+    rows = df.collect()
+
+    assert len(rows) == len(sent)
+    got = sorted((bytes(r.key), bytes(r.value), dict(r.headers)) for r in rows)
+    want = sorted((k, v, h) for k, v, h in sent)
+    assert [(k, v) for k, v, _ in got] == [(k, v) for k, v, _ in want]
+    assert all({k: bytes(v) for k, v in g[2].items()} == w[2] for g, w in zip(got, want, strict=True))
+    assert {r.partition for r in rows} == {0, 1, 2}
+    assert all(r.topic == topic for r in rows)
+    # Offsets per partition are the contiguous range the producer filled.
+    for p in range(3):
+        offsets = sorted(r.offset for r in rows if r.partition == p)
+        assert offsets == list(range(len(offsets)))
+
+
+def test_batch_read_split_by_max_records(spark: Any, kafka_broker: KafkaBroker) -> None:
+    url = kafka_broker.url
+    topic = asyncio.run(_create(url, 1))
+    asyncio.run(_produce(url, topic, records(1000)))
+
+    df = (
+        spark.read.format("kafkawire")
+        .option("kafka.bootstrap.servers", url.removeprefix("kafka://"))
+        .option("subscribe", topic)
+        .option("maxRecordsPerPartition", "300")
+        .load()
+    )
+    ranges = KafkaBatchReader({"url": url, "subscribe": topic, "maxRecordsPerPartition": "300"}).partitions()
+    bounds = [(r.partition, r.start, r.end) for r in ranges]
+    assert bounds == [(0, 0, 300), (0, 300, 600), (0, 600, 900), (0, 900, 1000)]
+    assert df.select(spark_partition_id()).distinct().count() == 4
+    assert sorted(r.offset for r in df.select("offset").collect()) == list(range(1000))
+
+    bounded = (
+        spark.read.format("kafkawire")
+        .option("url", url)
+        .option("subscribe", topic)
+        .option("startingOffsets", f'{{"{topic}": {{"0": 100}}}}')
+        .option("endingOffsets", f'{{"{topic}": {{"0": 250}}}}')
+        .load()
+    )
+    assert sorted(r.offset for r in bounded.select("offset").collect()) == list(range(100, 250))
+
+
+def test_batch_write_read_back_with_client(spark: Any, kafka_broker: KafkaBroker) -> None:
+    url = kafka_broker.url
+    topic = asyncio.run(_create(url, 2))
+    data = [(b"key-%d" % i, b"payload-%d" % i) for i in range(2000)]
+    df = spark.createDataFrame(data, "key binary, value binary").repartition(4)
+    df.write.format("kafkawire").option("url", url).option("topic", topic).mode("append").save()
+
+    got = asyncio.run(_consume(url, topic, 2, len(data)))
+    assert sorted((m.key, m.value) for m in got) == sorted(data)
