@@ -11,6 +11,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -72,6 +74,16 @@ class KafkaDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
         return KafkaBatchWriter(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from sparkwire.kafka_stream import KafkaStreamReader
+
+        return KafkaStreamReader(dict(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from sparkwire.kafka_stream import KafkaStreamWriter
+
+        return KafkaStreamWriter(dict(self.options))
 
 
 async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:

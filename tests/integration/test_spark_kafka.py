@@ -138,3 +138,36 @@ def test_batch_write_read_back_with_client(spark: Any, kafka_broker: KafkaBroker
 
     got = asyncio.run(_consume(url, topic, 2, len(data)))
     assert sorted((m.key, m.value) for m in got) == sorted(data)
+
+
+def _run_stream(spark: Any, url: str, topic: str, out: str, checkpoint: str) -> None:
+    stream = (
+        spark.readStream.format("kafkawire")
+        .option("url", url)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "700")
+        .load()
+        .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
+    )
+    query = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+    query.trigger(availableNow=True).start().awaitTermination(240)
+
+
+def test_stream_restart_from_checkpoint_exactly_once(spark: Any, kafka_broker: KafkaBroker, tmp_path: Any) -> None:
+    url = kafka_broker.url
+    topic = asyncio.run(_create(url, 2))
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    first = [(b"k", b"first-%d" % i, {}) for i in range(1500)]
+    asyncio.run(_produce(url, topic, first))
+    _run_stream(spark, url, topic, out, checkpoint)
+    assert spark.read.parquet(out).count() == 1500
+    # maxOffsetsPerTrigger=700 splits 1500 records into three micro-batches.
+    assert len([f for f in os.listdir(os.path.join(checkpoint, "offsets")) if f.isdigit()]) == 3
+
+    second = [(b"k", b"second-%d" % i, {}) for i in range(1200)]
+    asyncio.run(_produce(url, topic, second))
+    _run_stream(spark, url, topic, out, checkpoint)
+
+    values = [r.value for r in spark.read.parquet(out).collect()]
+    assert sorted(values) == sorted(v.decode() for _, v, _ in first + second)
