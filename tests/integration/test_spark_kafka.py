@@ -151,7 +151,11 @@ def _run_stream(spark: Any, url: str, topic: str, out: str, checkpoint: str) -> 
         .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
     )
     query = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
-    query.trigger(availableNow=True).start().awaitTermination(240)
+    running = query.trigger(processingTime="100 milliseconds").start()
+    try:
+        running.processAllAvailable()
+    finally:
+        running.stop()
 
 
 def test_stream_restart_from_checkpoint_exactly_once(spark: Any, kafka_broker: KafkaBroker, tmp_path: Any) -> None:
