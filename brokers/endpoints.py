@@ -22,6 +22,12 @@ class KafkaBroker:
     # A TLS listener (on every address) and the PEM certificate that signs it.
     ssl_port: int | None = None
     ssl_cafile: str | None = None
+    # SASL (the same users and mechanisms) over TLS with the same certificate.
+    sasl_ssl_port: int | None = None
+    # A TLS listener that requires a client certificate: the PEM certificate and key it accepts.
+    mtls_port: int | None = None
+    ssl_client_certfile: str | None = None
+    ssl_client_keyfile: str | None = None
     log_files: tuple[str, ...] = ()
     data_dir: str | None = None
 

@@ -8,9 +8,11 @@ against both ends of the version negotiation. Both format storage as a single-no
 from __future__ import annotations
 
 import base64
+import datetime
 import subprocess
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from brokers import kafka_wire
@@ -47,6 +49,8 @@ SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 KEYSTORE_PASSWORD = "mqwire-keystore"
+# The subject of the client certificate that the MTLS listener requires.
+CLIENT_CERT_NAME = "mqwire-client"
 
 
 def make_keystore(java: str, conf: Path) -> tuple[Path, Path]:
@@ -89,42 +93,136 @@ def make_keystore(java: str, conf: Path) -> tuple[Path, Path]:
     return keystore, certificate
 
 
+def make_client_certificate(java: str, conf: Path) -> tuple[Path, Path, Path]:
+    """A client certificate and key (PEM, for ``ssl_certfile``/``ssl_keyfile``) and a broker truststore
+    (PKCS12) that trusts exactly that certificate, for the listener that requires client certificates.
+
+    The key is written in Python (keytool cannot export a private key as PEM); keytool builds the store.
+    """
+    # Imported here: only the launcher needs it, and only to make this one certificate.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CLIENT_CERT_NAME)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file, truststore = conf / "client-cert.pem", conf / "client-key.pem", conf / "client-trust.p12"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key_file.chmod(0o600)
+    subprocess.run(
+        [
+            str(Path(java).with_name("keytool")),
+            "-importcert",
+            "-noprompt",
+            "-alias",
+            "client",
+            "-file",
+            str(cert_file),
+            "-keystore",
+            str(truststore),
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            KEYSTORE_PASSWORD,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert_file, key_file, truststore
+
+
+def _jaas(listener: str) -> dict[str, str]:
+    """The SASL logins of one listener: PLAIN with the test user, SCRAM from the cluster metadata."""
+    prefix = f"listener.name.{listener}"
+    return {
+        f"{prefix}.plain.sasl.jaas.config": (
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}="{SASL_PASSWORD}";'
+        ),
+        f"{prefix}.scram-sha-256.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        f"{prefix}.scram-sha-512.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+        f"{prefix}.oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+        ),
+    }
+
+
+def _keystore(listener: str, keystore: Path) -> dict[str, str]:
+    prefix = f"listener.name.{listener}.ssl"
+    return {
+        f"{prefix}.keystore.location": str(keystore),
+        f"{prefix}.keystore.type": "PKCS12",
+        f"{prefix}.keystore.password": KEYSTORE_PASSWORD,
+        f"{prefix}.key.password": KEYSTORE_PASSWORD,
+    }
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """The ports of one Kafka node; the TLS listeners share the broker's self-signed certificate."""
+
+    port: int
+    controller: int
+    sasl: int
+    ssl: int
+    sasl_ssl: int
+    mtls: int
+
+
 def _server_properties(
-    port: int, controller_port: int, sasl_port: int, ssl_port: int, keystore: Path, log_dir: Path, share_groups: bool
+    ports: Listeners, keystore: Path, client_truststore: Path, log_dir: Path, share_groups: bool
 ) -> str:
-    sasl_listener = f"SASL_PLAINTEXT://{LOOPBACK}:{sasl_port}"
+    here = LOOPBACK
     # The TLS listener binds every address so that a test can reach it under a name its certificate lacks.
-    ssl_listener = f"SSL://0.0.0.0:{ssl_port}"
+    bound = (
+        f"PLAINTEXT://{here}:{ports.port},CONTROLLER://{here}:{ports.controller},"
+        f"SASL_PLAINTEXT://{here}:{ports.sasl},SSL://0.0.0.0:{ports.ssl},"
+        f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls}"
+    )
+    advertised = (
+        f"PLAINTEXT://{here}:{ports.port},SASL_PLAINTEXT://{here}:{ports.sasl},SSL://{here}:{ports.ssl},"
+        f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls}"
+    )
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
-        "controller.quorum.bootstrap.servers": f"{LOOPBACK}:{controller_port}",
-        "listeners": (
-            f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port},{sasl_listener},{ssl_listener}"
-        ),
-        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port},{sasl_listener},SSL://{LOOPBACK}:{ssl_port}",
+        "controller.quorum.bootstrap.servers": f"{here}:{ports.controller}",
+        "listeners": bound,
+        "advertised.listeners": advertised,
         "inter.broker.listener.name": "PLAINTEXT",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": (
-            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL"
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
+            "SASL_SSL:SASL_SSL,MTLS:SSL"
         ),
-        "listener.name.ssl.ssl.keystore.location": str(keystore),
-        "listener.name.ssl.ssl.keystore.type": "PKCS12",
-        "listener.name.ssl.ssl.keystore.password": KEYSTORE_PASSWORD,
-        "listener.name.ssl.ssl.key.password": KEYSTORE_PASSWORD,
+        **_keystore("ssl", keystore),
+        **_keystore("sasl_ssl", keystore),
+        **_keystore("mtls", keystore),
+        # MTLS: a TLS listener that admits only the client certificate the launcher made.
+        "listener.name.mtls.ssl.client.auth": "required",
+        "listener.name.mtls.ssl.truststore.location": str(client_truststore),
+        "listener.name.mtls.ssl.truststore.type": "PKCS12",
+        "listener.name.mtls.ssl.truststore.password": KEYSTORE_PASSWORD,
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-            f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{SASL_USER}="{SASL_PASSWORD}";'
-        ),
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        ),
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        ),
-        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": (
-            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
-        ),
+        **_jaas("sasl_plaintext"),
+        **_jaas("sasl_ssl"),
         "log.dirs": str(log_dir),
         "num.partitions": "1",
         "auto.create.topics.enable": "true",
@@ -153,7 +251,7 @@ class KafkaKind:
         self.share_groups = share_groups
 
     def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
-        port, controller_port, sasl_port, ssl_port = free_ports(4)
+        ports = Listeners(*free_ports(6))
         conf = work_dir / "conf"
         logs = work_dir / "logs"
         data = work_dir / "data"
@@ -161,9 +259,9 @@ class KafkaKind:
             folder.mkdir(parents=True, exist_ok=True)
         server_props = conf / "server.properties"
         keystore, certificate = make_keystore(java, conf)
+        client_cert, client_key, client_trust = make_client_certificate(java, conf)
         server_props.write_text(
-            _server_properties(port, controller_port, sasl_port, ssl_port, keystore, data, self.share_groups),
-            encoding="utf-8",
+            _server_properties(ports, keystore, client_trust, data, self.share_groups), encoding="utf-8"
         )
         log_file = logs / "kafka.log"
         log_conf = write_log4j2(conf / "log4j2.properties", log_file, quiet=("org.apache.kafka.raft",))
@@ -197,9 +295,22 @@ class KafkaKind:
             self.name,
             instance,
             str(work_dir),
-            {"broker": port, "controller": controller_port, "sasl": sasl_port, "ssl": ssl_port},
+            {
+                "broker": ports.port,
+                "controller": ports.controller,
+                "sasl": ports.sasl,
+                "ssl": ports.ssl,
+                "sasl_ssl": ports.sasl_ssl,
+                "mtls": ports.mtls,
+            },
             [spec],
-            {"format_argv": format_argv, "format_log": str(logs / "kafka-format.log"), "ca_file": str(certificate)},
+            {
+                "format_argv": format_argv,
+                "format_log": str(logs / "kafka-format.log"),
+                "ca_file": str(certificate),
+                "client_certfile": str(client_cert),
+                "client_keyfile": str(client_key),
+            },
         )
 
     def _format(self, plan: Plan) -> None:
@@ -238,6 +349,10 @@ class KafkaKind:
             sasl_port=plan.ports.get("sasl"),
             ssl_port=plan.ports.get("ssl"),
             ssl_cafile=plan.settings.get("ca_file"),
+            sasl_ssl_port=plan.ports.get("sasl_ssl"),
+            mtls_port=plan.ports.get("mtls"),
+            ssl_client_certfile=plan.settings.get("client_certfile"),
+            ssl_client_keyfile=plan.settings.get("client_keyfile"),
             log_files=plan.log_files,
             data_dir=plan.work_dir,
         )

@@ -53,6 +53,32 @@ async def test_round_trip_with_each_mechanism(kafka_broker: KafkaBroker, mechani
     assert message.value == b"hello over " + mechanism.encode()
 
 
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+async def test_round_trip_with_sasl_over_tls(kafka_broker: KafkaBroker, mechanism: str) -> None:
+    assert kafka_broker.sasl_ssl_port is not None, "the launcher did not open a SASL_SSL listener"
+    url = f"kafka+ssl://{kafka_broker.host}:{kafka_broker.sasl_ssl_port}"
+    topic = f"kw-sasl-ssl-{uuid.uuid4().hex[:8]}"
+    async with kafkawire.connect(url, ssl_cafile=kafka_broker.ssl_cafile, **options(mechanism)) as client:
+        async with client.producer(topic) as producer:
+            await producer.send(b"sealed and signed in")
+        async with client.consumer(topic, start="earliest") as consumer:
+            async with asyncio.timeout(30):
+                message = await consumer.getone()
+    assert message.value == b"sealed and signed in"
+
+
+async def test_a_wrong_password_over_tls_is_an_authentication_error(kafka_broker: KafkaBroker) -> None:
+    assert kafka_broker.sasl_ssl_port is not None
+    url = f"kafka+ssl://{kafka_broker.host}:{kafka_broker.sasl_ssl_port}"
+    started = time.monotonic()
+    with pytest.raises(kafkawire.AuthenticationError):
+        async with kafkawire.connect(
+            url, ssl_cafile=kafka_broker.ssl_cafile, **options("SCRAM-SHA-512", password="wrong")
+        ) as client:
+            await client.refresh_metadata([])
+    assert time.monotonic() - started < 20, "an authentication failure must not be retried until a timeout"
+
+
 async def test_async_token_provider(kafka_broker: KafkaBroker) -> None:
     async def provider() -> str:
         return unsecured_jwt()

@@ -46,6 +46,36 @@ async def test_a_host_name_the_certificate_lacks_is_refused_unless_checking_is_o
         await client.refresh_metadata([])
 
 
+def mtls_url(broker: KafkaBroker) -> str:
+    assert broker.mtls_port is not None and broker.ssl_client_certfile, "no client-certificate listener"
+    return f"kafka+ssl://{broker.host}:{broker.mtls_port}"
+
+
+async def test_round_trip_with_a_client_certificate(kafka_broker: KafkaBroker) -> None:
+    topic = f"kw-mtls-{uuid.uuid4().hex[:8]}"
+    async with kafkawire.connect(
+        mtls_url(kafka_broker),
+        ssl_cafile=kafka_broker.ssl_cafile,
+        ssl_certfile=kafka_broker.ssl_client_certfile,
+        ssl_keyfile=kafka_broker.ssl_client_keyfile,
+    ) as client:
+        async with client.producer(topic) as producer:
+            await producer.send(b"both sides known")
+        async with client.consumer(topic, start="earliest") as consumer:
+            async with asyncio.timeout(30):
+                assert (await consumer.getone()).value == b"both sides known"
+
+
+async def test_without_a_client_certificate_the_listener_refuses_quickly(kafka_broker: KafkaBroker) -> None:
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(kafkawire.MqwireError, match=r"(?i)certificate"):
+        async with kafkawire.connect(
+            mtls_url(kafka_broker), ssl_cafile=kafka_broker.ssl_cafile, connect_timeout_ms=5_000
+        ) as client:
+            await client.refresh_metadata([])
+    assert asyncio.get_running_loop().time() - started < 20
+
+
 def test_tls_options_are_checked_at_construction() -> None:
     with pytest.raises(ValueError, match="kafka\\+ssl"):
         kafkawire.connect("kafka://127.0.0.1:1", ssl_cafile="/nowhere.pem")
