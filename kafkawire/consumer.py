@@ -5,7 +5,9 @@ ConsumerGroupHeartbeat with ``group_protocol="consumer"``) and reads what the gr
 where the group committed; commits carry the member's generation and id. Rebalances are reported to async
 callables taking a set of TopicPartition: ``on_assigned``, ``on_revoked`` (called before partitions are given
 up, after acknowledged offsets were committed) and ``on_lost`` (partitions already someone else's, nothing
-committed; defaults to ``on_revoked``). With ``partitions=``, or without a group, it reads every partition of
+committed; defaults to ``on_revoked``). A member whose application makes no poll (getone, getmany, iteration)
+for ``max_poll_interval_ms`` leaves the group, its partitions lost, and joins again at its next poll, as the
+Java client does. With ``partitions=``, or without a group, it reads every partition of
 its topics (or the ones given) from ``start``, and with a group commits with generation -1 and no member id,
 as the Java client does for ``assign()`` followed by ``commitSync()``.
 """
@@ -26,6 +28,7 @@ from kafkawire.group.assignors import ASSIGNORS, Assignor
 from kafkawire.group.heartbeat_membership import HeartbeatMembership
 from kafkawire.group.membership import GroupMembership
 from kafkawire.group.metadata import GroupMetadata
+from kafkawire.group.poll_watch import PollWatch
 from kafkawire.message import Message
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import (
@@ -112,6 +115,7 @@ class Consumer:
             retry_backoff=client.retry_backoff,
         )
         self._membership: GroupMembership | HeartbeatMembership | None = None
+        self._poll_watch: PollWatch | None = None
         if group is not None and self._requested is None:
             # Subscribed topics and a group: the group's members share the partitions.
             protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
@@ -123,6 +127,7 @@ class Consumer:
                 else check_int_range("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
             )
             instance_id = _optional_name("group_instance_id", group_instance_id)
+            self._poll_watch = PollWatch(poll_interval_ms / 1000)
             if protocol == "consumer":
                 # KIP-848: the broker assigns; the member heartbeats and follows.
                 if group_remote_assignor is not None and group_remote_assignor not in REMOTE_ASSIGNORS:
@@ -137,6 +142,7 @@ class Consumer:
                     on_assign=self._assigned,
                     on_revoke=self._revoked,
                     on_lose=self._lost,
+                    poll_watch=self._poll_watch,
                 )
             else:
                 if heartbeat_interval_ms >= session_timeout_ms:
@@ -155,6 +161,7 @@ class Consumer:
                     on_assign=self._assigned,
                     on_revoke=self._revoked,
                     on_lose=self._lost,
+                    poll_watch=self._poll_watch,
                 )
         for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked), ("on_lost", on_lost)):
             if callback is not None and not callable(callback):
@@ -266,13 +273,18 @@ class Consumer:
         """The next message, waiting as long as it takes (records arrive, or the consumer closes)."""
         if not self._started:
             await self.start()
+        watch = self._poll_watch
+        if watch is not None:
+            watch.polls += 1
+            if watch.left:
+                watch.resume()
         queue = self._queue
         while True:
             self._check_open()
             message = queue.take_one()
             if message is not None:
                 return message
-            await queue.wait_data(None)
+            await self._wait_data(None)
 
     async def getmany(self, timeout_ms: float = 0, max_records: int | None = None) -> list[Message]:
         """Up to ``max_records`` buffered messages, waiting at most ``timeout_ms`` for the first; [] if none."""
@@ -280,12 +292,29 @@ class Consumer:
         limit = INT32_MAX if max_records is None else check_int_range("max_records", max_records, 1, INT32_MAX)
         if not self._started:
             await self.start()
+        watch = self._poll_watch
+        if watch is not None:
+            watch.polls += 1
+            if watch.left:
+                watch.resume()
         self._check_open()
         queue = self._queue
         if not queue.ready and timeout > 0:
-            await queue.wait_data(timeout)
+            await self._wait_data(timeout)
             self._check_open()
         return queue.take(limit)
+
+    async def _wait_data(self, timeout: float | None) -> None:
+        """Wait for records; a poll that waits counts as polling for max_poll_interval_ms."""
+        watch = self._poll_watch
+        if watch is None:
+            await self._queue.wait_data(timeout)
+            return
+        watch.waiting += 1
+        try:
+            await self._queue.wait_data(timeout)
+        finally:
+            watch.waiting -= 1
 
     def _check_open(self) -> None:
         if self._closed:

@@ -21,6 +21,7 @@ from common.policy import Backoff
 from kafkawire import errors
 from kafkawire.group.membership import PartitionsCallback
 from kafkawire.group.metadata import GroupMetadata
+from kafkawire.group.poll_watch import PollWatch
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupTopicPartitions
 
@@ -54,7 +55,9 @@ class HeartbeatMembership:
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
         on_lose: PartitionsCallback,
+        poll_watch: PollWatch | None = None,
     ) -> None:
+        self.poll_watch = poll_watch
         self.client = client
         self.group = group
         self.topics = list(topics)
@@ -108,6 +111,9 @@ class HeartbeatMembership:
         backoff = Backoff(initial=0.1, maximum=2.0)
         while not self._closing:
             try:
+                if self.poll_watch is not None and self.poll_watch.overdue():
+                    await self._leave_until_polled(self.poll_watch)
+                    continue
                 changed = await self._beat()
                 backoff.reset()
                 if not changed:
@@ -123,6 +129,27 @@ class HeartbeatMembership:
                 log.error("group %r: giving up: %s", self.group, exc)
                 self.failure = exc
                 return
+
+    async def _leave_until_polled(self, watch: PollWatch) -> None:
+        """The application stopped polling: the partitions are lost, the member leaves until the next poll."""
+        log.warning(
+            "group %r: no poll for more than max_poll_interval_ms (%.0f ms); leaving the group until the next poll",
+            self.group,
+            watch.interval * 1000,
+        )
+        watch.mark_left()
+        lost, self.assignment = self.assignment, set()
+        if lost:
+            await self._on_lose(lost)
+        if self.member_id and self.epoch > 0:
+            epoch = STATIC_LEAVE_EPOCH if self.group_instance_id is not None else LEAVE_EPOCH
+            try:
+                await self._request(self._body(epoch))
+            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaError) as exc:
+                log.info("group %r: leaving failed (%s); the session timeout removes the member", self.group, exc)
+        self.epoch = 0
+        self._joining = True
+        await watch.wait_resumed()
 
     async def _coordinator(self) -> KafkaConnection:
         if self._connection is None or self._connection.closed:

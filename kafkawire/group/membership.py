@@ -19,6 +19,7 @@ from common.policy import Backoff
 from kafkawire import errors
 from kafkawire.group.assignors import Assignor
 from kafkawire.group.metadata import GroupMetadata
+from kafkawire.group.poll_watch import PollWatch
 from kafkawire.group.protocol import (
     Assignment,
     Subscription,
@@ -69,11 +70,13 @@ class GroupMembership:
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
         on_lose: PartitionsCallback,
+        poll_watch: PollWatch | None = None,
     ) -> None:
         self.client = client
         self.group = group
         self.topics = list(topics)
         self.assignors = list(assignors)
+        self.poll_watch = poll_watch
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval = heartbeat_interval_ms / 1000
@@ -137,6 +140,10 @@ class GroupMembership:
                     need_join = False
                     backoff.reset()
                 await asyncio.sleep(self.heartbeat_interval)
+                if self.poll_watch is not None and self.poll_watch.overdue():
+                    await self._leave_until_polled(self.poll_watch)
+                    need_join = True
+                    continue
                 await self._heartbeat()
             except Rejoin as why:
                 log.info("group %r: rejoining (%s)", self.group, why)
@@ -271,6 +278,32 @@ class GroupMembership:
             SyncGroupRequestAssignment(member_id=member, assignment=encode_assignment(Assignment(partitions)))
             for member, partitions in plan.items()
         ]
+
+    async def _leave_until_polled(self, watch: PollWatch) -> None:
+        """The application stopped polling: give the partitions up as lost, leave, wait for the next poll.
+
+        As in the Java client the partitions count as lost (the group reassigns them while this member's
+        application may still be working on their records), so nothing of them is committed.
+        """
+        log.warning(
+            "group %r: no poll for more than max_poll_interval_ms (%.0f ms); leaving the group until the next poll",
+            self.group,
+            watch.interval * 1000,
+        )
+        watch.mark_left()
+        lost, self.assignment = self.assignment, set()
+        if lost:
+            await self._on_lose(lost)
+        if self.member_id and self.group_instance_id is None:
+            try:
+                await self._leave()
+            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaError) as exc:
+                log.info("group %r: LeaveGroup failed (%s); the session timeout removes the member", self.group, exc)
+                self.member_id = ""
+                self.generation = -1
+        else:
+            self.generation = -1  # a static member keeps its id; the join after the poll takes its place again
+        await watch.wait_resumed()
 
     async def _revoke_all(self) -> None:
         revoked, self.assignment = self.assignment, set()

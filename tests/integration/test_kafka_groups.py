@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import threading
 import uuid
 from typing import Any
@@ -334,3 +335,114 @@ async def test_eager_sticky_gives_members_back_what_they_held(kafka_broker: Kafk
             # Everything was revoked (eager), yet each earlier member got two of its own three back.
             assert len(first.assignment()) == 2 and first.assignment() <= before[0]
             assert len(second.assignment()) == 2 and second.assignment() <= before[1]
+
+
+class Callbacks:
+    """What the rebalance callbacks of one member saw, in order."""
+
+    def __init__(self) -> None:
+        self.lost: list[set[TopicPartition]] = []
+        self.revoked: list[set[TopicPartition]] = []
+
+    async def on_lost(self, partitions: set[TopicPartition]) -> None:
+        self.lost.append(partitions)
+
+    async def on_revoked(self, partitions: set[TopicPartition]) -> None:
+        self.revoked.append(partitions)
+
+
+async def keep_polling(consumer: kafkawire.Consumer, seen: list[int], until: asyncio.Event | None = None) -> None:
+    """Poll and acknowledge until the consumer closes or ``until`` is set."""
+    while not consumer.closed and not (until is not None and until.is_set()):
+        try:
+            messages = await consumer.getmany(timeout_ms=100)
+        except kafkawire.ClosedError:
+            return
+        for message in messages:
+            seen.append(int(message.value or b""))
+            await consumer.ack(message)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_a_member_that_stops_polling_leaves_and_comes_back_on_its_next_poll(
+    kafka_broker: KafkaBroker, protocol: str
+) -> None:
+    topic, group = unique("poll"), unique("group")
+    await create_and_fill(kafka_broker.url, topic, 4, 40)
+    options: dict[str, Any] = dict(GROUP_OPTIONS, group_protocol=protocol)
+    if protocol == "consumer":
+        for name in ("session_timeout_ms", "heartbeat_interval_ms"):
+            options.pop(name)  # the broker sets these for KIP-848 groups
+    idle = Callbacks()
+    seen: list[int] = []
+    async with (
+        kafkawire.connect(kafka_broker.url) as client, client.consumer(
+            topic, group=group, on_lost=idle.on_lost, on_revoked=idle.on_revoked,
+            **dict(options, max_poll_interval_ms=2_000),
+        ) as sleeper,
+        client.consumer(topic, group=group, **options) as worker,
+    ):
+        hang = asyncio.Event()
+        busy = asyncio.create_task(keep_polling(worker, seen))
+        idle_until_hang = asyncio.create_task(keep_polling(sleeper, seen, until=hang))
+        try:
+            await settle(lambda: [sleeper.assignment(), worker.assignment()], 4)
+            hang.set()  # from here the application stops polling
+            await idle_until_hang
+            held = sleeper.assignment()
+            revocations = len(idle.revoked)  # eager rebalances while both joined revoke; that is fine
+            # No poll for longer than max_poll_interval_ms: the member gives its partitions up as lost.
+            await settle(lambda: [worker.assignment()], 4, timeout=60)
+            assert sleeper.assignment() == set()
+            assert idle.lost and held <= set().union(*idle.lost)
+            assert len(idle.revoked) == revocations, "partitions taken for want of polls are lost, not revoked"
+            # The next poll brings the member back into the group.
+            async with asyncio.timeout(60):
+                while not sleeper.assignment():
+                    for message in await sleeper.getmany(timeout_ms=200):
+                        seen.append(int(message.value or b""))
+                        await sleeper.ack(message)
+            await settle(lambda: [sleeper.assignment(), worker.assignment()], 4)
+        finally:
+            for task in (busy, idle_until_hang):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    assert set(range(40)) <= set(seen)
+
+
+async def test_a_member_the_coordinator_removed_reports_its_partitions_lost_and_rejoins(
+    kafka_broker: KafkaBroker,
+) -> None:
+    from kafkawire.protocol.messages import LeaveGroupRequest, MemberIdentity
+
+    topic, group = unique("fenced"), unique("group")
+    await create_and_fill(kafka_broker.url, topic, 2, 10)
+    callbacks = Callbacks()
+    async with kafkawire.connect(kafka_broker.url) as client, client.consumer(
+        topic, group=group, on_lost=callbacks.on_lost, on_revoked=callbacks.on_revoked, **GROUP_OPTIONS
+    ) as member:
+        await member.start()
+        await settle(lambda: [member.assignment()], 2)
+        held = member.assignment()
+        rebalances = member.rebalances
+        # Another connection removes the member, as an administrator would: the coordinator forgets it
+        # and its next heartbeat learns it is no longer part of the group.
+        node = await client.coordinator(group)
+        connection = await client.dedicated_connection(node)
+        try:
+            reply = await connection.request(
+                LeaveGroupRequest(
+                    group_id=group,
+                    members=[MemberIdentity(member_id=member.group_metadata().member_id, group_instance_id=None)],
+                )
+            )
+        finally:
+            connection.close()
+        assert reply.error_code == 0 and all(m.error_code == 0 for m in reply.members)
+        async with asyncio.timeout(60):
+            while member.rebalances == rebalances:
+                await asyncio.sleep(0.1)
+        await settle(lambda: [member.assignment()], 2)
+    assert callbacks.lost == [held]
+    assert callbacks.revoked == [held]  # only on close, after the member had joined again
