@@ -28,6 +28,10 @@ class KafkaBroker:
     mtls_port: int | None = None
     ssl_client_certfile: str | None = None
     ssl_client_keyfile: str | None = None
+    # A plaintext listener on ``proxied_port`` that advertises ``proxy_port``, where nothing listens until a
+    # test puts a proxy there (forwarding to ``proxied_port``): the way to put faults between client and broker.
+    proxied_port: int | None = None
+    proxy_port: int | None = None
     log_files: tuple[str, ...] = ()
     data_dir: str | None = None
 

@@ -184,6 +184,10 @@ class Listeners:
     ssl: int
     sasl_ssl: int
     mtls: int
+    # PROXIED binds ``proxied`` but advertises ``proxy``: a test puts a fault proxy on ``proxy`` and every
+    # connection the client makes after the metadata goes through it.
+    proxied: int
+    proxy: int
 
 
 def _server_properties(
@@ -194,11 +198,11 @@ def _server_properties(
     bound = (
         f"PLAINTEXT://{here}:{ports.port},CONTROLLER://{here}:{ports.controller},"
         f"SASL_PLAINTEXT://{here}:{ports.sasl},SSL://0.0.0.0:{ports.ssl},"
-        f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls}"
+        f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls},PROXIED://{here}:{ports.proxied}"
     )
     advertised = (
         f"PLAINTEXT://{here}:{ports.port},SASL_PLAINTEXT://{here}:{ports.sasl},SSL://{here}:{ports.ssl},"
-        f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls}"
+        f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls},PROXIED://{here}:{ports.proxy}"
     )
     props = {
         "process.roles": "broker,controller",
@@ -210,7 +214,7 @@ def _server_properties(
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": (
             "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,"
-            "SASL_SSL:SASL_SSL,MTLS:SSL"
+            "SASL_SSL:SASL_SSL,MTLS:SSL,PROXIED:PLAINTEXT"
         ),
         **_keystore("ssl", keystore),
         **_keystore("sasl_ssl", keystore),
@@ -251,7 +255,7 @@ class KafkaKind:
         self.share_groups = share_groups
 
     def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
-        ports = Listeners(*free_ports(6))
+        ports = Listeners(*free_ports(8))
         conf = work_dir / "conf"
         logs = work_dir / "logs"
         data = work_dir / "data"
@@ -302,6 +306,8 @@ class KafkaKind:
                 "ssl": ports.ssl,
                 "sasl_ssl": ports.sasl_ssl,
                 "mtls": ports.mtls,
+                "proxied": ports.proxied,
+                "proxy": ports.proxy,
             },
             [spec],
             {
@@ -351,6 +357,8 @@ class KafkaKind:
             ssl_cafile=plan.settings.get("ca_file"),
             sasl_ssl_port=plan.ports.get("sasl_ssl"),
             mtls_port=plan.ports.get("mtls"),
+            proxied_port=plan.ports.get("proxied"),
+            proxy_port=plan.ports.get("proxy"),
             ssl_client_certfile=plan.settings.get("client_certfile"),
             ssl_client_keyfile=plan.settings.get("client_keyfile"),
             log_files=plan.log_files,

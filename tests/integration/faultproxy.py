@@ -22,8 +22,9 @@ CHUNK = 65536
 
 
 class FaultProxy:
-    def __init__(self, target_host: str, target_port: int) -> None:
+    def __init__(self, target_host: str, target_port: int, listen_port: int = 0) -> None:
         self.target = (target_host, target_port)
+        self.listen_port = listen_port  # 0: any free port
         self.accepted = 0
         self.mode = "pass"
         self._flowing = asyncio.Event()
@@ -33,7 +34,7 @@ class FaultProxy:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.listen_port)
         port: int = self._server.sockets[0].getsockname()[1]
         self.port = port
         return port
