@@ -119,6 +119,11 @@ class PulsarConnection:
             connection.max_message_size = connected.max_message_size
             connection._splitter.max_frame_size = connected.max_message_size + FRAME_SIZE_PADDING
         connection._keepalive = asyncio.ensure_future(connection._keep_alive())
+        # The method's name only: the credentials themselves never reach a log line.
+        log.debug(
+            "%s: connected to %s, protocol %d, authentication %s",
+            name, connection.server_version, connection.protocol_version, auth_method or "none",
+        )
         return connection
 
     # ------------------------------------------------------------------------------------ properties
@@ -230,8 +235,10 @@ class PulsarConnection:
             refused: MqwireError = errors.error_for(command.error.error, command.error.message)
             if not isinstance(refused, AuthenticationError):
                 refused = AuthenticationError(f"{self.name}: handshake refused: {command.error.message}")
+            log.info("%s: handshake refused: %s", self.name, refused)
             self._connected.set_exception(refused)
         elif kind == T.AUTH_CHALLENGE:
+            log.debug("%s: the broker asks for fresh credentials", self.name)
             self._answer_challenge()
         elif kind in _PRODUCER_PUSHES or kind in _CONSUMER_PUSHES:
             self._route(kind, command, frame)

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -229,3 +230,24 @@ async def test_pulsar_client_and_ours_over_tls_with_tokens(secured: Secured) -> 
             assert seen == {(b"from ours", "1"), (b"from theirs", "2")}
     finally:
         theirs.close()
+
+
+async def test_no_token_in_logs_reprs_or_errors(secured: Secured, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = secured.token()
+    async with pulsarwire.connect(secured.broker.url, auth_token=token) as client:
+        assert await round_trip(client, "no-secret-in-logs") == b"secret payload"
+        shown = [repr(client), str(client)]
+    bad = token_for(os.urandom(32), SUPERUSER)
+    refused = pulsarwire.Client(secured.broker.url, auth_token=bad, operation_timeout=5)
+    with pytest.raises(AuthenticationError) as caught:
+        await refused.start()
+    shown += [repr(refused), str(caught.value), repr(caught.value)]
+    await refused.close()
+    logged = "\n".join(f"{record.getMessage()} {record.args!r}" for record in caplog.records)
+    assert logged, "the run logged nothing at DEBUG: the check would be empty"
+    for secret in (token, bad):
+        # The signature part is what would let someone act as the user.
+        signature = secret.rsplit(".", 1)[-1]
+        assert signature not in logged
+        assert not any(signature in text for text in shown)
