@@ -216,6 +216,7 @@ class Membership(ABC):
         # A reconnection during register() is fine: the new master has just seen us.
         self._generation = max(generation, self.link.generation)
         self._registered = True
+        log.debug("%s: registered with the master (generation %d)", self.name, self._generation)
 
     def next_delay(self) -> float:
         """Seconds until the next heartbeat; subclasses may beat faster for a while."""
