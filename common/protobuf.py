@@ -2,8 +2,33 @@
 
 from __future__ import annotations
 
-from google.protobuf.descriptor import FieldDescriptor
+import functools
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+
+@functools.cache
+def _holds_strings(descriptor: Descriptor) -> bool:
+    """Whether a message of this type can hold a string field anywhere inside it.
+
+    Types without one (a fetched message is ids, a checksum and bytes) are not walked: a batch has
+    thousands of them, and walking each would cost more than decoding it.
+    """
+    return _search(descriptor, set())
+
+
+def _search(descriptor: Descriptor, seen: set[str]) -> bool:
+    if descriptor.full_name in seen:
+        return False  # a recursive type: already being searched further up
+    seen.add(descriptor.full_name)
+    for field in descriptor.fields:
+        if field.type == FieldDescriptor.TYPE_STRING:
+            return True
+        inner = field.message_type
+        if field.type == FieldDescriptor.TYPE_MESSAGE and inner is not None and _search(inner, seen):
+            return True
+    return False
 
 
 def invalid_string_field(message: Message) -> str | None:
@@ -17,7 +42,9 @@ def invalid_string_field(message: Message) -> str | None:
             values = value if field.is_repeated else (value,)
             if not all(isinstance(item, str) for item in values):
                 return field.name
-        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+        elif field.type == FieldDescriptor.TYPE_MESSAGE and (
+            field.message_type is None or _holds_strings(field.message_type)
+        ):
             for item in value if field.is_repeated else (value,):
                 inner = invalid_string_field(item)
                 if inner is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -76,8 +77,10 @@ class Consumer:
         self.confirm_timeout = check_positive("confirm_timeout_ms", confirm_timeout_ms) / 1000
         self.no_data_wait = check_positive("msg_not_found_wait_ms", msg_not_found_wait_ms) / 1000
         self.rebalance_wait = check_positive("rebalance_confirm_wait_ms", rebalance_confirm_wait_ms) / 1000
-        # None wakes a waiting reader to look at the consumer's state (closed or failed).
-        self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
+        # Fetched messages in order; ``_arrived`` wakes a waiting reader for new messages or a changed state
+        # (closed or failed). A batch goes in at once: the per-message path stays a deque pop.
+        self._ready: deque[Message] = deque()
+        self._arrived = asyncio.Event()
         self._events: asyncio.Queue[RebalanceEvent] = asyncio.Queue()
         self._settings: FetchSettings | None = None
         self._assignment: Assignment | None = None
@@ -155,7 +158,7 @@ class Consumer:
         if self._closed:
             return
         self._closed = True
-        self._queue.put_nowait(None)
+        self._arrived.set()
         task, self._rebalancer = self._rebalancer, None
         if task is not None:
             if self._rebalancing:
@@ -194,12 +197,12 @@ class Consumer:
             self._membership.wake()
 
     def _deliver(self, messages: Sequence[Message]) -> None:
-        for message in messages:
-            self._queue.put_nowait(message)
+        self._ready.extend(messages)
+        self._arrived.set()
 
     def _fail(self, error: MqwireError) -> None:
         self._failure = error
-        self._queue.put_nowait(None)
+        self._arrived.set()
 
     # ------------------------------------------------------------------------------------- reading
     def __aiter__(self) -> Consumer:
@@ -217,21 +220,30 @@ class Consumer:
         """The next message; TimeoutError after ``timeout`` seconds, ClosedError once closed."""
         if not self._started and not self._closed:
             raise ClosedError("consumer is not started: use 'async with client.consumer(...)'")
+        message = self._take()
+        if message is not None:
+            return message  # the common case: no timer, no wait
         async with asyncio.timeout(timeout):
             while True:
-                if self._failure is not None:
-                    raise self._failure
-                if self._closed:
-                    raise ClosedError("consumer is closed")
-                item = await self._queue.get()
-                if item is None:
-                    if self._failure is not None or self._closed:
-                        # Pass the wake-up on to any other reader.
-                        self._queue.put_nowait(None)
-                    continue
-                batch = item.batch
-                if isinstance(batch, Batch) and batch.valid:
-                    return item
+                message = self._take()
+                if message is not None:
+                    return message
+                self._arrived.clear()
+                await self._arrived.wait()
+
+    def _take(self) -> Message | None:
+        """The next message still valid (its batch not given back), or None; raises once failed or closed."""
+        if self._failure is not None:
+            raise self._failure
+        if self._closed:
+            raise ClosedError("consumer is closed")
+        ready = self._ready
+        while ready:
+            message = ready.popleft()
+            batch = message.batch
+            if isinstance(batch, Batch) and batch.valid:
+                return message
+        return None
 
     async def ack(self, message: Message) -> None:
         """Acknowledge ``message``; the last acknowledgement of a fetched batch confirms it to the broker.

@@ -22,8 +22,8 @@ from tubemqwire.brokers import BrokerConnections
 from tubemqwire.errors import error_for_code
 from tubemqwire.protocol import broker as proto
 from tubemqwire.protocol.broker_service_pb2 import TransferedMessage
-from tubemqwire.protocol.constants import ErrorCode, Method, ServiceType
-from tubemqwire.protocol.messages import decode_message, parse_msg_time
+from tubemqwire.protocol.constants import FLAG_HAS_ATTRIBUTE, ErrorCode, Method, ServiceType
+from tubemqwire.protocol.messages import decode_message, parse_msg_time, verify_checksum
 from tubemqwire.protocol.metadata import PartitionInfo
 from tubemqwire.records import Message
 
@@ -85,6 +85,14 @@ class Batch:
 
 def to_message(topic: str, partition: PartitionInfo, raw: TransferedMessage, batch: Batch, index: int) -> Message:
     """A fetched message for the application; ChecksumError or ProtocolError when it is corrupt."""
+    payload = raw.payLoadData
+    if not raw.flag & FLAG_HAS_ATTRIBUTE:
+        # No attribute (no headers, type or time): the common case of plain data, built directly.
+        verify_checksum(payload, raw.checkSum)
+        return Message(
+            topic, partition.partition_id, partition.broker.broker_id, payload, {}, raw.messageId,
+            None, None, None, None, batch, index,
+        )
     decoded = decode_message(raw)
     timestamp = None
     if decoded.msg_time:

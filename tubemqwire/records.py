@@ -26,7 +26,9 @@ class Receipt:
         return f"{self.broker_id}:{self.topic}:{self.partition}"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, which costs more than the
+# rest of decoding a fetched message. (Its headers are a dict, so it was never hashable anyway.)
+@dataclass(slots=True)
 class Message:
     """A consumed message.
 
