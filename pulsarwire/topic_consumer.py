@@ -158,9 +158,8 @@ class TopicConsumer(TopicHandler):
         start = self._start
         if start is None or start in (EARLIEST, LATEST):
             return start
-        if self._start_inclusive and start.batch_index < 0:
-            # The broker starts after the id it is given; one entry back includes the id itself.
-            return MessageId(start.ledger_id, start.entry_id - 1, -1, start.partition)
+        # The broker starts at the entry it is given, that entry included; an exclusive start is skipped
+        # here (_before_start, or _start_filter inside a batch).
         return start
 
     def _detached(self, error: MqwireError) -> None:
@@ -318,17 +317,26 @@ class TopicConsumer(TopicHandler):
     def _start_filter(self, ledger: int, entry: int) -> int:
         """The first batch index to deliver from this entry (non-zero only where a reader starts inside it)."""
         start = self._last_dequeued if self._last_dequeued is not None else self._start
-        if start is None or self.durable or start.batch_index < 0:
-            return 0
-        if (start.ledger_id, start.entry_id) != (ledger, entry):
+        if start is None or self.durable or (start.ledger_id, start.entry_id) != (ledger, entry):
             return 0
         inclusive = self._last_dequeued is None and self._start_inclusive
+        if start.batch_index < 0:
+            # An id naming the whole entry: all of it, or (exclusive) none of it.
+            return 0 if inclusive or start in (EARLIEST, LATEST) else 1 << 31
         return start.batch_index if inclusive else start.batch_index + 1
 
     def _before_start(self, message_id: MessageId) -> bool:
-        start = self._last_dequeued
-        if start is None or self.durable:
+        """Whether the broker sent an entry this reader has already passed: the last one handed out before
+        a reconnection, or the start entry itself when the start is exclusive."""
+        if self.durable:
             return False
+        start = self._last_dequeued
+        if start is None:
+            start = self._start
+            exclusive_entry = start is not None and start.batch_index < 0 and not self._start_inclusive
+            if not exclusive_entry or start in (EARLIEST, LATEST):
+                return False
+        assert start is not None
         return (message_id.ledger_id, message_id.entry_id) <= (start.ledger_id, start.entry_id)
 
     def consumed(self, count: int = 1) -> None:

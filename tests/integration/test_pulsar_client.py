@@ -322,6 +322,21 @@ async def test_reader_from_earliest_from_id_and_inclusive(pulsar_broker: PulsarB
             assert (await reader.receive(timeout=10)).value == b"newest"
 
 
+async def test_reader_from_the_id_of_a_message_sent_without_batching(pulsar_broker: PulsarBroker) -> None:
+    # Such an id names a whole entry; the broker starts at that entry, so "exclusive" is the client's job.
+    topic = unique("reader-unbatched")
+    async with pulsarwire.connect(pulsar_broker.url) as client:
+        async with client.producer(topic, batching_enabled=False) as producer:
+            ids = [await producer.send(b"%d" % i) for i in range(10)]
+        assert ids[4].batch_index < 0
+        async with client.reader(topic, start=ids[4]) as reader:
+            assert (await reader.receive(timeout=10)).value == b"5"
+        async with client.reader(topic, start=ids[4], start_inclusive=True) as reader:
+            assert (await reader.receive(timeout=10)).value == b"4"
+        async with client.reader(topic, start=ids[9]) as reader:
+            assert not await reader.has_message_available()
+
+
 async def test_seek_by_publish_time(pulsar_broker: PulsarBroker) -> None:
     topic = unique("seek")
     async with (
