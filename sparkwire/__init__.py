@@ -6,10 +6,12 @@ from typing import Any
 
 
 def register(spark: Any) -> None:
-    """Register the ``kafkawire`` data source with ``spark``."""
+    """Register the ``kafkawire`` and ``pulsarwire`` data sources with ``spark``."""
     from sparkwire.kafka import KafkaDataSource
+    from sparkwire.pulsar import PulsarDataSource
 
     spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(PulsarDataSource)
 
 
 __all__ = ["register"]
