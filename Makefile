@@ -52,6 +52,7 @@ bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/kafka_throughput.py $(BENCH_ARGS)
 	$(PY) benchmarks/pulsar_throughput.py $(BENCH_ARGS)
 	$(PY) benchmarks/tubemq_throughput.py $(TUBEMQ_BENCH_ARGS)
+	$(PY) benchmarks/spark_kafka_read.py $(SPARK_BENCH_ARGS)
 
 # Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
 FUZZ_EXAMPLES ?= 100000
