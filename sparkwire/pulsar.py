@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 import pulsarwire
@@ -101,9 +108,18 @@ class RangeEnd:
         return self.batch_index < 0 or message_id.batch_index >= self.batch_index
 
 
-async def _last_id(client: pulsarwire.Client, topic: str) -> MessageId:
+async def last_id(client: pulsarwire.Client, topic: str) -> MessageId:
     async with client.reader(topic, start="latest") as reader:
         return await reader._consumers[0].get_last_message_id()
+
+
+async def partition_names(client: pulsarwire.Client, topics: list[str]) -> list[tuple[str, int]]:
+    """``(full name, partition index)`` of every partition of ``topics`` (index -1: no partitions)."""
+    names: list[tuple[str, int]] = []
+    for topic in topics:
+        count = await client.lookup.partitions(topic)
+        names.extend([(f"{topic}-partition-{i}", i) for i in range(count)] if count else [(topic, -1)])
+    return names
 
 
 async def _id_ranges(options: dict[str, str]) -> list[IdRange]:
@@ -111,24 +127,21 @@ async def _id_ranges(options: dict[str, str]) -> list[IdRange]:
     ending = (opts.get(options, "endingOffsets") or "latest").strip()
     ranges: list[IdRange] = []
     async with pulsarwire.connect(pulsar_url(options)) as client:
-        for topic in opts.topics(options):
-            count = await client.lookup.partitions(topic)
-            names = [(f"{topic}-partition-{i}", i) for i in range(count)] if count else [(topic, -1)]
-            for name, index in names:
-                last = await _last_id(client, name)
-                end = _position(ending, name, "endingOffsets")
-                end_id = last if end == "latest" else end
-                if not isinstance(end_id, MessageId) or end_id.entry_id < 0:
-                    continue  # nothing stored, or ending at the start: no rows
-                start = _position(starting, name, "startingOffsets")
-                if start == "latest":
-                    continue
-                first = start.serialize() if isinstance(start, MessageId) else None
-                ranges.append(IdRange(name, index, first, end_id.serialize()))
+        for name, index in await partition_names(client, opts.topics(options)):
+            last = await last_id(client, name)
+            end = _position(ending, name, "endingOffsets")
+            end_id = last if end == "latest" else end
+            if not isinstance(end_id, MessageId) or end_id.entry_id < 0:
+                continue  # nothing stored, or ending at the start: no rows
+            start = _position(starting, name, "startingOffsets")
+            if start == "latest":
+                continue
+            first = start.serialize() if isinstance(start, MessageId) else None
+            ranges.append(IdRange(name, index, first, end_id.serialize()))
     return ranges
 
 
-async def _read_range(url: str, part: IdRange) -> list[pa.RecordBatch]:
+async def read_range(url: str, part: IdRange) -> list[pa.RecordBatch]:
     end = RangeEnd(MessageId.deserialize(part.end))
     start: MessageId | str = "earliest" if part.start is None else MessageId.deserialize(part.start)
     batches: list[pa.RecordBatch] = []
@@ -184,6 +197,16 @@ class PulsarDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> PulsarBatchWriter:
         return PulsarBatchWriter(dict(self.options))
 
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from sparkwire.pulsar_stream import PulsarStreamReader
+
+        return PulsarStreamReader(dict(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from sparkwire.pulsar_stream import PulsarStreamWriter
+
+        return PulsarStreamWriter(dict(self.options))
+
 
 class PulsarBatchReader(DataSourceReader):
     """One input partition per topic partition."""
@@ -200,10 +223,10 @@ class PulsarBatchReader(DataSourceReader):
         if not isinstance(partition, IdRange):
             return  # Spark's single placeholder partition of a plan without any: nothing to read
         # The client is opened and closed inside this call, so reused Python workers hold no connection.
-        yield from asyncio.run(_read_range(pulsar_url(self.options), partition))
+        yield from asyncio.run(read_range(pulsar_url(self.options), partition))
 
 
-async def _write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
+async def write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
     written = 0
     async with pulsarwire.connect(url) as client:
         producers: dict[str, Any] = {}
@@ -245,7 +268,7 @@ class PulsarBatchWriter(DataSourceWriter):
 
     def write(self, iterator: Iterator[Any]) -> WriteResult:
         url, topic = pulsar_url(self.options), opts.get(self.options, "topic")
-        return WriteResult(asyncio.run(_write_rows(url, topic, iterator)))
+        return WriteResult(asyncio.run(write_rows(url, topic, iterator)))
 
     def commit(self, messages: list[Any]) -> None:
         return None  # every message was acknowledged by the broker inside its task

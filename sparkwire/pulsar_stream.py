@@ -1,0 +1,101 @@
+"""Streaming read and write for the ``pulsarwire`` source.
+
+Offsets are ``{"<partition's full topic name>": position}``, the position being ``"earliest"`` (nothing read
+yet) or the base64 serialized id of the last message already read. Each micro-batch reads, per partition,
+what lies after the start position up to the partition's last message id when the batch was planned.
+Pulsar ids are not counts, so there is no ``maxOffsetsPerTrigger``: a micro-batch takes everything there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition, WriterCommitMessage
+from pyspark.sql.streaming.datasource import ReadLimit
+
+import pulsarwire
+from pulsarwire.message import MessageId
+from sparkwire import options as opts
+from sparkwire.kafka import WriteResult
+from sparkwire.pulsar import IdRange, last_id, partition_names, pulsar_url, read_range, write_rows
+
+Positions = dict[str, str]
+EARLIEST = "earliest"
+
+
+def _encode(message_id: MessageId) -> str:
+    return base64.b64encode(message_id.serialize()).decode("ascii")
+
+
+async def _last_positions(url: str, topics: list[str]) -> Positions:
+    """Every partition's last stored message id; ``earliest`` for a partition with nothing stored."""
+    positions: Positions = {}
+    async with pulsarwire.connect(url) as client:
+        for name, _ in await partition_names(client, topics):
+            last = await last_id(client, name)
+            positions[name] = _encode(last) if last.entry_id >= 0 else EARLIEST
+    return positions
+
+
+def _index(name: str) -> int:
+    head, _, tail = name.rpartition("-partition-")
+    return int(tail) if head and tail.isdigit() else -1
+
+
+class PulsarStreamReader(DataSourceStreamReader):
+    """The checkpoint keeps, per partition, the id of the last message read."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.url = pulsar_url(options)
+        self.topics = opts.topics(options)
+        self.starting = (opts.get(options, "startingOffsets") or "latest").strip()
+        if self.starting not in (EARLIEST, "latest"):
+            raise ValueError("option startingOffsets of a pulsarwire stream must be earliest or latest")
+
+    def initialOffset(self) -> Positions:
+        latest = asyncio.run(_last_positions(self.url, self.topics))
+        return dict.fromkeys(latest, EARLIEST) if self.starting == EARLIEST else latest
+
+    def latestOffset(self, start: Positions, limit: ReadLimit) -> Positions:
+        # Every limit is read as "all available": ids do not count messages (see the module docstring).
+        return asyncio.run(_last_positions(self.url, self.topics))
+
+    def partitions(self, start: Positions, end: Positions) -> Sequence[InputPartition]:
+        ranges: list[IdRange] = []
+        for name in sorted(end):
+            low, high = start.get(name, EARLIEST), end[name]
+            if high in (EARLIEST, low):
+                continue
+            first = None if low == EARLIEST else base64.b64decode(low)
+            ranges.append(IdRange(name, _index(name), first, base64.b64decode(high)))
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, IdRange):
+            return
+        yield from asyncio.run(read_range(self.url, partition))
+
+    def commit(self, end: Positions) -> None:
+        # Progress lives in Spark's checkpoint; reading leaves no subscription on the broker.
+        return None
+
+
+class PulsarStreamWriter(DataSourceStreamWriter):
+    """Each micro-batch task waits for every receipt (at least once)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.url = pulsar_url(options)
+        self.topic = opts.get(options, "topic")
+
+    def write(self, iterator: Iterator[Any]) -> WriteResult:
+        return WriteResult(asyncio.run(write_rows(self.url, self.topic, iterator)))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        return None
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        return None
