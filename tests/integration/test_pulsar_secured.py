@@ -25,6 +25,7 @@ from cryptography.x509.oid import NameOID
 import pulsarwire
 from brokers.pulsar import SecuredPulsar, Security, start_secured
 from common.errors import AuthenticationError, ConnectError
+from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration
 
@@ -251,3 +252,18 @@ async def test_no_token_in_logs_reprs_or_errors(secured: Secured, caplog: pytest
         signature = secret.rsplit(".", 1)[-1]
         assert signature not in logged
         assert not any(signature in text for text in shown)
+
+
+async def test_a_refused_token_fails_fast_without_a_reconnect_storm(secured: Secured) -> None:
+    host, port = secured.broker.url.removeprefix("pulsar://").rsplit(":", 1)
+    bad = token_for(os.urandom(32), SUPERUSER)
+    async with FaultProxy(host, int(port)) as proxy:
+        started = time.monotonic()
+        client = pulsarwire.Client(f"pulsar://127.0.0.1:{proxy.port}", auth_token=bad, operation_timeout=30)
+        with pytest.raises(AuthenticationError):
+            await client.start()
+        await client.close()
+        elapsed = time.monotonic() - started
+    # Refused once, reported at once: no retry loop until the operation timeout, no burst of connections.
+    assert elapsed < 10, f"the refusal took {elapsed:.1f} s to surface"
+    assert proxy.accepted <= 2, f"{proxy.accepted} connections for one refused token"
