@@ -9,10 +9,21 @@
 """
 
 from tubemqwire.client import Client, connect
+from tubemqwire.client_balance import ClientBalanceConsumer, PartitionOffsets
 from tubemqwire.consumer import Consumer
 from tubemqwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from tubemqwire.errors import __all__ as _error_names
 from tubemqwire.producer import Producer
 from tubemqwire.records import Message, Receipt
 
-__all__ = ["Client", "Consumer", "Message", "Producer", "Receipt", "connect", *_error_names]
+__all__ = [
+    "Client",
+    "ClientBalanceConsumer",
+    "Consumer",
+    "Message",
+    "PartitionOffsets",
+    "Producer",
+    "Receipt",
+    "connect",
+    *_error_names,
+]

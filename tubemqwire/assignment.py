@@ -102,17 +102,9 @@ class Assignment:
 
     async def _claim_one(self, partition: PartitionInfo) -> bool:
         """Claim one partition; True when another try may succeed."""
-        fetcher = PartitionFetcher(
-            self.settings,
-            partition,
-            self._msg_types.get(partition.topic, frozenset()),
-            self._deliver,
-            self._lost,
-        )
-        first = partition.key not in self._claimed_before
-        read_status = proto.READ_FROM_MAX if first and self._start == "latest" else proto.READ_NORMAL
+        fetcher = self._new_fetcher(partition)
         try:
-            answer = await fetcher.register(read_status=read_status)
+            answer = await fetcher.register(read_status=self._read_status(partition))
         except RetriableError as exc:
             log.info("claiming %s failed: %s", partition.key, exc)
             return True
@@ -120,18 +112,47 @@ class Assignment:
             log.warning("claiming %s failed: %s", partition.key, exc)
             return False
         if answer.success:
-            if partition.key in self.fetchers:
-                return False
-            self._claimed_before.add(partition.key)
-            self.fetchers[partition.key] = fetcher
-            fetcher.start()
-            self._on_change()
+            self._adopt(fetcher)
             return False
         if answer.err_code in _GIVE_UP:
             log.info("claiming %s: %s", partition.key, answer.err_msg)
             return False
         log.info("claiming %s: broker answered %d %s", partition.key, answer.err_code, answer.err_msg)
         return error_for_code(answer.err_code, answer.err_msg).retriable
+
+    async def connect(self, partition: PartitionInfo, offset: int | None = None) -> PartitionFetcher:
+        """Claim one partition now, from ``offset`` when given; a refusal raises its typed error."""
+        held = self.fetchers.get(partition.key)
+        if held is not None:
+            return held
+        fetcher = self._new_fetcher(partition)
+        answer = await fetcher.register(read_status=self._read_status(partition), offset=offset)
+        if not answer.success:
+            raise error_for_code(answer.err_code, f"claiming {partition.key}: {answer.err_msg}")
+        return self._adopt(fetcher)
+
+    def _new_fetcher(self, partition: PartitionInfo) -> PartitionFetcher:
+        return PartitionFetcher(
+            self.settings,
+            partition,
+            self._msg_types.get(partition.topic, frozenset()),
+            self._deliver,
+            self._lost,
+        )
+
+    def _read_status(self, partition: PartitionInfo) -> int:
+        first = partition.key not in self._claimed_before
+        return proto.READ_FROM_MAX if first and self._start == "latest" else proto.READ_NORMAL
+
+    def _adopt(self, fetcher: PartitionFetcher) -> PartitionFetcher:
+        held = self.fetchers.get(fetcher.key)
+        if held is not None:
+            return held
+        self._claimed_before.add(fetcher.key)
+        self.fetchers[fetcher.key] = fetcher
+        fetcher.start()
+        self._on_change()
+        return fetcher
 
     async def release(self, partitions: Iterable[PartitionInfo], *, wait: float | None = None) -> None:
         """Stop fetching ``partitions`` (after their outstanding batches, up to ``wait`` s) and release them."""

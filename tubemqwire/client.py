@@ -23,6 +23,7 @@ from tubemqwire.protocol.constants import (
 )
 
 if TYPE_CHECKING:
+    from tubemqwire.client_balance import ClientBalanceConsumer
     from tubemqwire.consumer import Consumer
     from tubemqwire.producer import Producer
 
@@ -160,6 +161,17 @@ class Client:
         from tubemqwire.consumer import Consumer
 
         consumer = Consumer(self, topics, **options)
+        self._adopt(consumer)
+        return consumer
+
+    def client_balance_consumer(
+        self, topics: str | list[str] | tuple[str, ...], **options: Any
+    ) -> ClientBalanceConsumer:
+        """A consumer of ``topics`` in ``group`` that claims the partitions it is told to (``partitions``
+        option, ``connect_partition``) rather than those the master assigns; use ``async with``."""
+        from tubemqwire.client_balance import ClientBalanceConsumer
+
+        consumer = ClientBalanceConsumer(self, topics, **options)
         self._adopt(consumer)
         return consumer
 

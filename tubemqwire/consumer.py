@@ -22,6 +22,7 @@ from tubemqwire import identity
 from tubemqwire.assignment import Assignment
 from tubemqwire.consumer_membership import ConsumerMembership
 from tubemqwire.fetcher import Batch, FetchSettings
+from tubemqwire.master import Membership
 from tubemqwire.names import check_group, check_msg_types, check_topics
 from tubemqwire.protocol.consumer import RebalanceEvent
 from tubemqwire.records import Message
@@ -84,7 +85,7 @@ class Consumer:
         self._events: asyncio.Queue[RebalanceEvent] = asyncio.Queue()
         self._settings: FetchSettings | None = None
         self._assignment: Assignment | None = None
-        self._membership: ConsumerMembership | None = None
+        self._membership: Membership | None = None
         self._rebalancer: asyncio.Task[None] | None = None
         self._rebalancing = False
         self._failure: MqwireError | None = None
@@ -132,6 +133,13 @@ class Consumer:
             release_wait=self.rebalance_wait,
         )
         self._assignment = assignment
+        await self._join(assignment)
+        assignment.start()
+        self._started = True
+
+    async def _join(self, assignment: Assignment) -> None:
+        """Register with the master and follow its rebalance instructions."""
+        client = self._client
         membership = ConsumerMembership(
             client.master,
             client_id=self.client_id,
@@ -139,7 +147,7 @@ class Consumer:
             host=client.host,
             topics=self.topics,
             filters=self.msg_types,
-            credentials=credentials,
+            credentials=assignment.settings.credentials,
             interval=client.heartbeat_interval,
             request_timeout=client.request_timeout,
             subscriptions=assignment.subscriptions,
@@ -149,9 +157,9 @@ class Consumer:
         )
         self._membership = membership
         await membership.start()
-        self._rebalancer = asyncio.get_running_loop().create_task(self._rebalance(), name="tubemq rebalance")
-        assignment.start()
-        self._started = True
+        self._rebalancer = asyncio.get_running_loop().create_task(
+            self._rebalance(assignment, membership), name="tubemq rebalance"
+        )
 
     async def close(self) -> None:
         """Release the partitions (unacknowledged batches go back to the group) and leave the group."""
@@ -180,16 +188,15 @@ class Consumer:
         return self._assignment.partition_keys if self._assignment is not None else frozenset()
 
     # ----------------------------------------------------------------------------------- internals
-    async def _rebalance(self) -> None:
-        assert self._assignment is not None and self._membership is not None
+    async def _rebalance(self, assignment: Assignment, membership: ConsumerMembership) -> None:
         while not self._closed:
             event = await self._events.get()
             self._rebalancing = True
             try:
-                outcome = await self._assignment.handle(event)
+                outcome = await assignment.handle(event)
             finally:
                 self._rebalancing = False
-            self._membership.report(outcome)
+            membership.report(outcome)
 
     def _assignment_changed(self) -> None:
         # The master learns what we hold from our heartbeats: tell it soon.

@@ -133,6 +133,12 @@ class PartitionFetcher:
         self._last_consumed = False
         self._stopping = False
         self._in_fetch = False
+        # The group's read position in the partition and the partition's end, as the broker last said
+        # (index offsets: one entry per message); None until known.
+        self.position: int | None = None
+        self.end: int | None = None
+        # The last fetch found nothing more to read (until more is written).
+        self.caught_up = False
 
     @property
     def key(self) -> str:
@@ -142,8 +148,9 @@ class PartitionFetcher:
         return f"PartitionFetcher({self.partition})"
 
     # ------------------------------------------------------------------------------------- claiming
-    async def register(self, *, read_status: int) -> proto.OffsetAnswer:
-        """Claim the partition (opType 31). The answer says whether the broker agreed."""
+    async def register(self, *, read_status: int, offset: int | None = None) -> proto.OffsetAnswer:
+        """Claim the partition (opType 31), from ``offset`` when given (the broker keeps it within the
+        partition's bounds). The answer says whether the broker agreed, and where reading starts."""
         s = self.settings
         request = proto.register_request(
             s.client_id,
@@ -153,11 +160,15 @@ class PartitionFetcher:
             read_status=read_status,
             filters=self.msg_types,
             auth=s.credentials.consumer_broker_auth(sign=True),
+            offset=offset,
         )
         data = await s.brokers.call(
             self.partition.broker.address, ServiceType.BROKER_READ, Method.BROKER_CONSUMER_REGISTER, request
         )
-        return proto.parse_register_response(data)
+        answer = proto.parse_register_response(data)
+        if answer.success:
+            self._note_offsets(answer.curr_offset, answer.max_offset)
+        return answer
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"tubemq fetch {self.key}")
@@ -276,9 +287,14 @@ class PartitionFetcher:
         answer = proto.parse_get_message_response(data)
         code = answer.err_code
         if code == ErrorCode.SUCCESS:
+            # The answer's offset is where this batch starts; the commit tells where it ends.
+            self._note_offsets(answer.curr_offset, answer.max_offset)
+            self.caught_up = False
             return self._accept(answer.messages)
         self._last_consumed = False
         if code == ErrorCode.NOT_FOUND:
+            self._note_offsets(answer.curr_offset, answer.max_offset)
+            self.caught_up = True
             return s.no_data_wait
         if code in _LOST:
             self._on_lost(self, error_for_code(code, answer.err_msg))
@@ -287,6 +303,12 @@ class PartitionFetcher:
             return answer.min_limit_time / 1000 if answer.min_limit_time > 0 else s.no_data_wait
         log.debug("fetch from %s: %d %s", self.key, code, answer.err_msg)
         return _ERROR_PAUSE.get(code, _DEFAULT_ERROR_PAUSE)
+
+    def _note_offsets(self, position: int | None, end: int | None) -> None:
+        if position is not None and position >= 0:
+            self.position = position
+        if end is not None and end >= 0:
+            self.end = end
 
     def _accept(self, raw: Sequence[TransferedMessage]) -> float:
         if not raw:
@@ -330,6 +352,7 @@ class PartitionFetcher:
             answer = proto.parse_commit_response(data)
             if answer.success:
                 self._last_consumed = True
+                self._note_offsets(answer.curr_offset, answer.max_offset)
             else:
                 log.warning("confirming a batch of %s failed: %d %s", self.key, answer.err_code, answer.err_msg)
                 self._last_consumed = False

@@ -1,5 +1,6 @@
 """The TubeMQ client against a real master and broker: exact round trips, attributes, message-type
-filtering, committed positions, start positions and a group of two consumers splitting the partitions."""
+filtering, committed positions, start positions, a group of two consumers splitting the partitions and
+taking over from each other, and consumers that pick their partitions (client-side balance)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.integration
 OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 10_000}
 PARTITIONS = {
     "roundtrip": 3, "filtered": 2, "shared": 4, "positions": 1, "keyed": 3, "to_java": 2, "from_java": 2,
-    "multi_a": 1, "multi_b": 1,
+    "multi_a": 1, "multi_b": 1, "takeover": 2, "bound": 3, "bound_group": 2,
 }
 
 
@@ -226,6 +227,95 @@ async def test_one_producer_and_one_consumer_for_two_topics(
     async with client.consumer(names, group=group_name("multi"), start="earliest") as consumer:
         got = await consume(consumer, 10)
     assert sorted((m.topic, m.value) for m in got) == sorted((names[i % 2], b"%d" % i) for i in range(10))
+
+
+async def test_when_a_member_leaves_the_other_takes_over(client: tubemqwire.Client, topics: dict[str, str]) -> None:
+    """The member that leaves has processed part of a batch it never confirmed: that batch goes back to
+    the group, and the member that stays gets every message (those processed twice are only those)."""
+    topic = topics["takeover"]
+    group = group_name("takeover")
+    expected = {b"t%d" % i for i in range(100)}
+    async with client.producer(topic) as producer:
+        for value in sorted(expected):
+            await producer.enqueue(value)
+        await producer.flush()
+    processed: list[bytes] = []
+    async with client.consumer(topic, group=group, start="earliest") as staying:
+        async with client.consumer(topic, group=group, start="earliest") as leaving:
+            await settle([staying, leaving], PARTITIONS["takeover"])
+            for _ in range(5):
+                message = await leaving.getone(timeout=60)
+                processed.append(message.value)
+                await leaving.ack(message)
+            by_leaving = set(processed)
+        deadline = time.monotonic() + 60
+        while len(staying.assignment) < PARTITIONS["takeover"] and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert len(staying.assignment) == PARTITIONS["takeover"], "the remaining member did not take over"
+        while not expected <= set(processed):
+            try:
+                message = await staying.getone(timeout=30)
+            except TimeoutError:
+                pytest.fail(f"{len(expected - set(processed))} messages never reached the remaining member")
+            processed.append(message.value)
+            await staying.ack(message)
+    duplicates = {value for value in processed if processed.count(value) > 1}
+    assert duplicates <= by_leaving
+
+
+# ------------------------------------------------------------------------------- client-side balance
+async def test_client_balance_reads_a_chosen_partition_from_an_offset(
+    client: tubemqwire.Client, topics: dict[str, str]
+) -> None:
+    topic = topics["bound"]
+    async with client.producer(topic) as producer:
+        receipts = [await producer.send(b"b%d" % i) for i in range(30)]
+    chosen = receipts[0].partition_key
+    in_chosen = [(r.append_offset, b"b%d" % i) for i, r in enumerate(receipts) if r.partition_key == chosen]
+    assert len(in_chosen) >= 3, "the producer did not spread the messages"
+    async with client.client_balance_consumer(topic, group=group_name("bound"), start="earliest") as consumer:
+        assert await consumer.partition_metadata() == {r.partition_key: True for r in receipts}
+        offsets = await consumer.connect_partition(chosen, 0)
+        assert offsets.end is not None and offsets.end > max(offset or 0 for offset, _ in in_chosen)
+        got = await consume(consumer, len(in_chosen))
+        await nothing_more(consumer, 2.0)
+        assert consumer.assignment == {chosen}
+    assert [m.value for m in got] == [value for _, value in in_chosen]
+    assert {m.partition_key for m in got} == {chosen}
+    # From the offset of the third message of the partition: the broker starts there.
+    third_offset = in_chosen[2][0]
+    async with client.client_balance_consumer(
+        topic, group=group_name("bound_from"), partitions={chosen: third_offset}
+    ) as consumer:
+        got = await consume(consumer, len(in_chosen) - 2)
+        await nothing_more(consumer, 2.0)
+    assert [m.value for m in got] == [value for _, value in in_chosen[2:]]
+
+
+async def test_client_balance_members_of_one_group(client: tubemqwire.Client, topics: dict[str, str]) -> None:
+    """A partition held by one member is refused to another; released, the other goes on from the
+    group's confirmed position: nothing read twice, nothing lost."""
+    topic = topics["bound_group"]
+    group = group_name("bound_group")
+    async with client.producer(topic) as producer:
+        first_round = [await producer.send(b"r1-%d" % i) for i in range(20)]
+    chosen = first_round[0].partition_key
+    async with client.client_balance_consumer(topic, group=group, start="earliest") as first, \
+            client.client_balance_consumer(topic, group=group, start="earliest") as second:
+        await first.connect_partition(chosen)
+        early = await consume(first, sum(r.partition_key == chosen for r in first_round))
+        await nothing_more(first, 2.0)
+        with pytest.raises(tubemqwire.PartitionOccupiedError):
+            await second.connect_partition(chosen)
+        await first.disconnect_partition(chosen)
+        assert first.assignment == frozenset()
+        async with client.producer(topic) as producer:
+            second_round = [await producer.send(b"r2-%d" % i) for i in range(20)]
+        await second.connect_partition(chosen)
+        late = await consume(second, sum(r.partition_key == chosen for r in second_round))
+        await nothing_more(second, 2.0)
+    assert [m.value for m in early] == [b"r1-%d" % i for i, r in enumerate(first_round) if r.partition_key == chosen]
+    assert [m.value for m in late] == [b"r2-%d" % i for i, r in enumerate(second_round) if r.partition_key == chosen]
 
 
 # ---------------------------------------------------------------------------------- the Java client

@@ -190,3 +190,51 @@ def parse_subscribe_info(text: str, *, default_port: int = DEFAULT_BROKER_PORT) 
     topic, partition_id = _topic_partition(segments[2])
     broker = parse_broker_info(segments[1], default_port=default_port)
     return SubscribeInfo(consumer_id, group, PartitionInfo(broker, topic, partition_id))
+
+
+# ------------------------------------------------------------------------- partition meta (client balance)
+@dataclass(frozen=True, slots=True)
+class PartitionMeta:
+    """A partition offered to client-side balancing, and whether it may be consumed now."""
+
+    partition: PartitionInfo
+    subscribable: bool
+
+
+def parse_topic_meta(text: str, brokers: dict[int, BrokerInfo]) -> list[PartitionMeta]:
+    """``topic#brokerId:storeCount:partitionCount:status[,...]`` (status 1: subscribable).
+
+    Note the order: store count before partition count, the reverse of the producer's topic info.
+    Entries naming a broker not in ``brokers`` are left out, as the reference client does: the broker
+    list and the topic list are versioned separately and may be a heartbeat apart.
+    """
+    segments = text.strip().split(SEGMENT_SEP)
+    if len(segments) != 2:
+        raise ProtocolError(f"topic meta {text!r} is not topic#brokerId:storeCount:partitionCount:status[,...]")
+    topic = _name(segments[0], "topic")
+    found: list[PartitionMeta] = []
+    for item in segments[1].split(ARRAY_SEP):
+        fields = item.split(ATTR_SEP)
+        if len(fields) != 4:
+            raise ProtocolError(f"topic meta entry {item!r} is not brokerId:storeCount:partitionCount:status")
+        broker = brokers.get(_int(fields[0], "broker id"))
+        on_broker = TopicOnBroker(
+            _int(fields[0], "broker id"),
+            _int(fields[2], "partition count", 1, PARTITION_STORE_BASE),
+            _int(fields[1], "store count", 1),
+        )
+        status = _int(fields[3], "partition status", -1)
+        if broker is None:
+            continue
+        found += [PartitionMeta(PartitionInfo(broker, topic, pid), status == 1) for pid in on_broker.partition_ids()]
+    return found
+
+
+def format_subscribed(partitions: list[PartitionInfo]) -> list[str]:
+    """The partitions held, as the client-balance heartbeat reports them: ``topic#brokerId:partitionId,...``."""
+    by_topic: dict[str, list[str]] = {}
+    for partition in partitions:
+        by_topic.setdefault(partition.topic, []).append(
+            f"{partition.broker.broker_id}{ATTR_SEP}{partition.partition_id}"
+        )
+    return [f"{topic}{SEGMENT_SEP}{ARRAY_SEP.join(items)}" for topic, items in sorted(by_topic.items())]

@@ -1,0 +1,177 @@
+"""The TubeMQ consumer that picks its own partitions (the reference client's ClientBalanceConsumer).
+
+The master only keeps the consumer in its group's books and lists the partitions of the consumed topics;
+the application chooses which partitions to consume, and from which offset, with ``connect_partition``
+(or the ``partitions`` option), and gives them up with ``disconnect_partition``. Fetching, acknowledging
+and confirming are those of the master-balanced :class:`~tubemqwire.consumer.Consumer`. A group is
+balanced one way or the other: the master refuses to mix the two kinds of member in one group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from common.errors import ClosedError
+from tubemqwire.assignment import Assignment
+from tubemqwire.client_balance_membership import ClientBalanceMembership
+from tubemqwire.consumer import Consumer
+from tubemqwire.errors import error_for_code
+from tubemqwire.protocol.constants import ErrorCode
+from tubemqwire.protocol.metadata import PartitionMeta, parse_partition_key
+
+if TYPE_CHECKING:
+    from tubemqwire.client import Client
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    """Where the group reads in a partition (``position``) and where the partition ends, as index offsets
+    (the broker counts one index entry per message); None where the broker has not said yet."""
+
+    partition_key: str
+    position: int | None
+    end: int | None
+    # The last fetch found nothing more to read: everything written so far was delivered.
+    caught_up: bool = False
+
+
+def _check_partitions(partitions: object) -> dict[str, int | None]:
+    """``partitions``: keys (``brokerId:topic:partitionId``), or a mapping of key to start offset or None."""
+    if partitions is None:
+        return {}
+    if isinstance(partitions, str):
+        partitions = [partitions]
+    items = partitions.items() if isinstance(partitions, Mapping) else ((key, None) for key in partitions)  # type: ignore[attr-defined]
+    checked: dict[str, int | None] = {}
+    for key, offset in items:
+        if not isinstance(key, str):
+            raise TypeError(f"option partitions: a partition key is a str, not {type(key).__name__}")
+        try:
+            parse_partition_key(key)
+        except Exception as exc:
+            raise ValueError(f"option partitions: {exc}") from None
+        if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
+            raise ValueError(f"option partitions: the offset of {key} must be an int >= 0 or None, not {offset!r}")
+        checked[key] = offset
+    return checked
+
+
+class ClientBalanceConsumer(Consumer):
+    """Consumes the partitions it is told to; ``async with client.client_balance_consumer(...)``.
+
+    Options: those of :class:`~tubemqwire.consumer.Consumer`, and ``partitions`` (keys to claim on start,
+    or a mapping of key to the offset to start from, None for the group's stored position),
+    ``source_count`` and ``node_id`` (how many members the group has and which one this is, reported to
+    the master as the reference client does; -1 when not used).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        topics: str | list[str] | tuple[str, ...],
+        *,
+        partitions: Iterable[str] | Mapping[str, int | None] | None = None,
+        source_count: int = -1,
+        node_id: int = -1,
+        **options: Any,
+    ) -> None:
+        super().__init__(client, topics, **options)
+        self._initial = _check_partitions(partitions)
+        for key in self._initial:
+            if parse_partition_key(key)[1] not in self.topics:
+                raise ValueError(f"option partitions: {key} is not a partition of the consumed topics")
+        for name, value in (("source_count", source_count), ("node_id", node_id)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"option {name} must be an int, not {type(value).__name__}")
+        if source_count > 0 and not 0 <= node_id < source_count:
+            raise ValueError("option node_id must be in 0..source_count-1 when source_count is set")
+        self.source_count = source_count if source_count > 0 else -1
+        self.node_id = node_id if source_count > 0 else -1
+        self._balance: ClientBalanceMembership | None = None
+
+    async def _join(self, assignment: Assignment) -> None:
+        client = self._client
+        membership = ClientBalanceMembership(
+            client.master,
+            client_id=self.client_id,
+            group=self.group,
+            host=client.host,
+            topics=self.topics,
+            filters=self.msg_types,
+            credentials=assignment.settings.credentials,
+            interval=client.heartbeat_interval,
+            request_timeout=client.request_timeout,
+            held=lambda: [fetcher.partition for fetcher in assignment.fetchers.values()],
+            on_failure=self._fail,
+            source_count=self.source_count,
+            node_id=self.node_id,
+            default_broker_port=client.default_broker_port,
+        )
+        self._membership = self._balance = membership
+        await membership.start()
+        try:
+            for key, offset in self._initial.items():
+                await self.connect_partition(key, offset)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _membership_or_fail(self) -> ClientBalanceMembership:
+        if self._closed:
+            raise ClosedError("consumer is closed")
+        if self._balance is None or self._assignment is None:
+            raise ClosedError("consumer is not started: use 'async with client.client_balance_consumer(...)'")
+        return self._balance
+
+    async def partition_metadata(self) -> dict[str, bool]:
+        """Every partition of the consumed topics, by key, and whether it may be consumed now."""
+        membership = self._membership_or_fail()
+        await membership.refresh()
+        return {key: meta.subscribable for key, meta in sorted(membership.partitions().items())}
+
+    async def _meta(self, key: str) -> PartitionMeta:
+        membership = self._membership_or_fail()
+        meta = membership.partitions().get(key)
+        if meta is None:
+            await membership.refresh()
+            meta = membership.partitions().get(key)
+        if meta is None:
+            raise error_for_code(ErrorCode.NOT_FOUND, f"partition {key} is not among the consumed topics' partitions")
+        return meta
+
+    async def connect_partition(self, partition_key: str, offset: int | None = None) -> PartitionOffsets:
+        """Claim a partition, reading from ``offset`` (kept within the partition by the broker) or, when
+        None, from the group's stored position (a group without one starts as ``start`` says).
+
+        A partition held by another member raises PartitionOccupiedError; one not open for consuming,
+        PartitionUnsubscribableError.
+        """
+        checked = _check_partitions({partition_key: offset})
+        meta = await self._meta(partition_key)
+        if not meta.subscribable:
+            raise error_for_code(
+                ErrorCode.PARTITION_UNSUBSCRIBABLE, f"partition {partition_key} is not open for consuming"
+            )
+        assert self._assignment is not None
+        fetcher = await self._assignment.connect(meta.partition, checked[partition_key])
+        self._assignment_changed()
+        return PartitionOffsets(partition_key, fetcher.position, fetcher.end)
+
+    async def disconnect_partition(self, partition_key: str) -> None:
+        """Stop consuming a partition: its unacknowledged batch goes back, and the partition is released."""
+        self._membership_or_fail()
+        assert self._assignment is not None
+        fetcher = self._assignment.fetchers.get(partition_key)
+        if fetcher is not None:
+            await self._assignment.release([fetcher.partition])
+
+    def offsets(self) -> dict[str, PartitionOffsets]:
+        """The read position and end of every partition held, as the broker last told them."""
+        if self._assignment is None:
+            return {}
+        return {
+            key: PartitionOffsets(key, fetcher.position, fetcher.end, fetcher.caught_up)
+            for key, fetcher in sorted(self._assignment.fetchers.items())
+        }
