@@ -159,13 +159,14 @@ class ClientBalanceConsumer(Consumer):
         self._assignment_changed()
         return PartitionOffsets(partition_key, fetcher.position, fetcher.end)
 
-    async def disconnect_partition(self, partition_key: str) -> None:
-        """Stop consuming a partition: its unacknowledged batch goes back, and the partition is released."""
+    async def disconnect_partition(self, partition_key: str, *, confirm_wait: float | None = None) -> None:
+        """Stop consuming a partition and release it. A batch delivered but not yet acknowledged gets
+        ``confirm_wait`` seconds (default ``rebalance_confirm_wait_ms``) to be, then goes back."""
         self._membership_or_fail()
         assert self._assignment is not None
         fetcher = self._assignment.fetchers.get(partition_key)
         if fetcher is not None:
-            await self._assignment.release([fetcher.partition])
+            await self._assignment.release([fetcher.partition], wait=confirm_wait)
 
     def offsets(self) -> dict[str, PartitionOffsets]:
         """The read position and end of every partition held, as the broker last told them."""

@@ -14,7 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from common.errors import ClosedError, MqwireError
 from common.options import check_choice, check_positive
@@ -94,7 +94,7 @@ class Consumer:
         self.client_id = ""
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Consumer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -212,7 +212,7 @@ class Consumer:
         self._arrived.set()
 
     # ------------------------------------------------------------------------------------- reading
-    def __aiter__(self) -> Consumer:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> Message:
