@@ -69,7 +69,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 def cmd_start(args: argparse.Namespace, launcher: Launcher) -> int:
     topics = dict(args.tubemq_topic or [])
-    started, failed = launcher.start_many(_names(args.names, DEFAULT_BROKERS), topics)
+    started, failed = launcher.start_many(
+        _names(args.names, DEFAULT_BROKERS), topics, tubemq_authentication=args.tubemq_authentication
+    )
     for name, status in started.items():
         if status.already_running:
             print(f"{name}: already running (pids {status.pids})", file=sys.stderr)
@@ -132,6 +134,11 @@ def parser() -> argparse.ArgumentParser:
         type=_topic_spec,
         metavar="NAME[:PARTITIONS]",
         help="TubeMQ topic to deploy while starting (fast; a later create-topic takes ~30 s)",
+    )
+    start.add_argument(
+        "--tubemq-authentication",
+        action="store_true",
+        help="a fresh TubeMQ master requires signed producer and consumer registrations, and visit tokens",
     )
 
     sub.add_parser("status", help="print the URLs of the running brokers as JSON")

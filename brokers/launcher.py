@@ -23,7 +23,7 @@ from brokers.plan import BrokerKind, Spawner
 from brokers.procs import ProcSpec
 from brokers.pulsar import PulsarKind
 from brokers.state import Record, StateDir
-from brokers.tubemq import TubeMQKind
+from brokers.tubemq import TubeMQKind, require_authentication
 
 KINDS: dict[str, BrokerKind] = {
     "kafka": KafkaKind(),
@@ -102,8 +102,13 @@ class Launcher:
                     out.append(self._status(name, record))
         return out
 
-    def start(self, name: str, tubemq_topics: Mapping[str, int] | None = None) -> BrokerStatus:
-        """Start ``name``; a running broker is left alone, a killed one comes back on its ports and data."""
+    def start(
+        self, name: str, tubemq_topics: Mapping[str, int] | None = None, *, tubemq_authentication: bool = False
+    ) -> BrokerStatus:
+        """Start ``name``; a running broker is left alone, a killed one comes back on its ports and data.
+
+        ``tubemq_authentication`` makes a fresh TubeMQ master require signed registrations.
+        """
         _check_name(name)
         with self.state.locked(name):
             record = self.state.load(name)
@@ -118,7 +123,7 @@ class Launcher:
                 self.state.remove(name)
                 if record.owns_work_dir:
                     shutil.rmtree(record.plan.work_dir, ignore_errors=True)
-            return self._fresh(name, dict(tubemq_topics or {}))
+            return self._fresh(name, dict(tubemq_topics or {}), tubemq_authentication)
 
     def _spawner(self, name: str, record: Record) -> Spawner:
         def spawn(spec: ProcSpec) -> int:
@@ -129,7 +134,7 @@ class Launcher:
 
         return spawn
 
-    def _fresh(self, name: str, tubemq_topics: dict[str, int]) -> BrokerStatus:
+    def _fresh(self, name: str, tubemq_topics: dict[str, int], tubemq_authentication: bool = False) -> BrokerStatus:
         kind = KINDS[name]
         java = find_java(name)
         cp = classpath.classpath(name)
@@ -139,6 +144,8 @@ class Launcher:
         plan = kind.build_plan(work_dir, java.executable, cp, uuid.uuid4().hex[:12])
         if tubemq_topics and name == "tubemq":
             plan.settings["topics"] = tubemq_topics
+        if tubemq_authentication and name == "tubemq":
+            require_authentication(plan)
         record = Record(plan, java=java.to_json(), started_at=time.time())
         self.state.save(name, record)
         return self._run(name, record, fresh=True)
@@ -209,7 +216,7 @@ class Launcher:
             return True
 
     def start_many(
-        self, names: Iterable[str], tubemq_topics: Mapping[str, int] | None = None
+        self, names: Iterable[str], tubemq_topics: Mapping[str, int] | None = None, tubemq_authentication: bool = False
     ) -> tuple[dict[str, BrokerStatus], dict[str, BaseException]]:
         """Start several brokers at once, each in its own thread; returns successes and failures."""
         started: dict[str, BrokerStatus] = {}
@@ -218,7 +225,7 @@ class Launcher:
 
         def run(name: str) -> None:
             try:
-                status = self.start(name, tubemq_topics)
+                status = self.start(name, tubemq_topics, tubemq_authentication=tubemq_authentication)
             except BaseException as err:
                 with guard:
                     failed[name] = err

@@ -203,6 +203,21 @@ class TubeMQKind:
         return topic
 
 
+def require_authentication(plan: Plan) -> None:
+    """Make the planned master require signed consumer registrations, and the broker check the visit
+    tokens the master hands out to producers and consumers.
+
+    The master checks the user name, that a signature is there and that its timestamp is fresh; it has no
+    password store. Produce authentication stays off: with it the broker demands an authorized token that
+    this master never issues (it hands out a blank one), so no client of any kind could produce.
+    """
+    master_ini = Path(plan.work_dir) / "conf" / "master.ini"
+    text = master_ini.read_text(encoding="utf-8")
+    extra = "startConsumeAuthenticate=true\nstartVisitTokenCheck=true\n"
+    master_ini.write_text(text.replace("[master]\n", "[master]\n" + extra, 1), encoding="utf-8")
+    plan.settings["authentication"] = True
+
+
 def create_topics(endpoint: TubeMQBroker, topics: dict[str, int], timeout: float = 180.0) -> None:
     """Deploy several topics at once: they share one pass of the master's ~30 s publish delay."""
     for topic, partitions in topics.items():

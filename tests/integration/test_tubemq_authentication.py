@@ -1,0 +1,81 @@
+"""A TubeMQ master that requires signed consumer registrations, and a broker that checks the visit tokens
+the master hands out: signed consumers (balanced by the master or by the client) consume, producers get
+through the visit-token check, and unsigned consumers are refused at once with a typed error.
+
+The master checks the user name, that a signature is there and that its timestamp is fresh; it has no
+password store, so a wrong password cannot be told from a right one by this server. Produce
+authentication cannot be switched on usefully: the broker then demands an authorized token that the stock
+master never issues (see ``brokers.tubemq.require_authentication``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import tubemqwire
+from tests.integration.crash import OwnBroker
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "signed"
+OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 10_000}
+CREDENTIALS = {"username": "mqwire", "password": "tube-" + secrets.token_hex(8)}
+
+
+@pytest.fixture(scope="module")
+def secured_tubemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    state = tmp_path_factory.mktemp("secured") / "state"
+    broker = OwnBroker("tubemq", state, "--tubemq-topic", f"{TOPIC}:2", "--tubemq-authentication")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+async def test_signed_clients_produce_and_consume(secured_tubemq: OwnBroker) -> None:
+    values = [b"signed-%d" % i for i in range(40)]
+    async with tubemqwire.connect(secured_tubemq.url, **OPTIONS, **CREDENTIALS) as client:
+        async with client.producer(TOPIC) as producer:
+            for value in values:
+                await producer.send(value, headers={"who": "signed"}, msg_type="s")
+        got: list[tubemqwire.Message] = []
+        async with client.consumer(TOPIC, group=f"signed_{secrets.token_hex(3)}", start="earliest") as consumer:
+            async with asyncio.timeout(90):
+                while len(got) < len(values):
+                    message = await consumer.getone()
+                    got.append(message)
+                    await consumer.ack(message)
+        # The client-balanced consumer registers with the V2 methods: signed the same way.
+        async with client.client_balance_consumer(
+            TOPIC, group=f"signed_cb_{secrets.token_hex(3)}", start="earliest"
+        ) as chooser:
+            keys = await chooser.partition_metadata()
+            for key in keys:
+                await chooser.connect_partition(key, 0)
+            again: list[bytes] = []
+            async with asyncio.timeout(90):
+                while len(again) < len(values):
+                    message = await chooser.getone()
+                    again.append(message.value)
+                    await chooser.ack(message)
+    assert sorted(m.value for m in got) == sorted(values)
+    assert all(m.headers == {"who": b"signed"} and m.msg_type == "s" for m in got)
+    assert sorted(again) == sorted(values)
+
+
+async def test_unsigned_consumer_is_refused_at_once(secured_tubemq: OwnBroker) -> None:
+    started = time.monotonic()
+    async with tubemqwire.connect(secured_tubemq.url, **OPTIONS) as client:
+        with pytest.raises(tubemqwire.CertificateFailureError):
+            async with client.consumer(TOPIC, group=f"unsigned_{secrets.token_hex(3)}"):
+                pytest.fail("an unsigned consumer was registered")
+        with pytest.raises(tubemqwire.CertificateFailureError):
+            async with client.client_balance_consumer(TOPIC, group=f"unsigned_cb_{secrets.token_hex(3)}"):
+                pytest.fail("an unsigned client-balanced consumer was registered")
+    assert time.monotonic() - started < 20, "a refusal no retry can fix was retried"
