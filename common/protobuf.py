@@ -9,7 +9,7 @@ from google.protobuf.message import Message
 
 
 @functools.cache
-def _holds_strings(descriptor: Descriptor) -> bool:
+def holds_strings(descriptor: Descriptor) -> bool:
     """Whether a message of this type can hold a string field anywhere inside it.
 
     Types without one (a fetched message is ids, a checksum and bytes) are not walked: a batch has
@@ -43,7 +43,7 @@ def invalid_string_field(message: Message) -> str | None:
             if not all(isinstance(item, str) for item in values):
                 return field.name
         elif field.type == FieldDescriptor.TYPE_MESSAGE and (
-            field.message_type is None or _holds_strings(field.message_type)
+            field.message_type is None or holds_strings(field.message_type)
         ):
             for item in value if field.is_repeated else (value,):
                 inner = invalid_string_field(item)

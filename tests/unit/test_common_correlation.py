@@ -69,3 +69,32 @@ async def test_ids_wrap_and_skip_pending() -> None:
     assert table.next_id() == 1
     with pytest.raises(ValueError):
         table.register(0, None)
+
+
+async def test_a_shorter_timeout_registered_later_still_fires_first() -> None:
+    table: CorrelationTable[str] = CorrelationTable("t")
+    slow = table.register(1, 5)
+    quick = table.register(2, 0.02)
+    with pytest.raises(RequestTimeoutError):
+        await asyncio.wait_for(quick, 1)
+    assert not slow.done() and 1 in table
+
+
+async def test_answered_requests_do_not_pile_up_under_steady_traffic() -> None:
+    table: CorrelationTable[int] = CorrelationTable("t")
+    keep = table.register(table.next_id(), 30)  # one request always pending: the table never empties
+    for _ in range(20_000):
+        request_id = table.next_id()
+        table.register(request_id, 30)
+        table.resolve(request_id, 0)
+    assert len(table._deadlines) < 5_000
+    table.resolve(next(iter(table._entries)), 1)
+    assert await keep == 1
+
+
+async def test_an_idle_table_keeps_no_timer() -> None:
+    table: CorrelationTable[str] = CorrelationTable("t")
+    future = table.register(1, 5)
+    table.resolve(1, "x")
+    assert await future == "x"
+    assert table._sweeper is None and not table._deadlines

@@ -531,3 +531,30 @@ def test_producer_answers_with_arbitrary_strings(brokers: list[str], topics: lis
             producer.parse_heartbeat_response(data)
         with contextlib.suppress(ProtocolError):
             producer.parse_register_response(data)
+
+
+@given(
+    serial=st.integers(0, 2**31 - 1),
+    service=st.integers(0, 10),
+    method=st.integers(0, 2**31 - 1),
+    timeout=st.integers(1, 2**40),
+    data=st.binary(max_size=300),
+)
+@settings(max_examples=200)
+def test_hand_written_request_equals_the_protobuf_encoding(
+    serial: int, service: int, method: int, timeout: int, data: bytes
+) -> None:
+    from tubemqwire.protocol.rpc_pb2 import RequestBody, RequestHeader, RpcConnHeader
+
+    def delimited(message: object) -> bytes:
+        body = message.SerializeToString()  # type: ignore[attr-defined]
+        return rpc._varint(len(body)) + body
+
+    stream = (
+        delimited(RpcConnHeader(flag=0))
+        + delimited(RequestHeader(serviceType=service, protocolVer=rpc.RPC_PROTOCOL_VERSION))
+        + delimited(RequestBody(method=method, timeout=timeout, request=data))
+    )
+    assert rpc.encode_request(serial, service, method, data, timeout_ms=timeout) == encode_frame(serial, stream)
+    decoded = rpc.decode_request(TubeFrameSplitter().feed(encode_frame(serial, stream))[0])
+    assert (decoded.method, decoded.timeout_ms, decoded.request) == (method, timeout, data)
