@@ -49,9 +49,7 @@ clean:
 
 # Throughput against the peer clients, in one run on one local broker (not part of the tests).
 bench: $(STAMP) brokers-classpath
-	$(PY) benchmarks/kafka_throughput.py $(BENCH_ARGS)
-	$(PY) benchmarks/pulsar_throughput.py $(BENCH_ARGS)
-	$(PY) benchmarks/tubemq_throughput.py $(TUBEMQ_BENCH_ARGS)
+	$(PY) benchmarks/suite.py $(BENCH_ARGS)
 	$(PY) benchmarks/spark_kafka_read.py $(SPARK_BENCH_ARGS)
 
 # Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).

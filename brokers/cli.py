@@ -70,7 +70,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_start(args: argparse.Namespace, launcher: Launcher) -> int:
     topics = dict(args.tubemq_topic or [])
     started, failed = launcher.start_many(
-        _names(args.names, DEFAULT_BROKERS), topics, tubemq_authentication=args.tubemq_authentication
+        _names(args.names, DEFAULT_BROKERS),
+        topics,
+        tubemq_authentication=args.tubemq_authentication,
+        tubemq_tls=args.tubemq_tls,
     )
     for name, status in started.items():
         if status.already_running:
@@ -138,7 +141,12 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--tubemq-authentication",
         action="store_true",
-        help="a fresh TubeMQ master requires signed producer and consumer registrations, and visit tokens",
+        help="a fresh TubeMQ master requires signed consumer registrations, and visit tokens",
+    )
+    start.add_argument(
+        "--tubemq-tls",
+        action="store_true",
+        help="a fresh TubeMQ master and broker also listen with TLS (see tls_url and ssl_cafile in the JSON)",
     )
 
     sub.add_parser("status", help="print the URLs of the running brokers as JSON")

@@ -71,6 +71,12 @@ class TubeMQBroker:
     auth_token: str = ""
     log_files: tuple[str, ...] = ()
     data_dir: str | None = None
+    # Set when started with TLS: the master's TLS URL, the certificate clients should trust, and the
+    # client certificate and key the servers require.
+    tls_url: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
 
     @classmethod
     def at(

@@ -23,7 +23,7 @@ from brokers.plan import BrokerKind, Spawner
 from brokers.procs import ProcSpec
 from brokers.pulsar import PulsarKind
 from brokers.state import Record, StateDir
-from brokers.tubemq import TubeMQKind, require_authentication
+from brokers.tubemq import TubeMQKind, enable_tls, require_authentication
 
 KINDS: dict[str, BrokerKind] = {
     "kafka": KafkaKind(),
@@ -103,11 +103,17 @@ class Launcher:
         return out
 
     def start(
-        self, name: str, tubemq_topics: Mapping[str, int] | None = None, *, tubemq_authentication: bool = False
+        self,
+        name: str,
+        tubemq_topics: Mapping[str, int] | None = None,
+        *,
+        tubemq_authentication: bool = False,
+        tubemq_tls: bool = False,
     ) -> BrokerStatus:
         """Start ``name``; a running broker is left alone, a killed one comes back on its ports and data.
 
-        ``tubemq_authentication`` makes a fresh TubeMQ master require signed registrations.
+        ``tubemq_authentication`` makes a fresh TubeMQ master require signed registrations; ``tubemq_tls``
+        adds TLS ports to a fresh TubeMQ master and broker.
         """
         _check_name(name)
         with self.state.locked(name):
@@ -123,7 +129,7 @@ class Launcher:
                 self.state.remove(name)
                 if record.owns_work_dir:
                     shutil.rmtree(record.plan.work_dir, ignore_errors=True)
-            return self._fresh(name, dict(tubemq_topics or {}), tubemq_authentication)
+            return self._fresh(name, dict(tubemq_topics or {}), tubemq_authentication, tubemq_tls)
 
     def _spawner(self, name: str, record: Record) -> Spawner:
         def spawn(spec: ProcSpec) -> int:
@@ -134,7 +140,9 @@ class Launcher:
 
         return spawn
 
-    def _fresh(self, name: str, tubemq_topics: dict[str, int], tubemq_authentication: bool = False) -> BrokerStatus:
+    def _fresh(
+        self, name: str, tubemq_topics: dict[str, int], tubemq_authentication: bool = False, tubemq_tls: bool = False
+    ) -> BrokerStatus:
         kind = KINDS[name]
         java = find_java(name)
         cp = classpath.classpath(name)
@@ -146,6 +154,8 @@ class Launcher:
             plan.settings["topics"] = tubemq_topics
         if tubemq_authentication and name == "tubemq":
             require_authentication(plan)
+        if tubemq_tls and name == "tubemq":
+            enable_tls(plan, java.executable)
         record = Record(plan, java=java.to_json(), started_at=time.time())
         self.state.save(name, record)
         return self._run(name, record, fresh=True)
@@ -216,7 +226,11 @@ class Launcher:
             return True
 
     def start_many(
-        self, names: Iterable[str], tubemq_topics: Mapping[str, int] | None = None, tubemq_authentication: bool = False
+        self,
+        names: Iterable[str],
+        tubemq_topics: Mapping[str, int] | None = None,
+        tubemq_authentication: bool = False,
+        tubemq_tls: bool = False,
     ) -> tuple[dict[str, BrokerStatus], dict[str, BaseException]]:
         """Start several brokers at once, each in its own thread; returns successes and failures."""
         started: dict[str, BrokerStatus] = {}
@@ -225,7 +239,9 @@ class Launcher:
 
         def run(name: str) -> None:
             try:
-                status = self.start(name, tubemq_topics, tubemq_authentication=tubemq_authentication)
+                status = self.start(
+                    name, tubemq_topics, tubemq_authentication=tubemq_authentication, tubemq_tls=tubemq_tls
+                )
             except BaseException as err:
                 with guard:
                     failed[name] = err

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from brokers import tubemq_admin
 from brokers.endpoints import Endpoint, TubeMQBroker
+from brokers.kafka import KEYSTORE_PASSWORD, make_client_certificate, make_keystore
 from brokers.logconf import log4j2_flags, write_log4j2
 from brokers.net import LOOPBACK, free_ports
 from brokers.plan import Plan, Spawner, marker
@@ -160,7 +161,13 @@ class TubeMQKind:
             # Registered before the broker's first heartbeat, topics go live with its first
             # configuration push instead of waiting out the state machine for each one.
             tubemq_admin.add_broker(
-                admin, token, BROKER_ID, LOOPBACK, plan.ports["broker"], plan.ports["broker_web"]
+                admin,
+                token,
+                BROKER_ID,
+                LOOPBACK,
+                plan.ports["broker"],
+                plan.ports["broker_web"],
+                plan.ports.get("broker_tls"),
             )
             tubemq_admin.online_broker(admin, token, BROKER_ID)
             for topic, partitions in topics.items():
@@ -184,6 +191,8 @@ class TubeMQKind:
         )
 
     def endpoint(self, plan: Plan) -> TubeMQBroker:
+        tls_port = plan.ports.get("master_tls")
+        ca_file = plan.settings.get("ca_file")
         return TubeMQBroker.at(
             plan.ports["master"],
             plan.ports["master_web"],
@@ -193,6 +202,10 @@ class TubeMQKind:
             auth_token=str(plan.settings["auth_token"]),
             log_files=plan.log_files,
             data_dir=plan.work_dir,
+            tls_url=f"tubemq+ssl://{LOOPBACK}:{tls_port}" if tls_port else None,
+            ssl_cafile=str(ca_file) if ca_file else None,
+            ssl_certfile=plan.settings.get("client_certfile"),
+            ssl_keyfile=plan.settings.get("client_keyfile"),
         )
 
     def create_topic(self, endpoint: Endpoint, topic: str, partitions: int, timeout: float = 180.0) -> str:
@@ -216,6 +229,35 @@ def require_authentication(plan: Plan) -> None:
     extra = "startConsumeAuthenticate=true\nstartVisitTokenCheck=true\n"
     master_ini.write_text(text.replace("[master]\n", "[master]\n" + extra, 1), encoding="utf-8")
     plan.settings["authentication"] = True
+
+
+def enable_tls(plan: Plan, java: str) -> None:
+    """Make the planned master and broker also listen with TLS, each on a port of its own next to the
+    plain one: a self-signed server certificate for 127.0.0.1 and localhost (its PEM is what clients
+    trust), and client certificates required. (One-way TLS cannot be had from this server: with
+    ``tlsTwoWayAuthEnable=false`` it ignores the trust store setting and then fails every handshake
+    opening a trust store at an empty path.)"""
+    conf = Path(plan.work_dir) / "conf"
+    keystore, certificate = make_keystore(java, conf)
+    client_cert, client_key, truststore = make_client_certificate(java, conf)
+    master_tls, broker_tls = free_ports(2)
+    for name, port in (("master.ini", master_tls), ("broker.ini", broker_tls)):
+        settings = {
+            "tlsEnable": "true",
+            "tlsPort": port,
+            "tlsKeyStorePath": keystore,
+            "tlsKeyStorePassword": KEYSTORE_PASSWORD,
+            "tlsTwoWayAuthEnable": "true",
+            "tlsTrustStorePath": truststore,
+            "tlsTrustStorePassword": KEYSTORE_PASSWORD,
+        }
+        ini = conf / name
+        ini.write_text(ini.read_text(encoding="utf-8") + _ini({"tlsSetting": settings}), encoding="utf-8")
+    plan.ports["master_tls"] = master_tls
+    plan.ports["broker_tls"] = broker_tls
+    plan.settings["ca_file"] = str(certificate)
+    plan.settings["client_certfile"] = str(client_cert)
+    plan.settings["client_keyfile"] = str(client_key)
 
 
 def create_topics(endpoint: TubeMQBroker, topics: dict[str, int], timeout: float = 180.0) -> None:

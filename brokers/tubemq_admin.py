@@ -42,8 +42,11 @@ def master_ready(admin_url: str) -> bool:
 
 
 def add_broker(
-    admin_url: str, token: str, broker_id: int, host: str, port: int, web_port: int
+    admin_url: str, token: str, broker_id: int, host: str, port: int, web_port: int, tls_port: int | None = None
 ) -> None:
+    """Register a broker's configuration; a broker with TLS must be registered with its TLS port, or the
+    master refuses its registration."""
+    extra = {} if tls_port is None else {"brokerTLSPort": tls_port}
     webapi(
         admin_url,
         "admin_add_broker_configure",
@@ -54,6 +57,7 @@ def add_broker(
         brokerWebPort=web_port,
         createUser=OPERATOR,
         confModAuthToken=token,
+        **extra,
     )
 
 

@@ -1,6 +1,8 @@
 """A TubeMQ master that requires signed consumer registrations, and a broker that checks the visit tokens
 the master hands out: signed consumers (balanced by the master or by the client) consume, producers get
-through the visit-token check, and unsigned consumers are refused at once with a typed error.
+through the visit-token check, and unsigned consumers are refused at once with a typed error. The same
+master and broker also listen with TLS: a round trip over TLS with the certificate checked, and a
+certificate the client does not trust refused.
 
 The master checks the user name, that a signature is there and that its timestamp is fresh; it has no
 password store, so a wrong password cannot be told from a right one by this server. Produce
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import ssl
 import time
 from collections.abc import Iterator
 
@@ -30,7 +33,7 @@ CREDENTIALS = {"username": "mqwire", "password": "tube-" + secrets.token_hex(8)}
 @pytest.fixture(scope="module")
 def secured_tubemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
     state = tmp_path_factory.mktemp("secured") / "state"
-    broker = OwnBroker("tubemq", state, "--tubemq-topic", f"{TOPIC}:2", "--tubemq-authentication")
+    broker = OwnBroker("tubemq", state, "--tubemq-topic", f"{TOPIC}:2", "--tubemq-authentication", "--tubemq-tls")
     broker.start()
     try:
         yield broker
@@ -79,3 +82,36 @@ async def test_unsigned_consumer_is_refused_at_once(secured_tubemq: OwnBroker) -
             async with client.client_balance_consumer(TOPIC, group=f"unsigned_cb_{secrets.token_hex(3)}"):
                 pytest.fail("an unsigned client-balanced consumer was registered")
     assert time.monotonic() - started < 20, "a refusal no retry can fix was retried"
+
+
+async def test_round_trip_over_tls_with_the_certificate_checked(secured_tubemq: OwnBroker) -> None:
+    tls_url, ca_file = secured_tubemq.info["tls_url"], secured_tubemq.info["ssl_cafile"]
+    assert tls_url and ca_file, "the broker was not started with TLS"
+    context = ssl.create_default_context(cafile=ca_file)  # checks the chain and the host name
+    # The servers require a client certificate (see brokers.tubemq.enable_tls).
+    context.load_cert_chain(secured_tubemq.info["ssl_certfile"], secured_tubemq.info["ssl_keyfile"])
+    values = {b"tls-%d" % i for i in range(30)}
+    async with tubemqwire.connect(tls_url, ssl_context=context, **OPTIONS, **CREDENTIALS) as client:
+        async with client.producer(TOPIC) as producer:
+            for value in sorted(values):
+                await producer.send(value)
+        got: set[bytes] = set()
+        group = f"tls_{secrets.token_hex(3)}"
+        async with client.consumer(TOPIC, group=group, start="earliest") as consumer, asyncio.timeout(90):
+            while not values <= got:
+                message = await consumer.getone()
+                got.add(message.value)  # the topic also holds the other tests' messages
+                await consumer.ack(message)
+
+
+async def test_an_untrusted_certificate_is_refused(secured_tubemq: OwnBroker) -> None:
+    started = time.monotonic()
+    # The system's trust store does not hold the broker's self-signed certificate.
+    with pytest.raises(tubemqwire.MqwireError) as caught:
+        async with (
+            tubemqwire.connect(secured_tubemq.info["tls_url"], **OPTIONS, **CREDENTIALS) as client,
+            client.producer(TOPIC),
+        ):
+            pytest.fail("a connection to an untrusted server was made")
+    assert "certificate" in str(caught.value).lower() or isinstance(caught.value.__cause__, ssl.SSLError)
+    assert time.monotonic() - started < 30
