@@ -68,6 +68,20 @@ class Latencies:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+async def enqueue_all(
+    enqueue: Callable[[bytes], Awaitable[Any]], count: int, value: bytes, lat: Latencies
+) -> list[Any]:
+    """``count`` enqueues of ``value``; returns the futures, every ``lat.every``-th one timed."""
+    futures = []
+    for i in range(count):
+        future = await enqueue(value)
+        callback = lat.track(i)
+        if callback is not None:
+            future.add_done_callback(callback)
+        futures.append(future)
+    return futures
+
+
 Produce = Callable[[str, str, int, bytes, Clock, Latencies], Awaitable[None]]
 Consume = Callable[[str, str, int, Clock], Awaitable[None]]
 
@@ -81,13 +95,7 @@ async def kafkawire_produce(url: str, topic: str, count: int, value: bytes, cloc
     ) as producer:
         await producer.send(value)  # warm-up: metadata and connection ready
         clock.start()
-        futures = []
-        for i in range(count):
-            future = await producer.enqueue(value)
-            callback = lat.track(i)
-            if callback is not None:
-                future.add_done_callback(callback)
-            futures.append(future)
+        futures = await enqueue_all(producer.enqueue, count, value, lat)
         await producer.flush()
         for future in futures:
             future.result()
@@ -115,13 +123,7 @@ async def aiokafka_produce(url: str, topic: str, count: int, value: bytes, clock
     try:
         await (await producer.send(topic, value))
         clock.start()
-        futures = []
-        for i in range(count):
-            future = await producer.send(topic, value)
-            callback = lat.track(i)
-            if callback is not None:
-                future.add_done_callback(callback)
-            futures.append(future)
+        futures = await enqueue_all(lambda v: producer.send(topic, v), count, value, lat)
         await producer.flush()
         for future in futures:
             future.result()
@@ -241,13 +243,7 @@ async def pulsarwire_produce(url: str, topic: str, count: int, value: bytes, clo
     ) as producer:
         await producer.send(value)
         clock.start()
-        futures = []
-        for i in range(count):
-            future = await producer.enqueue(value)
-            callback = lat.track(i)
-            if callback is not None:
-                future.add_done_callback(callback)
-            futures.append(future)
+        futures = await enqueue_all(producer.enqueue, count, value, lat)
         await producer.flush()
         for future in futures:
             future.result()
@@ -316,13 +312,7 @@ async def tubemqwire_produce(url: str, topic: str, count: int, value: bytes, clo
     async with tubemqwire.connect(url) as client, client.producer(topic, max_in_flight=TUBEMQ_IN_FLIGHT) as producer:
         await producer.send(value)
         clock.start()
-        futures = []
-        for i in range(count):
-            future = await producer.enqueue(value)
-            callback = lat.track(i)
-            if callback is not None:
-                future.add_done_callback(callback)
-            futures.append(future)
+        futures = await enqueue_all(producer.enqueue, count, value, lat)
         await producer.flush()
         for future in futures:
             future.result()

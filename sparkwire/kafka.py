@@ -15,12 +15,12 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
-    WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
 
 import kafkawire
 from sparkwire import options as opts
+from sparkwire.writing import RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -52,13 +52,6 @@ class OffsetRange(InputPartition):
     end: int
 
 
-@dataclass(frozen=True)
-class WriteResult(WriterCommitMessage):
-    """How many records one task acknowledged."""
-
-    written: int
-
-
 class KafkaDataSource(DataSource):
     """Short name ``kafkawire``."""
 
@@ -72,8 +65,8 @@ class KafkaDataSource(DataSource):
     def reader(self, schema: StructType) -> KafkaBatchReader:
         return KafkaBatchReader(dict(self.options))
 
-    def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
-        return KafkaBatchWriter(dict(self.options))
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return RowsWriter(dict(self.options), opts.kafka_url, _write_rows)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.kafka_stream import KafkaStreamReader
@@ -81,9 +74,7 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from sparkwire.kafka_stream import KafkaStreamWriter
-
-        return KafkaStreamWriter(dict(self.options))
+        return RowsStreamWriter(dict(self.options), opts.kafka_url, _write_rows)
 
 
 async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
@@ -192,52 +183,10 @@ class KafkaBatchReader(DataSourceReader):
 
 
 async def _write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
-    client = kafkawire.connect(url)
-    await client.start()
-    written = 0
-    try:
-        producer = client.producer(default_topic)
-        try:
-            futures = []
-            for row in rows:
-                fields = row.asDict()
-                topic = fields.get("topic") or default_topic
-                if topic is None:
-                    raise ValueError("no topic: set option topic or a topic column")
-                headers = fields.get("headers")
-                futures.append(
-                    await producer.enqueue(
-                        None if fields.get("value") is None else bytes(fields["value"]),
-                        None if fields.get("key") is None else bytes(fields["key"]),
-                        None if headers is None else {k: bytes(v) for k, v in dict(headers).items()},
-                        topic=topic,
-                    )
-                )
-            for future in futures:
-                await future
-                written += 1
-        finally:
-            await producer.close()
-    finally:
-        await client.close()
-    return written
+    async with kafkawire.connect(url) as client, client.producer(default_topic) as producer:
 
+        async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
+            value, key = as_bytes(fields.get("value")), as_bytes(fields.get("key"))
+            return await producer.enqueue(value, key, as_headers(fields.get("headers")), topic=topic)
 
-class KafkaBatchWriter(DataSourceWriter):
-    """Each task waits for every acknowledgement before it reports success (at least once)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
-        opts.kafka_url(options)
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        url, topic = opts.kafka_url(self.options), opts.get(self.options, "topic")
-        return WriteResult(asyncio.run(_write_rows(url, topic, iterator)))
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        # Records are acknowledged by the broker inside each task; nothing is left to publish.
-        return None
-
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        # Kafka cannot take back acknowledged records; the job is retried and readers see them at least once.
-        return None
+        return await send_rows(rows, default_topic, enqueue)

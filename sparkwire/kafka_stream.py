@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 import kafkawire
 from sparkwire import options as opts
-from sparkwire.kafka import OffsetRange, WriteResult, _read_range, _write_rows
+from sparkwire.kafka import OffsetRange, _read_range
 
 Offsets = dict[str, dict[str, int]]
 
@@ -94,21 +93,4 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def commit(self, end: Offsets) -> None:
         # Progress lives in Spark's checkpoint; the broker keeps no state for this reader.
-        return None
-
-
-class KafkaStreamWriter(DataSourceStreamWriter):
-    """Each micro-batch task waits for every acknowledgement (at least once)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.url = opts.kafka_url(options)
-        self.topic = opts.get(options, "topic")
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        return WriteResult(asyncio.run(_write_rows(self.url, self.topic, iterator)))
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        return None
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         return None

@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 import pulsarwire
 from pulsarwire.message import MessageId
 from sparkwire import options as opts
-from sparkwire.kafka import WriteResult
+from sparkwire.writing import ProducersByTopic, RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, message_id binary, timestamp timestamp, "
@@ -194,8 +194,8 @@ class PulsarDataSource(DataSource):
     def reader(self, schema: StructType) -> PulsarBatchReader:
         return PulsarBatchReader(dict(self.options))
 
-    def writer(self, schema: StructType, overwrite: bool) -> PulsarBatchWriter:
-        return PulsarBatchWriter(dict(self.options))
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return RowsWriter(dict(self.options), pulsar_url, write_rows)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.pulsar_stream import PulsarStreamReader
@@ -203,9 +203,7 @@ class PulsarDataSource(DataSource):
         return PulsarStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from sparkwire.pulsar_stream import PulsarStreamWriter
-
-        return PulsarStreamWriter(dict(self.options))
+        return RowsStreamWriter(dict(self.options), pulsar_url, write_rows)
 
 
 class PulsarBatchReader(DataSourceReader):
@@ -227,51 +225,16 @@ class PulsarBatchReader(DataSourceReader):
 
 
 async def write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
-    written = 0
     async with pulsarwire.connect(url) as client:
-        producers: dict[str, Any] = {}
+        producers = ProducersByTopic(client.producer)
+
+        async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
+            producer = await producers.get(topic)
+            value = as_bytes(fields.get("value")) or b""
+            key, headers = as_bytes(fields.get("key")), as_headers(fields.get("headers"))
+            return await producer.enqueue(value, key=key, headers=headers)
+
         try:
-            futures = []
-            for row in rows:
-                fields = row.asDict()
-                topic = fields.get("topic") or default_topic
-                if topic is None:
-                    raise ValueError("no topic: set option topic or a topic column")
-                producer = producers.get(topic)
-                if producer is None:
-                    producer = producers[topic] = client.producer(topic)
-                    await producer.start()
-                headers = fields.get("headers")
-                key = fields.get("key")
-                futures.append(
-                    await producer.enqueue(
-                        b"" if fields.get("value") is None else bytes(fields["value"]),
-                        key=None if key is None else bytes(key),
-                        headers=None if headers is None else {k: bytes(v) for k, v in dict(headers).items()},
-                    )
-                )
-            for future in futures:
-                await future
-                written += 1
+            return await send_rows(rows, default_topic, enqueue)
         finally:
-            for producer in producers.values():
-                await producer.close()
-    return written
-
-
-class PulsarBatchWriter(DataSourceWriter):
-    """Each task waits for every receipt before it reports success (at least once)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
-        pulsar_url(options)
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        url, topic = pulsar_url(self.options), opts.get(self.options, "topic")
-        return WriteResult(asyncio.run(write_rows(url, topic, iterator)))
-
-    def commit(self, messages: list[Any]) -> None:
-        return None  # every message was acknowledged by the broker inside its task
-
-    def abort(self, messages: list[Any]) -> None:
-        return None  # acknowledged messages cannot be taken back; a retried job delivers at least once
+            await producers.close()

@@ -11,17 +11,15 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
 import pulsarwire
 from pulsarwire.message import MessageId
 from sparkwire import options as opts
-from sparkwire.kafka import WriteResult
-from sparkwire.pulsar import IdRange, last_id, partition_names, pulsar_url, read_range, write_rows
+from sparkwire.pulsar import IdRange, last_id, partition_names, pulsar_url, read_range
 
 Positions = dict[str, str]
 EARLIEST = "earliest"
@@ -81,21 +79,4 @@ class PulsarStreamReader(DataSourceStreamReader):
 
     def commit(self, end: Positions) -> None:
         # Progress lives in Spark's checkpoint; reading leaves no subscription on the broker.
-        return None
-
-
-class PulsarStreamWriter(DataSourceStreamWriter):
-    """Each micro-batch task waits for every receipt (at least once)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.url = pulsar_url(options)
-        self.topic = opts.get(options, "topic")
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        return WriteResult(asyncio.run(write_rows(self.url, self.topic, iterator)))
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        return None
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         return None

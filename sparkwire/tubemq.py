@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 
 import tubemqwire
 from sparkwire import options as opts
-from sparkwire.kafka import WriteResult
+from sparkwire.writing import ProducersByTopic, RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, partition_key string, message_id long, "
@@ -187,8 +187,8 @@ class TubeMQDataSource(DataSource):
     def reader(self, schema: StructType) -> TubeMQBatchReader:
         return TubeMQBatchReader(dict(self.options))
 
-    def writer(self, schema: StructType, overwrite: bool) -> TubeMQBatchWriter:
-        return TubeMQBatchWriter(dict(self.options))
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return RowsWriter(dict(self.options), tubemq_url, write_rows)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.tubemq_stream import TubeMQStreamReader
@@ -196,9 +196,7 @@ class TubeMQDataSource(DataSource):
         return TubeMQStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from sparkwire.tubemq_stream import TubeMQStreamWriter
-
-        return TubeMQStreamWriter(dict(self.options))
+        return RowsStreamWriter(dict(self.options), tubemq_url, write_rows)
 
 
 class TubeMQBatchReader(DataSourceReader):
@@ -221,58 +219,18 @@ class TubeMQBatchReader(DataSourceReader):
         yield from asyncio.run(read_range(tubemq_url(self.options), partition))
 
 
-def _text_headers(headers: Any) -> dict[str, bytes] | None:
-    if headers is None:
-        return None
-    return {str(name): bytes(value) for name, value in dict(headers).items()}
-
-
 async def write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
     """Send every row (``value``; optional ``topic``, ``headers``, ``msg_type``) and wait for each receipt."""
-    written = 0
     async with tubemqwire.connect(url) as client:
-        producers: dict[str, Any] = {}
+        producers = ProducersByTopic(client.producer)
+
+        async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
+            producer = await producers.get(topic)
+            value = as_bytes(fields.get("value")) or b""
+            headers, msg_type = as_headers(fields.get("headers")), fields.get("msg_type")
+            return await producer.enqueue(value, headers=headers, msg_type=msg_type)
+
         try:
-            futures = []
-            for row in rows:
-                fields = row.asDict()
-                topic = fields.get("topic") or default_topic
-                if topic is None:
-                    raise ValueError("no topic: set option topic or a topic column")
-                producer = producers.get(topic)
-                if producer is None:
-                    producer = producers[topic] = client.producer(topic)
-                    await producer.start()
-                value = fields.get("value")
-                futures.append(
-                    await producer.enqueue(
-                        b"" if value is None else bytes(value),
-                        headers=_text_headers(fields.get("headers")),
-                        msg_type=fields.get("msg_type"),
-                    )
-                )
-            for future in futures:
-                await future
-                written += 1
+            return await send_rows(rows, default_topic, enqueue)
         finally:
-            for producer in producers.values():
-                await producer.close()
-    return written
-
-
-class TubeMQBatchWriter(DataSourceWriter):
-    """Each task waits for every receipt before it reports success (at least once)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
-        tubemq_url(options)
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        url, topic = tubemq_url(self.options), opts.get(self.options, "topic")
-        return WriteResult(asyncio.run(write_rows(url, topic, iterator)))
-
-    def commit(self, messages: list[Any]) -> None:
-        return None  # every message was acknowledged by the broker inside its task
-
-    def abort(self, messages: list[Any]) -> None:
-        return None  # acknowledged messages cannot be taken back; a retried job delivers at least once
+            await producers.close()

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
-from pyspark.sql.datasource import DataSourceStreamReader, DataSourceStreamWriter, InputPartition, WriterCommitMessage
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
 from sparkwire import options as opts
-from sparkwire.kafka import WriteResult
-from sparkwire.tubemq import OffsetRange, partition_bounds, read_range, tubemq_url, write_rows
+from sparkwire.tubemq import OffsetRange, partition_bounds, read_range, tubemq_url
 from tubemqwire.protocol.metadata import parse_partition_key
 
 Offsets = dict[str, int]
@@ -66,21 +64,4 @@ class TubeMQStreamReader(DataSourceStreamReader):
 
     def commit(self, end: Offsets) -> None:
         # Progress lives in Spark's checkpoint; each read uses a group of its own.
-        return None
-
-
-class TubeMQStreamWriter(DataSourceStreamWriter):
-    """Each micro-batch task waits for every receipt (at least once)."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.url = tubemq_url(options)
-        self.topic = opts.get(options, "topic")
-
-    def write(self, iterator: Iterator[Any]) -> WriteResult:
-        return WriteResult(asyncio.run(write_rows(self.url, self.topic, iterator)))
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        return None
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         return None
