@@ -191,9 +191,10 @@ class TopicProducer(TopicHandler):
         if options.key_based_batching:
             self._add_keyed(entry, future, sequence_id, partition_key, key_b64, ordering_key)
             return future
-        entries = self._entries
-        if entries and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
+        if self._entries and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
             self.flush_batch()
+        # Read after the flush: it replaces the list, and the message belongs to the new batch.
+        entries = self._entries
         if not entries:
             self._batch_first_sequence_id = sequence_id
             self._batch_publish_time = int(time.time() * 1000)

@@ -79,6 +79,28 @@ async def test_produce_and_consume_exact_contents(pulsar_broker: PulsarBroker, b
         assert all(m.batch_index == -1 for m in sent)
 
 
+async def test_batches_closed_by_size_lose_no_message(pulsar_broker: PulsarBroker) -> None:
+    """10 KB messages fill the 128 KiB batch limit every dozen sends: the message that does not fit opens the
+    next batch, its receipt is its own, and every message is stored once."""
+    topic = unique("batch-bytes")
+    values = [b"%05d" % i + bytes(10_240) for i in range(200)]
+    async with (
+        pulsarwire.connect(pulsar_broker.url) as client,
+        client.consumer(topic, group="g", start="earliest") as consumer,
+    ):
+        async with client.producer(topic, batching_max_messages=1000) as producer:
+            futures = [await producer.enqueue(value) for value in values]
+            await producer.flush()
+            sent = [await future for future in futures]
+        messages = await receive_n(consumer, len(values))
+        with pytest.raises(TimeoutError):
+            extra = await consumer.receive(timeout=1)
+            pytest.fail(f"an unexpected message: {extra.value[:5]!r}")
+    assert [m.value for m in messages] == values
+    assert [m.message_id for m in messages] == sent
+    assert len({(m.ledger_id, m.entry_id) for m in sent}) >= len(values) // 13  # closed by size, not by count
+
+
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 async def test_each_compression_round_trips(pulsar_broker: PulsarBroker, compression: str) -> None:
     topic = unique(f"compression-{compression.lower()}")
