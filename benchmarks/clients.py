@@ -303,13 +303,19 @@ async def pulsar_client_consume(url: str, topic: str, count: int, clock: Clock) 
 
 
 # ---------------------------------------------------------------------------------------------- TubeMQ
-TUBEMQ_IN_FLIGHT = 1000
+
+
+def tubemq_in_flight(size: int) -> int:
+    """Sends in flight for TubeMQ, the same for both clients: 1000 small ones, about 1 MB of large ones
+    (the Java client fails sends once its connection buffers ~10 MB)."""
+    return max(16, min(1000, 1_000_000 // size))
 
 
 async def tubemqwire_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
     import tubemqwire
 
-    async with tubemqwire.connect(url) as client, client.producer(topic, max_in_flight=TUBEMQ_IN_FLIGHT) as producer:
+    in_flight = tubemq_in_flight(len(value))
+    async with tubemqwire.connect(url) as client, client.producer(topic, max_in_flight=in_flight) as producer:
         await producer.send(value)
         clock.start()
         futures = await enqueue_all(producer.enqueue, count, value, lat)

@@ -34,6 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from clients import tubemq_in_flight  # noqa: E402
+
 from brokers import classpath, pulsar_admin  # noqa: E402
 from brokers.java import find_java  # noqa: E402
 
@@ -133,7 +135,7 @@ class TubeJava:
 
     def run(self, phase: str, master: str, topic: str, records: int, size: int) -> Row:
         args = (
-            ["produce", master, topic, str(records), str(size), "1000"]
+            ["produce", master, topic, str(records), str(size), str(tubemq_in_flight(size))]
             if phase == "produce"
             else ["consume", master, topic, f"bench_{uuid.uuid4().hex[:8]}", str(records)]
         )
@@ -179,7 +181,11 @@ def tubemq_topics(systems: list[str]) -> dict[tuple[str, int, int], str]:
 
 # ---------------------------------------------------------------------------------------------- the run
 def run_suite(
-    urls: dict[str, str], systems: list[str], scale: float, tube: dict[tuple[str, int, int], str]
+    urls: dict[str, str],
+    systems: list[str],
+    scale: float,
+    tube: dict[tuple[str, int, int], str],
+    failures: list[str],
 ) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder:
@@ -195,7 +201,13 @@ def run_suite(
                     records = max(100, int(RECORDS[system][size] * scale))
                     for client in clients[shift:] + clients[:shift]:
                         started = time.monotonic()
-                        done = run_client(urls, system, client, size, parts, records, tube, tube_java)
+                        try:
+                            done = run_client(urls, system, client, size, parts, records, tube, tube_java)
+                        except (RuntimeError, subprocess.CalledProcessError, StopIteration) as exc:
+                            # One client failing is a result to report, not a reason to drop the others'.
+                            failures.append(f"{system} {size} B x{parts} {client}: {exc}"[:2000])
+                            print(f"  {system} {size} B x{parts}: {client} FAILED", file=sys.stderr, flush=True)
+                            continue
                         for row in done:
                             row.partitions = parts
                         rows += done
@@ -266,7 +278,8 @@ def write_outputs(rows: list[Row], stamp: str) -> list[Path]:
     for axis, system in zip(axes[:, 0], systems, strict=True):
         mine = [r for r in rows if r.system == system]
         groups = sorted({(r.phase, r.size, r.partitions) for r in mine}, key=lambda g: (g[0] != "produce", *g[1:]))
-        clients = list(dict.fromkeys(r.client for r in mine))
+        present = {r.client for r in mine}
+        clients = [c for c in (OURS[system], *PEERS[system]) if c in present]  # ours first, same colours
         width = 0.8 / len(clients)
         for i, client in enumerate(clients):
             by_group = {(r.phase, r.size, r.partitions): r.rate for r in mine if r.client == client}
@@ -308,16 +321,19 @@ def main() -> int:
     tube = tubemq_topics(systems)
     state_dir = tempfile.mkdtemp(prefix="mqwire-bench-")
     started = time.monotonic()
+    failures: list[str] = []
     try:
         urls = start_brokers(state_dir, systems, tube)
-        rows = run_suite(urls, systems, args.scale, tube)
+        rows = run_suite(urls, systems, args.scale, tube, failures)
     finally:
         subprocess.run([sys.executable, "-m", "brokers", "--state-dir", state_dir, "stop"], check=False, cwd=ROOT)
     print_tables(rows)
     for path in write_outputs(rows, time.strftime("%Y%m%d-%H%M%S")):
         print(f"wrote {path.relative_to(ROOT)}")
     print(f"suite ran {time.monotonic() - started:.0f} s")
-    return 0
+    for failure in failures:
+        print(f"FAILED: {failure}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@ import java.lang.management.ManagementFactory;
 import java.util.TreeSet;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.inlong.tubemq.client.config.ConsumerConfig;
 import org.apache.inlong.tubemq.client.config.TubeClientConfig;
 import org.apache.inlong.tubemq.client.consumer.ConsumePosition;
@@ -48,11 +49,13 @@ public class TubeBench {
         java.util.Arrays.fill(data, (byte) 'x');
         Semaphore slots = new Semaphore(inFlight);
         AtomicLong failed = new AtomicLong();
+        AtomicReference<String> firstError = new AtomicReference<>();
         MessageSentCallback callback = new MessageSentCallback() {
             @Override
             public void onMessageSent(MessageSentResult result) {
                 if (!result.isSuccess()) {
                     failed.incrementAndGet();
+                    firstError.compareAndSet(null, result.getErrCode() + " " + result.getErrMsg());
                 }
                 slots.release();
             }
@@ -60,6 +63,7 @@ public class TubeBench {
             @Override
             public void onException(Throwable e) {
                 failed.incrementAndGet();
+                firstError.compareAndSet(null, String.valueOf(e));
                 slots.release();
             }
         };
@@ -79,7 +83,7 @@ public class TubeBench {
         cpu = cpuSeconds() - cpu;
         producer.shutdown();
         if (failed.get() > 0) {
-            throw new IllegalStateException(failed.get() + " sends failed");
+            throw new IllegalStateException(failed.get() + " sends failed, the first with " + firstError.get());
         }
         System.out.println("RESULT produce " + count + " " + seconds + " " + cpu);
     }
