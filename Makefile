@@ -47,7 +47,7 @@ demo: $(STAMP) brokers-classpath
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
-# Throughput against the peer clients, in one run on one local broker (not part of the tests).
+# Every client against its peers on the same brokers in one run, and the Spark read (not part of the tests).
 bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/suite.py $(BENCH_ARGS)
 	$(PY) benchmarks/spark_kafka_read.py $(SPARK_BENCH_ARGS)
