@@ -91,7 +91,8 @@ def run_process(argv: list[str], timeout: float = RUN_TIMEOUT) -> tuple[str, flo
     finally:
         killer.cancel()
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv[:6])} ... failed with exit code {proc.returncode}")
+        shown = " ".join(arg if len(arg) < 200 else "<class path>" for arg in argv)
+        raise RuntimeError(f"{shown} failed with exit code {proc.returncode}")
     return out, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
@@ -205,7 +206,7 @@ def run_suite(
                             done = run_client(urls, system, client, size, parts, records, tube, tube_java)
                         except (RuntimeError, subprocess.CalledProcessError, StopIteration) as exc:
                             # One client failing is a result to report, not a reason to drop the others'.
-                            failures.append((client, f"{system} {size} B x{parts} {client}: {exc}"[-1500:]))
+                            failures.append((client, f"{system} {size} B x{parts} {client}: {exc}"))
                             print(f"  {system} {size} B x{parts}: {client} FAILED", file=sys.stderr, flush=True)
                             continue
                         for row in done:
