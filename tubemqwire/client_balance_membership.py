@@ -20,7 +20,7 @@ from tubemqwire.protocol import client_balance as proto
 from tubemqwire.protocol import consumer as server_balance
 from tubemqwire.protocol.client_balance import ClientBalanceAnswer, ClusterView
 from tubemqwire.protocol.constants import DEFAULT_BROKER_PORT, Method
-from tubemqwire.protocol.metadata import BrokerInfo, PartitionInfo, PartitionMeta, parse_topic_meta
+from tubemqwire.protocol.metadata import PartitionInfo, PartitionMeta, parse_topic_meta
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ class ClientBalanceMembership(Membership):
         self._on_failure = on_failure
         self._default_port = default_broker_port
         self.view = ClusterView()
+        self._partitions: dict[str, PartitionMeta] = {}
         self._reported: frozenset[str] | None = None
         self._beats = 0
 
@@ -70,26 +71,22 @@ class ClientBalanceMembership(Membership):
     # --------------------------------------------------------------------------------- the lists
     def partitions(self) -> dict[str, PartitionMeta]:
         """Every partition of the consumed topics the master told us of, by key."""
-        brokers = {broker.broker_id: broker for broker in self.view.brokers}
-        found: dict[str, PartitionMeta] = {}
-        for text in self.view.topic_meta:
-            for meta in parse_topic_meta(text, brokers):
-                found[meta.partition.key] = meta
-        return found
+        return self._partitions
 
     def _absorb(self, answer: ClientBalanceAnswer) -> None:
+        """Take the newer lists of an answer; the partitions are parsed once, when either list changes, and a
+        malformed list raises before it replaces a good one."""
         view = self.view
-        brokers: tuple[BrokerInfo, ...] = view.brokers
-        broker_id = view.broker_config_id
+        brokers, broker_id = view.brokers, view.broker_config_id
         if answer.brokers is not None and answer.brokers[0] != broker_id:
             broker_id, brokers = answer.brokers
         meta, meta_id = view.topic_meta, view.topic_meta_id
         if answer.topic_meta is not None and answer.topic_meta[0] != meta_id:
             meta_id, meta = answer.topic_meta
-            # Parse now: a malformed list is refused before it replaces a good one.
-            known = {broker.broker_id: broker for broker in brokers}
-            for text in meta:
-                parse_topic_meta(text, known)
+        if (broker_id, meta_id) == (view.broker_config_id, view.topic_meta_id):
+            return
+        known = {broker.broker_id: broker for broker in brokers}
+        self._partitions = {m.partition.key: m for text in meta for m in parse_topic_meta(text, known)}
         self.view = ClusterView(broker_id, meta_id, brokers, meta)
 
     def _report(self) -> list[PartitionInfo] | None:

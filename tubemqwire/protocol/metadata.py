@@ -217,13 +217,14 @@ def parse_topic_meta(text: str, brokers: dict[int, BrokerInfo]) -> list[Partitio
         fields = item.split(ATTR_SEP)
         if len(fields) != 4:
             raise ProtocolError(f"topic meta entry {item!r} is not brokerId:storeCount:partitionCount:status")
-        broker = brokers.get(_int(fields[0], "broker id"))
+        broker_id = _int(fields[0], "broker id")
         on_broker = TopicOnBroker(
-            _int(fields[0], "broker id"),
+            broker_id,
             _int(fields[2], "partition count", 1, PARTITION_STORE_BASE),
             _int(fields[1], "store count", 1),
         )
         status = _int(fields[3], "partition status", -1)
+        broker = brokers.get(broker_id)
         if broker is None:
             continue
         found += [PartitionMeta(PartitionInfo(broker, topic, pid), status == 1) for pid in on_broker.partition_ids()]
