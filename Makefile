@@ -20,7 +20,7 @@ venv: $(STAMP)
 
 # Resolve the class paths of Kafka, Pulsar and TubeMQ from Maven Central (cached in ~/.m2).
 brokers-classpath: $(STAMP)
-	$(PY) -m brokers fetch
+	$(PY) -m mqwire.testing fetch
 
 # Regenerate the protobuf modules of pulsarwire and tubemqwire from the .proto files written here.
 proto: $(STAMP)

@@ -18,10 +18,10 @@ def local_broker(name: str, url: str | None) -> Iterator[dict[str, str]]:
         return
     state_dir = tempfile.mkdtemp(prefix="mqwire-bench-")
     started = subprocess.run(
-        [sys.executable, "-m", "brokers", "--state-dir", state_dir, "start", name],
+        [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "start", name],
         check=True, stdout=subprocess.PIPE, text=True,
     )
     try:
         yield json.loads(started.stdout)
     finally:
-        subprocess.run([sys.executable, "-m", "brokers", "--state-dir", state_dir, "stop"], check=False)
+        subprocess.run([sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"], check=False)

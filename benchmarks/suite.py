@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from clients import tubemq_in_flight  # noqa: E402
 
-from brokers import classpath, pulsar_admin  # noqa: E402
-from brokers.java import find_java  # noqa: E402
+from mqwire.testing import classpath, pulsar_admin  # noqa: E402
+from mqwire.testing.java import find_java  # noqa: E402
 
 SIZES = (100, 10_240)
 PARTITIONS = (1, 8)
@@ -303,7 +303,7 @@ def write_outputs(rows: list[Row], stamp: str) -> list[Path]:
 def start_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, str]:
     topics = [arg for (_client, _size, parts), name in tube.items() for arg in ("--tubemq-topic", f"{name}:{parts}")]
     started = subprocess.run(
-        [sys.executable, "-m", "brokers", "--state-dir", state_dir, "start", *systems, *topics],
+        [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "start", *systems, *topics],
         check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
     urls: dict[str, str] = json.loads(started.stdout)
@@ -327,7 +327,8 @@ def main() -> int:
         urls = start_brokers(state_dir, systems, tube)
         rows = run_suite(urls, systems, args.scale, tube, failures)
     finally:
-        subprocess.run([sys.executable, "-m", "brokers", "--state-dir", state_dir, "stop"], check=False, cwd=ROOT)
+        stop = [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"]
+        subprocess.run(stop, check=False, cwd=ROOT)
     print_tables(rows)
     for path in write_outputs(rows, time.strftime("%Y%m%d-%H%M%S")):
         print(f"wrote {path.relative_to(ROOT)}")

@@ -1,5 +1,5 @@
 import sys
 
-from brokers.cli import main
+from mqwire.testing.cli import main
 
 sys.exit(main())

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from brokers.paths import classpath_cache_dir, pom_path
+from mqwire.testing.paths import classpath_cache_dir, pom_path
 
 
 class ClasspathError(RuntimeError):

@@ -1,4 +1,4 @@
-"""``python -m brokers``: fetch class paths, start, inspect and stop the brokers."""
+"""``python -m mqwire.testing``: fetch class paths, start, inspect and stop the brokers."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from brokers import classpath
-from brokers.endpoints import summary, to_json
-from brokers.errors import BrokerError
-from brokers.launcher import BrokerStatus, Launcher
-from brokers.paths import BROKER_NAMES, DEFAULT_BROKERS, default_state_dir
+from mqwire.testing import classpath
+from mqwire.testing.endpoints import summary, to_json
+from mqwire.testing.errors import BrokerError
+from mqwire.testing.launcher import BrokerStatus, Launcher
+from mqwire.testing.paths import BROKER_NAMES, DEFAULT_BROKERS, default_state_dir
 
 
 def _names(values: Sequence[str], default: Sequence[str] = BROKER_NAMES) -> list[str]:
@@ -116,7 +116,7 @@ def cmd_create_topic(args: argparse.Namespace, launcher: Launcher) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m brokers", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m mqwire.testing", description=__doc__)
     p.add_argument(
         "--state-dir",
         type=Path,

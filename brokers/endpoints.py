@@ -7,7 +7,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
-from brokers.net import LOOPBACK
+from mqwire.testing.net import LOOPBACK
 
 
 @dataclass(frozen=True)

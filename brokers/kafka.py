@@ -15,13 +15,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokers import kafka_wire
-from brokers.endpoints import Endpoint, KafkaBroker
-from brokers.errors import BrokerError, BrokerStartError
-from brokers.logconf import log4j2_flags, write_log4j2
-from brokers.net import LOOPBACK, free_ports
-from brokers.plan import Plan, Spawner, marker
-from brokers.procs import ProcSpec, tail, wait_until
+from mqwire.testing import kafka_wire
+from mqwire.testing.endpoints import Endpoint, KafkaBroker
+from mqwire.testing.errors import BrokerError, BrokerStartError
+from mqwire.testing.logconf import log4j2_flags, write_log4j2
+from mqwire.testing.net import LOOPBACK, free_ports
+from mqwire.testing.plan import Plan, Spawner, marker
+from mqwire.testing.procs import ProcSpec, tail, wait_until
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"

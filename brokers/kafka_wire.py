@@ -10,7 +10,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from brokers.net import LOOPBACK, close_quietly, recv_exact
+from mqwire.testing.net import LOOPBACK, close_quietly, recv_exact
 
 API_VERSIONS = 18
 CREATE_TOPICS = 19

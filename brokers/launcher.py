@@ -12,18 +12,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokers import classpath, procs
-from brokers.endpoints import Endpoint
-from brokers.errors import BrokerError, BrokerStartError
-from brokers.java import find_java
-from brokers.kafka import KafkaKind
-from brokers.net import wait_ports_free
-from brokers.paths import BROKER_NAMES, default_state_dir
-from brokers.plan import BrokerKind, Spawner
-from brokers.procs import ProcSpec
-from brokers.pulsar import PulsarKind
-from brokers.state import Record, StateDir
-from brokers.tubemq import TubeMQKind, enable_tls, require_authentication
+from mqwire.testing import classpath, procs
+from mqwire.testing.endpoints import Endpoint
+from mqwire.testing.errors import BrokerError, BrokerStartError
+from mqwire.testing.java import find_java
+from mqwire.testing.kafka import KafkaKind
+from mqwire.testing.net import wait_ports_free
+from mqwire.testing.paths import BROKER_NAMES, default_state_dir
+from mqwire.testing.plan import BrokerKind, Spawner
+from mqwire.testing.procs import ProcSpec
+from mqwire.testing.pulsar import PulsarKind
+from mqwire.testing.state import Record, StateDir
+from mqwire.testing.tubemq import TubeMQKind, enable_tls, require_authentication
 
 KINDS: dict[str, BrokerKind] = {
     "kafka": KafkaKind(),

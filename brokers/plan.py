@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from brokers.endpoints import Endpoint
-from brokers.procs import ProcSpec
+from mqwire.testing.endpoints import Endpoint
+from mqwire.testing.procs import ProcSpec
 
 
 @dataclass

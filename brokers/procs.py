@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from brokers.errors import BrokerStartError
+from mqwire.testing.errors import BrokerStartError
 
 T = TypeVar("T")
 

@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from brokers import kafka_wire, pulsar_admin
-from brokers.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, split_url
-from brokers.errors import BrokerError
-from brokers.launcher import Launcher
-from brokers.net import LOOPBACK, free_ports
+from mqwire.testing import kafka_wire, pulsar_admin
+from mqwire.testing.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, split_url
+from mqwire.testing.errors import BrokerError
+from mqwire.testing.launcher import Launcher
+from mqwire.testing.net import LOOPBACK, free_ports
 
 PROVIDERS = ("local", "testcontainers", "external")
 KAFKA_IMAGE = "apache/kafka:4.3.1"

@@ -11,13 +11,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from brokers import classpath, procs, pulsar_admin, rest
-from brokers.endpoints import Endpoint, PulsarBroker
-from brokers.java import find_java
-from brokers.logconf import log4j2_flags, write_log4j2
-from brokers.net import LOOPBACK, free_ports, loopback_interface
-from brokers.plan import Plan, Spawner, marker
-from brokers.procs import ProcSpec, wait_until
+from mqwire.testing import classpath, procs, pulsar_admin, rest
+from mqwire.testing.endpoints import Endpoint, PulsarBroker
+from mqwire.testing.java import find_java
+from mqwire.testing.logconf import log4j2_flags, write_log4j2
+from mqwire.testing.net import LOOPBACK, free_ports, loopback_interface
+from mqwire.testing.plan import Plan, Spawner, marker
+from mqwire.testing.procs import ProcSpec, wait_until
 
 MAIN_CLASS = "org.apache.pulsar.PulsarStandaloneStarter"
 CLUSTER = "standalone"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from brokers import rest
-from brokers.errors import BrokerError
+from mqwire.testing import rest
+from mqwire.testing.errors import BrokerError
 
 DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "public/default"

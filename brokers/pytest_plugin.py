@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from brokers.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, summary
-from brokers.errors import BrokerError
-from brokers.paths import DEFAULT_BROKERS
-from brokers.procs import log_tails
-from brokers.providers import PROVIDERS, Provider, make_provider, parse_topics
+from mqwire.testing.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, summary
+from mqwire.testing.errors import BrokerError
+from mqwire.testing.paths import DEFAULT_BROKERS
+from mqwire.testing.procs import log_tails
+from mqwire.testing.providers import PROVIDERS, Provider, make_provider, parse_topics
 
 E = TypeVar("E", KafkaBroker, PulsarBroker, TubeMQBroker)
 
@@ -131,7 +131,7 @@ def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> T
 
 @pytest.fixture(scope="session")
 def broker_urls(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> dict[str, str]:
-    """All three brokers (started side by side), as the URL map ``python -m brokers status`` prints."""
+    """All three brokers (started side by side), as the URL map ``python -m mqwire.testing status`` prints."""
     names = list(DEFAULT_BROKERS)
     try:
         endpoints: dict[str, Endpoint] = mqwire_brokers.get_many(names)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brokers.plan import Plan
+from mqwire.testing.plan import Plan
 
 
 @dataclass

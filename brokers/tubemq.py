@@ -7,13 +7,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from brokers import tubemq_admin
-from brokers.endpoints import Endpoint, TubeMQBroker
-from brokers.kafka import KEYSTORE_PASSWORD, make_client_certificate, make_keystore
-from brokers.logconf import log4j2_flags, write_log4j2
-from brokers.net import LOOPBACK, free_ports
-from brokers.plan import Plan, Spawner, marker
-from brokers.procs import ProcSpec, wait_until
+from mqwire.testing import tubemq_admin
+from mqwire.testing.endpoints import Endpoint, TubeMQBroker
+from mqwire.testing.kafka import KEYSTORE_PASSWORD, make_client_certificate, make_keystore
+from mqwire.testing.logconf import log4j2_flags, write_log4j2
+from mqwire.testing.net import LOOPBACK, free_ports
+from mqwire.testing.plan import Plan, Spawner, marker
+from mqwire.testing.procs import ProcSpec, wait_until
 
 MASTER_CLASS = "org.apache.inlong.tubemq.server.tools.MasterStartup"
 BROKER_CLASS = "org.apache.inlong.tubemq.server.tools.BrokerStartup"

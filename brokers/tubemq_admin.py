@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from brokers import rest
-from brokers.errors import BrokerError
+from mqwire.testing import rest
+from mqwire.testing.errors import BrokerError
 
 OPERATOR = "mqwire"
 

@@ -1,8 +1,8 @@
 """Protocol-agnostic asyncio machinery shared by kafkawire, pulsarwire and tubemqwire."""
 
-from common.channel import Channel
-from common.correlation import CorrelationTable
-from common.errors import (
+from mqwire.common.channel import Channel
+from mqwire.common.correlation import CorrelationTable
+from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
     ChecksumError,
@@ -20,11 +20,11 @@ from common.errors import (
     RetriableError,
     UnsupportedVersionError,
 )
-from common.framing import FrameSplitter, LengthPrefixedSplitter
-from common.policy import AddressRotation, Backoff
-from common.pool import ConnectionPool
-from common.transport import Connection
-from common.urls import ServiceUrl, parse_service_url
+from mqwire.common.framing import FrameSplitter, LengthPrefixedSplitter
+from mqwire.common.policy import AddressRotation, Backoff
+from mqwire.common.pool import ConnectionPool
+from mqwire.common.transport import Connection
+from mqwire.common.urls import ServiceUrl, parse_service_url
 
 __all__ = [
     "AddressRotation",

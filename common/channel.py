@@ -13,10 +13,10 @@ import ssl as _ssl
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from common.correlation import CorrelationTable
-from common.errors import MqwireError
-from common.framing import FrameSplitter
-from common.transport import Address, Connection
+from mqwire.common.correlation import CorrelationTable
+from mqwire.common.errors import MqwireError
+from mqwire.common.framing import FrameSplitter
+from mqwire.common.transport import Address, Connection
 
 F = TypeVar("F")
 

@@ -25,7 +25,7 @@ import lz4.block
 import lz4.frame
 import zstandard
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
 

@@ -15,7 +15,7 @@ import logging
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
-from common.errors import RequestTimeoutError
+from mqwire.common.errors import RequestTimeoutError
 
 T = TypeVar("T")
 

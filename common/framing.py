@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from common.errors import FrameTooLargeError, ProtocolError
+from mqwire.common.errors import FrameTooLargeError, ProtocolError
 
 FrameT = TypeVar("FrameT")
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
-from common.errors import ClosedError
+from mqwire.common.errors import ClosedError
 
 
 class Closable(Protocol):

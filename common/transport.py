@@ -17,8 +17,8 @@ import ssl as _ssl
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from common.errors import ClosedError, ConnectError, ConnectionLostError, MqwireError, ProtocolError
-from common.framing import FrameSplitter
+from mqwire.common.errors import ClosedError, ConnectError, ConnectionLostError, MqwireError, ProtocolError
+from mqwire.common.framing import FrameSplitter
 
 F = TypeVar("F")
 

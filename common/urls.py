@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
-from common.errors import ConfigurationError
+from mqwire.common.errors import ConfigurationError
 
 
 @dataclass(frozen=True)

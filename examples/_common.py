@@ -1,4 +1,4 @@
-"""How the examples find their broker: the first argument, MQWIRE_<SYSTEM>_URL, or `python -m brokers status`."""
+"""How the examples find their broker: the first argument, MQWIRE_<SYSTEM>_URL, or `python -m mqwire.testing status`."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ def broker_url(system: str) -> str:
     from_env = os.environ.get(f"MQWIRE_{system.upper()}_URL")
     if from_env:
         return from_env
-    status = subprocess.run([sys.executable, "-m", "brokers", "status"], capture_output=True, text=True)
+    status = subprocess.run([sys.executable, "-m", "mqwire.testing", "status"], capture_output=True, text=True)
     url = json.loads(status.stdout or "{}").get(system)
     if not url:
-        sys.exit(f"no {system} broker: pass its URL, set MQWIRE_{system.upper()}_URL or run `python -m brokers start`")
+        sys.exit(
+            f"no {system} broker: pass its URL, set MQWIRE_{system.upper()}_URL"
+            " or run `python -m mqwire.testing start`"
+        )
     return str(url)
 
 

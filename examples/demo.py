@@ -1,6 +1,6 @@
 """Start the real brokers, then a produce and consume round trip on each system through the `mqwire` tool.
 
-Run with `make demo`. Brokers already running (`python -m brokers start`) are used and left running;
+Run with `make demo`. Brokers already running (`python -m mqwire.testing start`) are used and left running;
 otherwise they are started for the demo and stopped at its end.
 """
 
@@ -21,7 +21,8 @@ console = Console(stderr=True)
 
 
 def brokers_cli(*args: str) -> dict[str, Any]:
-    result = subprocess.run([sys.executable, "-m", "brokers", *args], check=True, stdout=subprocess.PIPE, text=True)
+    command = [sys.executable, "-m", "mqwire.testing", *args]
+    result = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
     parsed: dict[str, Any] = json.loads(result.stdout or "{}")
     return parsed
 

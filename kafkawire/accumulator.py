@@ -14,10 +14,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from common.errors import MqwireError, RequestTimeoutError
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import HEADER_SIZE, BatchBuilder
+from mqwire.common.errors import MqwireError, RequestTimeoutError
 
 Header = tuple[str, bytes | None]
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ClosedError, RetriableError
-from common.options import check_positive
 from kafkawire import errors
 from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndTimestamp, fetch_committed, list_offsets
@@ -38,6 +36,8 @@ from kafkawire.protocol.messages import (
     MetadataRequest,
     MetadataRequestTopic,
 )
+from mqwire.common.errors import ClosedError, RetriableError
+from mqwire.common.options import check_positive
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

@@ -10,7 +10,12 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from common.errors import (
+from kafkawire import errors
+from kafkawire.connection import KafkaConnection
+from kafkawire.metadata import BrokerNode, ClusterMetadata
+from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
+from kafkawire.sasl import SaslSettings, TokenProvider
+from mqwire.common.errors import (
     ClosedError,
     ConfigurationError,
     ConnectError,
@@ -19,15 +24,10 @@ from common.errors import (
     RequestTimeoutError,
     RetriableError,
 )
-from common.options import check_bool, check_positive, check_str
-from common.policy import AddressRotation, Backoff
-from common.pool import ConnectionPool
-from common.urls import parse_service_url
-from kafkawire import errors
-from kafkawire.connection import KafkaConnection
-from kafkawire.metadata import BrokerNode, ClusterMetadata
-from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
-from kafkawire.sasl import SaslSettings, TokenProvider
+from mqwire.common.options import check_bool, check_positive, check_str
+from mqwire.common.policy import AddressRotation, Backoff
+from mqwire.common.pool import ConnectionPool
+from mqwire.common.urls import parse_service_url
 
 if TYPE_CHECKING:
     from kafkawire.admin import Admin

@@ -6,10 +6,6 @@ import logging
 import ssl as _ssl
 from typing import Any
 
-from common.channel import Channel
-from common.errors import AuthenticationError, ProtocolError, UnsupportedVersionError
-from common.framing import LengthPrefixedSplitter
-from common.transport import Address
 from kafkawire import errors
 from kafkawire.protocol import (
     API_KEYS,
@@ -21,6 +17,10 @@ from kafkawire.protocol import (
 )
 from kafkawire.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kafkawire.sasl import SaslSettings, mechanism_for
+from mqwire.common.channel import Channel
+from mqwire.common.errors import AuthenticationError, ProtocolError, UnsupportedVersionError
+from mqwire.common.framing import LengthPrefixedSplitter
+from mqwire.common.transport import Address
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from common.errors import ClosedError, ConfigurationError, MqwireError
-from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
 from kafkawire.group.assignors import ASSIGNORS, Assignor
 from kafkawire.group.heartbeat_membership import HeartbeatMembership
@@ -40,6 +38,8 @@ from kafkawire.offsets import (
     fetch_committed,
     list_offsets,
 )
+from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError
+from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

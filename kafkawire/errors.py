@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from common.errors import (
+from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
     ChecksumError,

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
 from kafkawire import errors
 from kafkawire.message import Message, TimestampType
 from kafkawire.metadata import ZERO_UUID, TopicPartition
@@ -27,6 +26,7 @@ from kafkawire.offsets import EARLIEST, LATEST, READ_COMMITTED, list_offsets
 from kafkawire.protocol.messages import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.protocol.records import ABORT_MARKER, DEFAULT_MAX_UNCOMPRESSED, RecordBatch, decode_batches
 from kafkawire.waker import Waker
+from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.urls import parse_service_url
 from kafkawire.connection import KafkaConnection
 from kafkawire.protocol.messages import MetadataRequest
+from mqwire.common.urls import parse_service_url
 
 SCHEMES = {"kafka": 9092, "kafka+ssl": 9093}
 METADATA_KEY = 3

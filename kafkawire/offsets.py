@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from common.errors import ConnectError, ConnectionLostError, RequestTimeoutError, RetriableError
 from kafkawire import errors
 from kafkawire.metadata import ZERO_UUID, TopicPartition
 from kafkawire.protocol.messages import (
@@ -28,6 +27,7 @@ from kafkawire.protocol.messages import (
     OffsetFetchRequestGroupTopic,
     OffsetFetchRequestTopic,
 )
+from mqwire.common.errors import ConnectError, ConnectionLostError, RequestTimeoutError, RetriableError
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from common.errors import ClosedError, ConfigurationError
-from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, estimate_record_size
 from kafkawire.message import RecordMetadata
@@ -27,6 +25,8 @@ from kafkawire.protocol.records import HEADER_SIZE
 from kafkawire.sender import Sender, SenderConfig
 from kafkawire.transaction import GroupMetadataLike, TransactionManager
 from kafkawire.waker import Waker
+from mqwire.common.errors import ClosedError, ConfigurationError
+from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from common.errors import AuthenticationError
+from mqwire.common.errors import AuthenticationError
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 TokenProvider = Callable[[], "str | Awaitable[str]"]

@@ -16,14 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from common.errors import (
-    ClosedError,
-    ConnectError,
-    ConnectionLostError,
-    MqwireError,
-    ProtocolError,
-    RequestTimeoutError,
-)
 from kafkawire import errors
 from kafkawire.accumulator import SEQUENCE_LIMIT, Accumulator, DeliveryTimeoutError, ProducerBatch
 from kafkawire.connection import KafkaConnection
@@ -35,6 +27,14 @@ from kafkawire.protocol.messages import (
     TopicProduceData,
 )
 from kafkawire.waker import Waker
+from mqwire.common.errors import (
+    ClosedError,
+    ConnectError,
+    ConnectionLostError,
+    MqwireError,
+    ProtocolError,
+    RequestTimeoutError,
+)
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

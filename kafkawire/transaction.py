@@ -17,8 +17,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
-from common.policy import Backoff
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndMetadata
@@ -31,6 +29,8 @@ from kafkawire.protocol.messages import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

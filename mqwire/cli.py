@@ -13,8 +13,8 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from common.errors import MqwireError
 from mqwire import commands
+from mqwire.common.errors import MqwireError
 from mqwire.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header
 from mqwire.systems import UnsupportedError, UsageError
 

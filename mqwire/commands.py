@@ -129,7 +129,7 @@ async def topics(url: str, action: str, names: list[str], partitions: int, admin
 
 
 def _pulsar_topics(action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
-    from brokers import pulsar_admin, rest  # the REST admin API of the broker (port 8080 by default)
+    from mqwire.testing import pulsar_admin, rest  # the REST admin API of the broker (port 8080 by default)
 
     if admin_url is None:
         raise UnsupportedError("Pulsar topics need the broker's admin URL: --admin-url http://host:8080")

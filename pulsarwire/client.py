@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from common.errors import AuthenticationError, ClosedError, ConnectError, RetriableError
-from common.options import check_bool, check_int_range, check_positive, check_str
-from common.policy import AddressRotation, Backoff
-from common.pool import ConnectionPool
-from common.transport import Address
-from common.urls import parse_service_url
+from mqwire.common.errors import AuthenticationError, ClosedError, ConnectError, RetriableError
+from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
+from mqwire.common.policy import AddressRotation, Backoff
+from mqwire.common.pool import ConnectionPool
+from mqwire.common.transport import Address
+from mqwire.common.urls import parse_service_url
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
 from pulsarwire.tls import tls_context

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.errors import ClosedError, FatalError, RequestTimeoutError, RetriableError
+from mqwire.common.errors import ClosedError, FatalError, RequestTimeoutError, RetriableError
 
 
 class SendTimeoutError(RequestTimeoutError):

@@ -15,9 +15,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from common.channel import Channel
-from common.errors import AuthenticationError, ChecksumError, ConnectionLostError, MqwireError
-from common.transport import Address
+from mqwire.common.channel import Channel
+from mqwire.common.errors import AuthenticationError, ChecksumError, ConnectionLostError, MqwireError
+from mqwire.common.transport import Address
 from pulsarwire import errors
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.frames import FRAME_SIZE_PADDING, Frame, PulsarFrameSplitter, encode_command

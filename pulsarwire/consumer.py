@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
 from pulsarwire.client import Client
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.dead_letter import DeadLetters

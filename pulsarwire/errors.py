@@ -7,7 +7,7 @@ credentials, missing topics or a fenced producer.
 
 from __future__ import annotations
 
-from common.errors import (
+from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
     ChecksumError,

@@ -15,7 +15,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from common.errors import MqwireError, RetriableError
+from mqwire.common.errors import MqwireError, RetriableError
 from pulsarwire.client import Client
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.protocol.frames import Frame

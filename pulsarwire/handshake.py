@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.urls import parse_service_url
+from mqwire.common.urls import parse_service_url
 from pulsarwire.connection import PulsarConnection
 
 SCHEMES = {"pulsar": 6650, "pulsar+ssl": 6651}

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from common.errors import ProtocolError
-from common.transport import Address
-from common.urls import parse_service_url
+from mqwire.common.errors import ProtocolError
+from mqwire.common.transport import Address
+from mqwire.common.urls import parse_service_url
 from pulsarwire import errors
 from pulsarwire.client_errors import LookupFailedError, TooManyRedirectsError
 from pulsarwire.connection import PulsarConnection

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from google.protobuf.message import DecodeError
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from pulsarwire.protocol.pulsar_api_pb2 import MessageIdData
 
 if TYPE_CHECKING:

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive, check_str
+from mqwire.common.options import (
+    check_bool,
+    check_choice,
+    check_int_range,
+    check_non_negative,
+    check_positive,
+    check_str,
+)
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
 from pulsarwire.routing import HASHING_SCHEMES, ROUTING_MODES, MessageRouter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from common.options import check_bool, check_int_range, check_str
+from mqwire.common.options import check_bool, check_int_range, check_str
 from pulsarwire.client import Client
 from pulsarwire.consumer import Subscriber
 from pulsarwire.message import EARLIEST, LATEST, MessageId

@@ -6,7 +6,7 @@ import asyncio
 from collections import deque
 from collections.abc import Iterable
 
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
 from pulsarwire.client_errors import ConsumerClosedError, ReceiveTimeoutError
 from pulsarwire.message import Message
 

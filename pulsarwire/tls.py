@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import ssl
 
-from common.errors import ConfigurationError
+from mqwire.common.errors import ConfigurationError
 
 
 def _check_file(option: str, path: object) -> str:

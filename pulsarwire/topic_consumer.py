@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
+from mqwire.common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
 from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position, UnackedTracker, bitset_words
 from pulsarwire.chunks import ChunkAssembler
 from pulsarwire.client import Client

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.pulsar_api_pb2 import CommandGetTopicsOfNamespace
 from pulsarwire.topics import DEFAULT_NAMESPACE, PARTITION_SUFFIX

@@ -18,7 +18,7 @@ import uuid
 from collections import deque
 from typing import Any
 
-from common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
 from pulsarwire import errors
 from pulsarwire.client import Client
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.errors import ConfigurationError
+from mqwire.common.errors import ConfigurationError
 
 DEFAULT_NAMESPACE = "public/default"
 DOMAINS = ("persistent", "non-persistent")

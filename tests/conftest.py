@@ -1,1 +1,1 @@
-pytest_plugins = ["brokers.pytest_plugin"]
+pytest_plugins = ["mqwire.testing.pytest_plugin"]

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from brokers import classpath, cli, kafka_wire, procs, pulsar_admin, tubemq_admin
-from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker, split_url, summary
-from brokers.errors import BrokerError
-from brokers.kafka import KafkaKind
-from brokers.net import LOOPBACK, free_ports, port_is_free, port_is_open
-from brokers.paths import BROKER_NAMES, DEFAULT_BROKERS
-from brokers.procs import ProcSpec
-from brokers.providers import ExternalProvider, TestcontainersProvider, parse_topics
-from brokers.pulsar_admin import topic_path
-from brokers.tubemq import create_topics
+from mqwire.testing import classpath, cli, kafka_wire, procs, pulsar_admin, tubemq_admin
+from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker, split_url, summary
+from mqwire.testing.errors import BrokerError
+from mqwire.testing.kafka import KafkaKind
+from mqwire.testing.net import LOOPBACK, free_ports, port_is_free, port_is_open
+from mqwire.testing.paths import BROKER_NAMES, DEFAULT_BROKERS
+from mqwire.testing.procs import ProcSpec
+from mqwire.testing.providers import ExternalProvider, TestcontainersProvider, parse_topics
+from mqwire.testing.pulsar_admin import topic_path
+from mqwire.testing.tubemq import create_topics
 
 # --- helpers, no broker needed ---------------------------------------------------------------
 
@@ -217,7 +217,8 @@ def test_unavailable_broker_fails_instead_of_skipping(tmp_path: Path) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MQWIRE_")}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "brokers.pytest_plugin", "--brokers=external", "-q", str(test_file)],
+        [sys.executable, "-m", "pytest", "-p", "mqwire.testing.pytest_plugin", "--brokers=external", "-q",
+         str(test_file)],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -302,7 +303,7 @@ def _running(pid: int) -> bool:
 def _cli(state_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MQWIRE_STATE_DIR": str(state_dir)}
     proc = subprocess.run(
-        [sys.executable, "-m", "brokers", *args], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "mqwire.testing", *args], env=env, capture_output=True, text=True, timeout=300
     )
     if check:
         assert proc.returncode == 0, proc.stderr
@@ -357,7 +358,7 @@ def test_failed_integration_test_shows_broker_log_tail(tmp_path: Path) -> None:
         )
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "brokers.pytest_plugin", "--brokers=local", "-q", str(test_file)],
+        [sys.executable, "-m", "pytest", "-p", "mqwire.testing.pytest_plugin", "--brokers=local", "-q", str(test_file)],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from common.errors import FatalError, MqwireError, RetriableError
+from mqwire.common.errors import FatalError, MqwireError, RetriableError
 from tubemqwire.errors import error_for_code
 from tubemqwire.fetcher import FetchSettings, PartitionFetcher
 from tubemqwire.protocol import broker as proto

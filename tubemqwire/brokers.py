@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 from google.protobuf.message import Message
 
-from common.errors import ConnectError, MqwireError
-from common.pool import ConnectionPool
+from mqwire.common.errors import ConnectError, MqwireError
+from mqwire.common.pool import ConnectionPool
 from tubemqwire.connection import TubeConnection
 
 log = logging.getLogger(__name__)

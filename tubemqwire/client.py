@@ -7,9 +7,9 @@ import ssl as _ssl
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from common.errors import ClosedError
-from common.options import check_positive, check_str
-from common.urls import parse_service_url
+from mqwire.common.errors import ClosedError
+from mqwire.common.options import check_positive, check_str
+from mqwire.common.urls import parse_service_url
 from tubemqwire import identity
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ClosedError
+from mqwire.common.errors import ClosedError
 from tubemqwire.assignment import Assignment
 from tubemqwire.client_balance_membership import ClientBalanceMembership
 from tubemqwire.consumer import Consumer

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
 from tubemqwire import identity
 from tubemqwire.auth import Credentials
 from tubemqwire.errors import error_for_code

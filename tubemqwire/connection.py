@@ -7,9 +7,9 @@ import ssl as _ssl
 
 from google.protobuf.message import Message
 
-from common.channel import Channel
-from common.errors import MqwireError, ProtocolError
-from common.transport import Address
+from mqwire.common.channel import Channel
+from mqwire.common.errors import MqwireError, ProtocolError
+from mqwire.common.transport import Address
 from tubemqwire.protocol import rpc
 from tubemqwire.protocol.frames import TubeFrame, TubeFrameSplitter
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-from common.errors import ClosedError, MqwireError
-from common.options import check_choice, check_positive
+from mqwire.common.errors import ClosedError, MqwireError
+from mqwire.common.options import check_choice, check_positive
 from tubemqwire import identity
 from tubemqwire.assignment import Assignment
 from tubemqwire.consumer_membership import ConsumerMembership

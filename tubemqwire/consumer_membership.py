@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
 from tubemqwire import identity
 from tubemqwire.auth import Credentials
 from tubemqwire.errors import error_for_code

@@ -7,7 +7,7 @@ name, so the package prefix (which changes with the protocol version) does not m
 
 from __future__ import annotations
 
-from common.errors import (
+from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
     ChecksumError,

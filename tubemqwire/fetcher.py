@@ -15,8 +15,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from common.errors import FatalError, MqwireError, ProtocolError, RetriableError
-from common.policy import Backoff
+from mqwire.common.errors import FatalError, MqwireError, ProtocolError, RetriableError
+from mqwire.common.policy import Backoff
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.errors import error_for_code

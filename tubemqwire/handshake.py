@@ -6,7 +6,7 @@ import os
 import socket
 from typing import Any
 
-from common.urls import parse_service_url
+from mqwire.common.urls import parse_service_url
 from tubemqwire.connection import TubeConnection
 from tubemqwire.protocol import producer
 from tubemqwire.protocol.constants import Method, ServiceType

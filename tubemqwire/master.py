@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from google.protobuf.message import Message
 
-from common.errors import (
+from mqwire.common.errors import (
     ClosedError,
     ConnectError,
     ConnectionLostError,
@@ -28,7 +28,7 @@ from common.errors import (
     RequestTimeoutError,
     RetriableError,
 )
-from common.policy import AddressRotation, Backoff
+from mqwire.common.policy import AddressRotation, Backoff
 from tubemqwire.connection import TubeConnection
 from tubemqwire.errors import HeartbeatNoNodeError, MasterStandbyError
 from tubemqwire.protocol.constants import ServiceType

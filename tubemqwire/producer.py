@@ -16,9 +16,9 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from common.errors import ClosedError, MqwireError, RetriableError
-from common.options import check_bool, check_int_range, check_non_negative, check_positive
-from common.policy import Backoff
+from mqwire.common.errors import ClosedError, MqwireError, RetriableError
+from mqwire.common.options import check_bool, check_int_range, check_non_negative, check_positive
+from mqwire.common.policy import Backoff
 from tubemqwire import identity
 from tubemqwire.errors import MessageTooLargeError, TopicNoPartitionError
 from tubemqwire.names import check_topic, check_topics

@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Callable, Collection, Sequence
 
-from common.checksums import crc32
+from mqwire.common.checksums import crc32
 from tubemqwire.errors import TopicNoPartitionError
 from tubemqwire.protocol.metadata import PartitionInfo
 

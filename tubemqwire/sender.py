@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.connection import TubeConnection

@@ -16,14 +16,14 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
-from common.policy import Backoff
 from kafkawire import errors
 from kafkawire.group.membership import PartitionsCallback
 from kafkawire.group.metadata import GroupMetadata
 from kafkawire.group.poll_watch import PollWatch
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupTopicPartitions
+from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
-from common.policy import Backoff
 from kafkawire import errors
 from kafkawire.group.assignors import Assignor
 from kafkawire.group.metadata import GroupMetadata
@@ -38,6 +36,8 @@ from kafkawire.protocol.messages import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
 )
+from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
     from kafkawire.client import Client

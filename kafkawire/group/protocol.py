@@ -18,8 +18,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from common.errors import ProtocolError
 from kafkawire.metadata import TopicPartition
+from mqwire.common.errors import ProtocolError
 
 SUBSCRIPTION_VERSION = 1  # with owned partitions, as cooperative assignors need
 ASSIGNMENT_VERSION = 1

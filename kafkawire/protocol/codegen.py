@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from common.errors import ProtocolError
 from kafkawire.protocol import primitives as p
 from kafkawire.protocol.schema import (
     _MISSING,
@@ -38,6 +37,7 @@ from kafkawire.protocol.schema import (
     Primitive,
     Struct,
 )
+from mqwire.common.errors import ProtocolError
 
 Encoder = Callable[[Any, bytearray], None]
 Decoder = Callable[[memoryview, int], tuple[Any, int]]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from common.errors import ProtocolError, UnsupportedVersionError
 from kafkawire.protocol import primitives as p
 from kafkawire.protocol.codegen import decode_from, encode_into
 from kafkawire.protocol.headers import (
@@ -20,6 +19,7 @@ from kafkawire.protocol.headers import (
 )
 from kafkawire.protocol.registry import API_KEYS, request_type, response_type
 from kafkawire.protocol.schema import Message, Request, Response
+from mqwire.common.errors import ProtocolError, UnsupportedVersionError
 
 M = TypeVar("M", bound=Message)
 R = TypeVar("R", bound=Response)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
-from common.checksums import crc32c
-from common.compression import compress, decompress
-from common.errors import ChecksumError, ProtocolError
 from kafkawire.protocol import primitives as p
+from mqwire.common.checksums import crc32c
+from mqwire.common.compression import compress, decompress
+from mqwire.common.errors import ChecksumError, ProtocolError
 
 
 def _load_speedups() -> ModuleType | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from common.errors import UnsupportedVersionError
 from kafkawire.protocol.messages import APIS
 from kafkawire.protocol.schema import Request, Response
+from mqwire.common.errors import UnsupportedVersionError
 
 _REQUESTS: dict[int, type[Request]] = {request.API_KEY: request for request, _ in APIS}
 _RESPONSES: dict[int, type[Response]] = {response.API_KEY: response for _, response in APIS}

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import NamedTuple, cast
 
-from common import compression as codecs
-from common.errors import ProtocolError
+from mqwire.common import compression as codecs
+from mqwire.common.errors import ProtocolError
 from pulsarwire.protocol.wire import LEN, VARINT, read_key_value, read_varint, skip_field, tag, varint
 
 # CompressionType values of the protocol, by the names the reference clients use.

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from pulsarwire.protocol.pulsar_api_pb2 import (
     AuthData,
     BaseCommand,

@@ -15,10 +15,10 @@ from typing import TypeVar
 
 from google.protobuf.message import DecodeError
 
-from common.checksums import Buffer, crc32c
-from common.errors import ChecksumError, ProtocolError
-from common.framing import LengthPrefixedSplitter
-from common.protobuf import invalid_string_field
+from mqwire.common.checksums import Buffer, crc32c
+from mqwire.common.errors import ChecksumError, ProtocolError
+from mqwire.common.framing import LengthPrefixedSplitter
+from mqwire.common.protobuf import invalid_string_field
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, BrokerEntryMetadata, MessageMetadata
 
 MAGIC_CHECKSUM = 0x0E01

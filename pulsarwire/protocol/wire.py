@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 
 # Wire types.
 VARINT = 0

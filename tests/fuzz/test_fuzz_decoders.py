@@ -18,8 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.errors import BrokerError, ProtocolError
-from common.framing import LengthPrefixedSplitter
 from kafkawire.protocol import (
     UnsupportedRequestError,
     decode_batches,
@@ -48,6 +46,8 @@ from kafkawire.protocol.schema import (
     Primitive,
     Struct,
 )
+from mqwire.common.errors import BrokerError, ProtocolError
+from mqwire.common.framing import LengthPrefixedSplitter
 from pulsarwire.protocol import batch as pulsar_batch
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.frames import (

@@ -1,6 +1,6 @@
 """A broker of a test's own, killed with SIGKILL and started again on the same ports with the same data.
 
-It goes through ``python -m brokers`` (``start``, ``kill``, ``start``, ``stop``) in a state folder of its own,
+It goes through ``python -m mqwire.testing`` (``start``, ``kill``, ``start``, ``stop``) in a state folder of its own,
 exactly as a user rehearses a crash, so the session's shared brokers are never disturbed.
 """
 
@@ -29,7 +29,7 @@ class OwnBroker:
 
     def _cli(self, *args: str, timeout: float = START_TIMEOUT) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "brokers", "--state-dir", str(self.state_dir), *args],
+            [sys.executable, "-m", "mqwire.testing", "--state-dir", str(self.state_dir), *args],
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
+from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
+from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
 
 pytestmark = pytest.mark.integration
 

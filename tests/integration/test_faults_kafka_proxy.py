@@ -15,8 +15,8 @@ import uuid
 import pytest
 
 import kafkawire
-from brokers.endpoints import KafkaBroker
 from kafkawire import TopicPartition
+from mqwire.testing.endpoints import KafkaBroker
 from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration

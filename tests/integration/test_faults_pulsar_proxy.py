@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 import pulsarwire
-from brokers.endpoints import PulsarBroker
+from mqwire.testing.endpoints import PulsarBroker
 from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import secrets
 import pytest
 
 import tubemqwire
-from brokers.endpoints import TubeMQBroker
+from mqwire.testing.endpoints import TubeMQBroker
 from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration

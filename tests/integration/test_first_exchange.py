@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
 from kafkawire.handshake import kafka_handshake
+from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
 from pulsarwire.handshake import pulsar_handshake
 from tubemqwire.handshake import tubemq_handshake
 
@@ -39,9 +39,9 @@ async def test_tubemq_producer_register_with_master(tubemq_broker: TubeMQBroker)
 
 @pytest.mark.parametrize("line", ["kafka", "kafka3"])
 async def test_kafka_negotiates_the_highest_common_version(line: str, request: pytest.FixtureRequest) -> None:
-    from common.urls import parse_service_url
     from kafkawire.connection import KafkaConnection
     from kafkawire.protocol import supported_versions
+    from mqwire.common.urls import parse_service_url
 
     broker: KafkaBroker = request.getfixturevalue(f"{line}_broker")
     address = parse_service_url(broker.url, schemes={"kafka": 9092}).addresses[0]

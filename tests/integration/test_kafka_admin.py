@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 import kafkawire
-from brokers.endpoints import KafkaBroker
 from kafkawire import TopicPartition
+from mqwire.testing.endpoints import KafkaBroker
 
 pytestmark = pytest.mark.integration
 

@@ -12,9 +12,9 @@ import pytest
 import pytest_asyncio
 
 import kafkawire
-from brokers.endpoints import KafkaBroker
-from common.errors import ConnectionLostError
 from kafkawire import Message, TopicPartition
+from mqwire.common.errors import ConnectionLostError
+from mqwire.testing.endpoints import KafkaBroker
 
 pytestmark = pytest.mark.integration
 

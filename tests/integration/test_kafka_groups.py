@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import kafkawire
-from brokers.endpoints import KafkaBroker
 from kafkawire import TopicPartition
+from mqwire.testing.endpoints import KafkaBroker
 
 pytestmark = pytest.mark.integration
 

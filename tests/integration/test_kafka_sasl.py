@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import kafkawire
-from brokers.endpoints import KafkaBroker
-from brokers.kafka import SASL_PASSWORD, SASL_USER
+from mqwire.testing.endpoints import KafkaBroker
+from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
 from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 import kafkawire
-from brokers.endpoints import KafkaBroker
+from mqwire.testing.endpoints import KafkaBroker
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pulsar
 import pytest
 
 import pulsarwire
-from brokers.endpoints import PulsarBroker
+from mqwire.testing.endpoints import PulsarBroker
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import pulsarwire
-from brokers import pulsar_admin, rest
-from brokers.endpoints import PulsarBroker
+from mqwire.testing import pulsar_admin, rest
+from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import Message, MessageId
 from pulsarwire.routing import java_string_hash, murmur3_32_hash
 from pulsarwire.topics import partition_of
@@ -581,8 +581,8 @@ ROUTING_KEYS = ["a", "key-1", "order-42", "été", "日本語", "emoji-😀", "c
 
 def _java_client() -> tuple[str, str] | None:
     try:
-        from brokers import classpath
-        from brokers.java import find_java
+        from mqwire.testing import classpath
+        from mqwire.testing.java import find_java
 
         entries = classpath.cached("pulsar")
         java = find_java("pulsar")

@@ -11,8 +11,8 @@ import pulsar
 import pytest
 
 import pulsarwire
-from brokers.endpoints import PulsarBroker
-from common.errors import RequestTimeoutError
+from mqwire.common.errors import RequestTimeoutError
+from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import Message
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import pulsarwire
-from brokers import pulsar_admin
-from common.errors import MqwireError
+from mqwire.common.errors import MqwireError
+from mqwire.testing import pulsar_admin
 from pulsarwire.message import MessageId
 from tests.integration.crash import OwnBroker
 

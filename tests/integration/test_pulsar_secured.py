@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 import pulsarwire
-from brokers.pulsar import SecuredPulsar, Security, start_secured
-from common.errors import AuthenticationError, ConnectError
+from mqwire.common.errors import AuthenticationError, ConnectError
+from mqwire.testing.pulsar import SecuredPulsar, Security, start_secured
 from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration

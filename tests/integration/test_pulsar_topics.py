@@ -13,9 +13,9 @@ import pulsar
 import pytest
 
 import pulsarwire
-from brokers import pulsar_admin
-from brokers.endpoints import PulsarBroker
-from common.errors import RequestTimeoutError
+from mqwire.common.errors import RequestTimeoutError
+from mqwire.testing import pulsar_admin
+from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import Message
 
 pytestmark = pytest.mark.integration

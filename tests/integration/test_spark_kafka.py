@@ -15,7 +15,7 @@ from pyspark.sql.functions import spark_partition_id
 
 import kafkawire
 import sparkwire
-from brokers.endpoints import KafkaBroker
+from mqwire.testing.endpoints import KafkaBroker
 from sparkwire.kafka import KafkaBatchReader
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

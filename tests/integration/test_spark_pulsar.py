@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 
 import pulsarwire
 import sparkwire
-from brokers import pulsar_admin
-from brokers.endpoints import PulsarBroker
+from mqwire.testing import pulsar_admin
+from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import MessageId
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

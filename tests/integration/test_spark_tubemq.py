@@ -15,8 +15,8 @@ from pyspark.sql import SparkSession
 
 import sparkwire
 import tubemqwire
-from brokers.endpoints import TubeMQBroker
-from brokers.tubemq import create_topics
+from mqwire.testing.endpoints import TubeMQBroker
+from mqwire.testing.tubemq import create_topics
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

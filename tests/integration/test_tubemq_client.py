@@ -18,10 +18,10 @@ import pytest
 import pytest_asyncio
 
 import tubemqwire
-from brokers import classpath
-from brokers.endpoints import TubeMQBroker
-from brokers.java import find_java
-from brokers.tubemq import create_topics
+from mqwire.testing import classpath
+from mqwire.testing.endpoints import TubeMQBroker
+from mqwire.testing.java import find_java
+from mqwire.testing.tubemq import create_topics
 
 pytestmark = pytest.mark.integration
 

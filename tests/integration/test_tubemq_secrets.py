@@ -11,7 +11,7 @@ import secrets
 import pytest
 
 import tubemqwire
-from brokers.endpoints import TubeMQBroker
+from mqwire.testing.endpoints import TubeMQBroker
 from tubemqwire import auth
 
 pytestmark = pytest.mark.integration

@@ -201,7 +201,7 @@ async def run_one(system: str, url: str, seconds: float) -> dict[str, object]:
 def start_broker(system: str, state_dir: str) -> str:
     options = ["--tubemq-topic", "soak:4"] if system == "tubemq" else []
     out = subprocess.run(
-        [sys.executable, "-m", "brokers", "--state-dir", state_dir, "start", *options, system],
+        [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "start", *options, system],
         check=True,
         stdout=subprocess.PIPE,
         text=True,
@@ -237,7 +237,7 @@ def main() -> int:
             results.append(json.loads(child.stdout) if child.returncode == 0 else {"system": system, "ok": False})
         finally:
             if state_dir is not None:
-                subprocess.run([sys.executable, "-m", "brokers", "--state-dir", state_dir, "stop"], check=False)
+                subprocess.run([sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"], check=False)
     print(json.dumps(results, indent=2))
     print(f"\n{'system':8} {'produced':>10} {'consumed':>10} {'peak MB':>8} {'limit MB':>9} {'early/late MB':>14}  ok")
     for r in results:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from common.compression import CODECS, CompressionError, compress, decompress
+from mqwire.common.compression import CODECS, CompressionError, compress, decompress
 
 DATA = b"mqwire " * 5000 + os.urandom(1000)
 

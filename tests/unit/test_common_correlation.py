@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from common.correlation import CorrelationTable
-from common.errors import ConnectionLostError, RequestTimeoutError
+from mqwire.common.correlation import CorrelationTable
+from mqwire.common.errors import ConnectionLostError, RequestTimeoutError
 
 
 async def test_resolve_matches_by_id() -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from common.errors import FrameTooLargeError, ProtocolError
-from common.framing import LengthPrefixedSplitter
+from mqwire.common.errors import FrameTooLargeError, ProtocolError
+from mqwire.common.framing import LengthPrefixedSplitter
 
 FRAMES = [b"", b"a", b"hello world", bytes(range(256)) * 3]
 STREAM = b"".join(struct.pack(">I", len(f)) + f for f in FRAMES)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from common.policy import AddressRotation, Backoff
+from mqwire.common.policy import AddressRotation, Backoff
 
 
 def test_backoff_stays_within_floor_and_cap() -> None:

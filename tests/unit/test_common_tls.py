@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from common.channel import Channel
-from common.errors import ConnectError
-from common.framing import LengthPrefixedSplitter
+from mqwire.common.channel import Channel
+from mqwire.common.errors import ConnectError
+from mqwire.common.framing import LengthPrefixedSplitter
 
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:

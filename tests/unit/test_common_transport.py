@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from common.channel import Channel
-from common.errors import ClosedError, ConnectError, ConnectionLostError, FrameTooLargeError, RequestTimeoutError
-from common.framing import LengthPrefixedSplitter
-from common.pool import ConnectionPool
+from mqwire.common.channel import Channel
+from mqwire.common.errors import ClosedError, ConnectError, ConnectionLostError, FrameTooLargeError, RequestTimeoutError
+from mqwire.common.framing import LengthPrefixedSplitter
+from mqwire.common.pool import ConnectionPool
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

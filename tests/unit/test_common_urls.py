@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.errors import ConfigurationError
-from common.urls import parse_service_url
+from mqwire.common.errors import ConfigurationError
+from mqwire.common.urls import parse_service_url
 
 SCHEMES = {"kafka": 9092, "kafka+ssl": 9093}
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 import kafkawire
-from common.errors import ConfigurationError
 from kafkawire import Client, TopicPartition
+from mqwire.common.errors import ConfigurationError
 
 
 def client() -> Client:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from common.errors import ConnectionLostError
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, DeliveryTimeoutError
 from kafkawire.metadata import BrokerNode, ClusterMetadata, PartitionInfo
@@ -22,6 +21,7 @@ from kafkawire.protocol.messages import (
 from kafkawire.protocol.records import decode_batches
 from kafkawire.sender import Sender, SenderConfig
 from kafkawire.waker import Waker
+from mqwire.common.errors import ConnectionLostError
 
 Responder = Callable[[ProduceRequest], Any]
 

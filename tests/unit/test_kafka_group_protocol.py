@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment as PeerAssignment
 from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription as PeerSubscription
 
-from common.errors import ProtocolError
 from kafkawire.group.assignors import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor
 from kafkawire.group.protocol import (
     Assignment,
@@ -21,6 +20,7 @@ from kafkawire.group.protocol import (
     encode_subscription,
 )
 from kafkawire.metadata import TopicPartition as TP
+from mqwire.common.errors import ProtocolError
 
 
 def test_we_read_what_kafka_python_writes() -> None:

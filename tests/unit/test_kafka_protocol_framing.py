@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from common.errors import FatalBrokerError, ProtocolError, RetriableBrokerError, UnsupportedVersionError
 from kafkawire import errors
 from kafkawire.protocol import (
     API_KEYS,
@@ -31,6 +30,7 @@ from kafkawire.protocol.messages import (
     MetadataResponse,
 )
 from kafkawire.protocol.schema import INT32, STRING, Array, Response, Struct, field, parse_versions
+from mqwire.common.errors import FatalBrokerError, ProtocolError, RetriableBrokerError, UnsupportedVersionError
 
 # ------------------------------------------------------------------------------------------- primitives
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import ChecksumError, ProtocolError
 from kafkawire.protocol.records import (
     ABORT_MARKER,
     COMMIT_MARKER,
@@ -19,6 +18,7 @@ from kafkawire.protocol.records import (
     decode_batches,
     encode_batch,
 )
+from mqwire.common.errors import ChecksumError, ProtocolError
 
 
 def test_golden_single_record_batch() -> None:

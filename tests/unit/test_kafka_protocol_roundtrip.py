@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.errors import ProtocolError
 from kafkawire.protocol import (
     decode_body,
     decode_request,
@@ -51,6 +50,7 @@ from kafkawire.protocol.schema import (
     Primitive,
     Struct,
 )
+from mqwire.common.errors import ProtocolError
 
 _SAMPLES: dict[Primitive, Any] = {
     BOOL: True,

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import ProtocolError
 from kafkawire.protocol import primitives as p
 from kafkawire.protocol import records
 from kafkawire.protocol.records import Record, append_record_py, decode_records_py
+from mqwire.common.errors import ProtocolError
 
 EXAMPLES = int(os.environ.get("MQWIRE_FUZZ_EXAMPLES", "200"))
 

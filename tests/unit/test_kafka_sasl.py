@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.errors import AuthenticationError
 from kafkawire.sasl import OAuthBearer, Plain, SaslSettings, Scram
+from mqwire.common.errors import AuthenticationError
 
 
 def test_scram_sha_256_matches_rfc_7677() -> None:

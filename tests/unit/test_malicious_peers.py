@@ -16,15 +16,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from common.errors import (
-    BrokerError,
-    ChecksumError,
-    ConnectionLostError,
-    FrameTooLargeError,
-    MqwireError,
-    ProtocolError,
-    RequestTimeoutError,
-)
 from kafkawire.connection import KafkaConnection
 from kafkawire.protocol import decode_request, encode_response, supported_versions
 from kafkawire.protocol.headers import RequestHeader
@@ -34,6 +25,15 @@ from kafkawire.protocol.messages import (
     ApiVersionsResponse,
     MetadataRequest,
     MetadataResponse,
+)
+from mqwire.common.errors import (
+    BrokerError,
+    ChecksumError,
+    ConnectionLostError,
+    FrameTooLargeError,
+    MqwireError,
+    ProtocolError,
+    RequestTimeoutError,
 )
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.protocol import commands

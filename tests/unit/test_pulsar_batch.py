@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from pulsarwire.protocol import commands, wire
 from pulsarwire.protocol import pulsar_api_pb2 as pb
 from pulsarwire.protocol.ack import individual_ack_frame

@@ -11,7 +11,7 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from pulsarwire.protocol import batch
 from pulsarwire.protocol.batch import BatchEntry, decode_batch, decode_batch_py, encode_entry, encode_entry_fields
 from pulsarwire.protocol.wire import key_values

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from common.errors import ChecksumError
+from mqwire.common.errors import ChecksumError
 from pulsarwire.protocol import pulsar_api_pb2 as pb
 from pulsarwire.protocol.frames import decode_frame, encode_payload_frame_raw
 from tests.unit.test_pulsar_client_flow import FakeBroker, acked, flows, metadata, started_consumer

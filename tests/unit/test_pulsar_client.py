@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import pulsarwire
-from common.errors import ConfigurationError
+from mqwire.common.errors import ConfigurationError
 from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks
 from pulsarwire.chunks import ChunkAssembler
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId

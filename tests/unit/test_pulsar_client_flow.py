@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import pulsarwire
-from common.errors import ConnectionLostError, MqwireError
+from mqwire.common.errors import ConnectionLostError, MqwireError
 from pulsarwire import errors
 from pulsarwire.options import ConsumerOptions, ProducerOptions
 from pulsarwire.protocol import commands

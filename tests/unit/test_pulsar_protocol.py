@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.checksums import crc32c
-from common.errors import (
+from mqwire.common.checksums import crc32c
+from mqwire.common.errors import (
     AuthenticationError,
     ChecksumError,
     FatalBrokerError,

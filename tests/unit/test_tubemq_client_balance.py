@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import tubemqwire
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from tubemqwire.protocol import client_balance as proto
 from tubemqwire.protocol.client_balance import ClusterView
 from tubemqwire.protocol.master_service_pb2 import GetPartMetaResponseM2C, HeartResponseM2CV2

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import tubemqwire
-from common.errors import ConnectError
+from mqwire.common.errors import ConnectError
 from tubemqwire.protocol import broker_service_pb2 as b
 from tubemqwire.protocol import master_service_pb2 as m
 from tubemqwire.protocol import messages, rpc

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import tubemqwire
-from common.errors import ConfigurationError
+from mqwire.common.errors import ConfigurationError
 from tubemqwire.errors import TopicNoPartitionError
 from tubemqwire.protocol.metadata import BrokerInfo, PartitionInfo
 from tubemqwire.routing import PartitionRouter, key_index, sort_partitions

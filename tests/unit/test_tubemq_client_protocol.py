@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from tubemqwire.auth import Credentials, signature
 from tubemqwire.fetcher import Batch, to_message
 from tubemqwire.identity import consumer_id, producer_id

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import (
+from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
     ChecksumError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from tubemqwire.protocol.broker_service_pb2 import (
     AuthorizedInfo,
     CommitOffsetRequestC2B,

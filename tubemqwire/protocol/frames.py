@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from common.checksums import Buffer
-from common.errors import FrameTooLargeError, ProtocolError
+from mqwire.common.checksums import Buffer
+from mqwire.common.errors import FrameTooLargeError, ProtocolError
 from tubemqwire.protocol.constants import BLOCK_SIZE, MAX_FRAME_BYTES, MAX_LIST_SIZE, RPC_PROTOCOL_BEGIN_TOKEN
 
 _HEADER = struct.Struct(">IIi")

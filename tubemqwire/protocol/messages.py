@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from common.checksums import Buffer, crc32
-from common.errors import ChecksumError, ProtocolError
+from mqwire.common.checksums import Buffer, crc32
+from mqwire.common.errors import ChecksumError, ProtocolError
 from tubemqwire.protocol.broker_service_pb2 import TransferedMessage
 from tubemqwire.protocol.constants import (
     ARRAY_SEP,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from common.errors import ProtocolError
+from mqwire.common.errors import ProtocolError
 from tubemqwire.protocol.constants import (
     ARRAY_SEP,
     ATTR_SEP,

@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
-from common.errors import ProtocolError
-from common.protobuf import holds_strings, invalid_string_field
+from mqwire.common.errors import ProtocolError
+from mqwire.common.protobuf import holds_strings, invalid_string_field
 from tubemqwire.errors import error_for_exception
 from tubemqwire.protocol import broker_service_pb2 as broker
 from tubemqwire.protocol import master_service_pb2 as master
