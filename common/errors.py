@@ -85,3 +85,36 @@ class RetriableBrokerError(BrokerError, RetriableError):
 
 class FatalBrokerError(BrokerError, FatalError):
     """A broker error that retrying will not fix (e.g. authorization failed)."""
+
+
+class ReceiveTimeoutError(RetriableError, TimeoutError):
+    """``receive(timeout=...)`` ended without a message. The same class in the three clients."""
+
+
+class SerializationError(FatalError, TypeError):
+    """A key or value cannot become bytes: it is not bytes and no serializer was given, or the serializer failed.
+
+    The message names the option that would fix it (``key_serializer`` or ``value_serializer``).
+    """
+
+
+class DeserializationError(FatalError):
+    """A consumer's ``key_deserializer`` or ``value_deserializer`` raised on a message.
+
+    The message stays first in line: every ``receive`` / ``getmany`` raises this error again until the
+    application calls ``consumer.skip(error.message)``, so nothing is skipped without the application saying so.
+    ``message`` is the message as received (bytes), ``field`` is ``"key"`` or ``"value"``, ``position`` is where it
+    is stored (the Kafka offset, the Pulsar message id, the TubeMQ message id), and ``__cause__`` the
+    deserializer's exception.
+    """
+
+    def __init__(self, message: object, *, field: str, topic: str, partition: int, position: object) -> None:
+        super().__init__(
+            f"{field}_deserializer failed on the message at {position} of {topic} partition {partition}"
+            f" (consumer.skip(error.message) goes on with the next one)"
+        )
+        self.message = message
+        self.field = field
+        self.topic = topic
+        self.partition = partition
+        self.position = position

@@ -1,0 +1,121 @@
+"""Start once, close once, and own the background tasks: the lifecycle every client object shares.
+
+A producer, consumer or client embeds a ``Lifecycle``; its ``start`` and ``close`` run their steps exactly
+once however many callers race, and ``spawn`` ties a background task to the object, so that ``close`` cancels
+and awaits every task it started: no task outlives ``close()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from mqwire.common.errors import ClosedError
+
+__all__ = ["Lifecycle", "OwnedTasks"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class OwnedTasks:
+    """Background tasks that belong to one object and end with it."""
+
+    __slots__ = ("_name", "_tasks")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
+        """Run ``coro`` in the background until it ends or ``cancel_all`` is awaited."""
+        label = name or getattr(coro, "__qualname__", "task")
+        task = asyncio.get_running_loop().create_task(coro, name=f"{self._name}: {label}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # A task that should have handled its own failure did not: say so instead of losing it.
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def cancel_all(self) -> None:
+        """Cancel every task and wait until each has ended (tasks spawned meanwhile included)."""
+        while self._tasks:
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            # A close that is itself cancelled still lets the tasks finish their cancellation.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*tasks, return_exceptions=True)
+            self._tasks.difference_update(tasks)
+
+
+class Lifecycle:
+    """The state of an object that is started once and closed once.
+
+    ``start(steps)`` runs ``steps`` the first time and makes later callers wait for that same start;
+    ``close(steps)`` likewise, after which ``check_open`` raises ``ClosedError``. ``tasks`` are the object's
+    background tasks, cancelled and awaited at the end of ``close``.
+    """
+
+    __slots__ = ("_closed", "_closing", "_starting", "_what", "tasks")
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._starting: asyncio.Future[None] | None = None
+        self._closing: asyncio.Future[None] | None = None
+        self._closed = False
+        self.tasks = OwnedTasks(what)
+
+    @property
+    def started(self) -> bool:
+        """Whether a start has completed successfully."""
+        return self._starting is not None and self._starting.done() and self._starting.exception() is None
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun: no new work is accepted."""
+        return self._closing is not None or self._closed
+
+    def check_open(self) -> None:
+        """Raise ``ClosedError`` once ``close`` has begun."""
+        if self.closed:
+            raise ClosedError(f"{self._what} is closed")
+
+    async def start(self, steps: Callable[[], Awaitable[None]]) -> None:
+        """Run ``steps`` once; concurrent and later callers share its outcome (a failed start may be retried)."""
+        self.check_open()
+        if self._starting is None or (self._starting.done() and self._starting.exception() is not None):
+            self._starting = asyncio.ensure_future(self._run(steps))
+        await asyncio.shield(self._starting)
+
+    async def close(self, steps: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Run ``steps`` once, then cancel and await the background tasks; later callers wait for the same."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close(steps))
+        await asyncio.shield(self._closing)
+
+    async def _run(self, steps: Callable[[], Awaitable[None]]) -> None:
+        await steps()
+
+    async def _close(self, steps: Callable[[], Awaitable[None]] | None) -> None:
+        try:
+            if self._starting is not None and not self._starting.done():
+                self._starting.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._starting
+            if steps is not None:
+                await steps()
+        finally:
+            await self.tasks.cancel_all()
+            self._closed = True
