@@ -1,0 +1,49 @@
+"""The three systems as the contract tests see them: a package, a URL, fresh topics and groups."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import kafkawire
+import pulsarwire
+import tubemqwire
+from mqwire.common.contract import Client
+
+# TubeMQ topics cannot be made on the fly quickly: these are deployed when the test broker starts
+# (pyproject's mqwire_tubemq_topics). Every other system gets a fresh topic per test.
+TUBEMQ_TOPICS = ("readme", "idle", "serde", "bad", "seek", "close", "group", "str")
+
+
+@dataclass(frozen=True)
+class System:
+    """One system under test: its package and the URL of its real broker."""
+
+    name: str
+    package: ModuleType
+    url: str
+
+    def connect(self) -> Client[Any]:
+        client: Client[Any] = self.package.connect(self.url)
+        return client
+
+    def topic(self, purpose: str) -> str:
+        """A topic no other test uses."""
+        if self.name == "tubemq":
+            assert purpose in TUBEMQ_TOPICS, f"add contract_{purpose} to mqwire_tubemq_topics"
+            return f"contract_{purpose}"
+        return f"contract-{purpose}-{secrets.token_hex(4)}"
+
+    @staticmethod
+    def group(purpose: str) -> str:
+        return f"contract_{purpose}_{secrets.token_hex(4)}"
+
+    @property
+    def receive_timeout(self) -> float:
+        """How long a first message may take: a TubeMQ consumer waits for the master's balancing round."""
+        return 60.0 if self.name == "tubemq" else 20.0
+
+
+PACKAGES = {"kafka": kafkawire, "pulsar": pulsarwire, "tubemq": tubemqwire}

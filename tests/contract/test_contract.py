@@ -1,0 +1,258 @@
+"""The same code against Kafka, Pulsar and TubeMQ: the public contract of mqwire.common.contract, end to end.
+
+Every test here is written once against the contract and runs against each real broker. Where the systems
+differ on purpose (what an unacknowledged message does after a restart), the test states both behaviours.
+TubeMQ topics are shared by the runs of one broker, so each test marks its messages and ignores others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+import mqwire.common
+from mqwire.common.contract import Client, Consumer, Message
+from mqwire.common.errors import DeserializationError, ReceiveTimeoutError, SerializationError
+from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
+from tests.contract.systems import PACKAGES, System
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["kafka", "pulsar", "tubemq"])
+def system(request: pytest.FixtureRequest) -> System:
+    name: str = request.param
+    broker: KafkaBroker | PulsarBroker | TubeMQBroker = request.getfixturevalue(f"{name}_broker")
+    return System(name, PACKAGES[name], broker.url)
+
+
+@pytest.fixture
+async def client(system: System) -> AsyncIterator[Client[Any]]:
+    async with system.connect() as connected:
+        yield connected
+
+
+def marked(run: str, index: int) -> bytes:
+    return f"{run}:{index}".encode()
+
+
+async def receive_marked(consumer: Consumer[Any], run: str, count: int, timeout: float) -> list[Message]:
+    """The next ``count`` messages of this run (others' messages on a shared topic are passed over and acked)."""
+    found: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(found) < count:
+        message = await consumer.receive(timeout=max(0.1, deadline - time.monotonic()))
+        value = message.value if isinstance(message.value, bytes) else json.dumps(message.value).encode()
+        if run.encode() in value:
+            found.append(message)
+        else:
+            await consumer.ack(message)
+    return found
+
+
+def test_every_package_exports_the_shared_errors() -> None:
+    for package in PACKAGES.values():
+        assert package.ReceiveTimeoutError is ReceiveTimeoutError
+        assert package.SerializationError is SerializationError
+        assert package.DeserializationError is DeserializationError
+        assert issubclass(package.ReceiveTimeoutError, TimeoutError)
+        assert package.MqwireError is mqwire.common.MqwireError
+
+
+async def test_receive_and_getmany_time_out_alike(system: System, client: Client[Any]) -> None:
+    topic = system.topic("idle")
+    async with client.consumer(topic, group=system.group("idle")) as consumer:
+        started = time.monotonic()
+        with pytest.raises(ReceiveTimeoutError):
+            await consumer.receive(timeout=1.0)
+        # Bounded, not timed: a timeout of one second must not turn into a wait without end.
+        assert time.monotonic() - started < 30
+        with pytest.raises(TimeoutError):
+            await consumer.receive(timeout=0.2)
+        assert list(await consumer.getmany(timeout=0.5, max_records=10)) == []
+        assert list(await consumer.getmany()) == []
+
+
+async def test_serializers_both_ways(system: System, client: Client[Any]) -> None:
+    topic = system.topic("serde")
+    run = secrets.token_hex(4)
+    async with (
+        client.consumer(
+            topic,
+            group=system.group("serde"),
+            start="earliest",
+            key_deserializer=bytes.decode,
+            value_deserializer=json.loads,
+        ) as consumer,
+        client.producer(topic, key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode()) as producer,
+    ):
+        receipt = await producer.send({"run": run, "n": 1}, key="key-1", headers={"h": b"v"})
+        assert receipt.partition >= 0 or system.name == "pulsar"
+        assert topic in receipt.topic
+        future = await producer.enqueue({"run": run, "n": 2}, key="key-2")
+        await producer.flush(timeout=30)
+        assert (await future).topic == receipt.topic
+        got = await receive_marked(consumer, run, 2, system.receive_timeout)
+        assert [m.value for m in got] == [{"run": run, "n": 1}, {"run": run, "n": 2}]
+        assert [m.key for m in got] == ["key-1", "key-2"]
+        assert got[0].headers["h"] == b"v"
+        for message in got:
+            await consumer.ack(message)
+
+
+async def test_a_str_without_a_serializer_is_refused_and_nothing_is_sent(system: System, client: Client[Any]) -> None:
+    topic = system.topic("str")
+    run = secrets.token_hex(4)
+    async with client.producer(topic) as producer:
+        with pytest.raises(SerializationError, match="value_serializer") as refused:
+            await producer.send(f"{run}:text")
+        assert isinstance(refused.value, TypeError)
+        with pytest.raises(SerializationError, match="key_serializer"):
+            await producer.send(marked(run, 0), key="text-key")
+        with pytest.raises(SerializationError, match="value_serializer"):
+            await producer.enqueue({"run": run})
+        await producer.send(marked(run, 1), key=b"k")
+    async with client.consumer(topic, group=system.group("str"), start="earliest") as consumer:
+        (first,) = await receive_marked(consumer, run, 1, system.receive_timeout)
+        assert first.value == marked(run, 1)
+        assert first.key == b"k"
+        await consumer.ack(first)
+
+
+async def test_a_failing_deserializer_holds_its_message_until_the_application_skips_it(
+    system: System, client: Client[Any]
+) -> None:
+    topic = system.topic("bad")
+    run = secrets.token_hex(4)
+
+    def strict(data: bytes) -> str:
+        text = data.decode()
+        if text.endswith(":bad"):
+            raise ValueError("not a good message")
+        return text
+
+    async with client.producer(topic) as producer:
+        for value in (b"good-1", b"bad", b"good-2"):
+            await producer.send(f"{run}:{value.decode()}".encode())
+    async with client.consumer(
+        topic, group=system.group("bad"), start="earliest", value_deserializer=strict
+    ) as consumer:
+        deadline = time.monotonic() + system.receive_timeout
+        first = await consumer.receive(timeout=system.receive_timeout)
+        while run not in first.value:  # messages of earlier runs on a shared TubeMQ topic
+            await consumer.ack(first)
+            first = await consumer.receive(timeout=max(0.1, deadline - time.monotonic()))
+        assert first.value == f"{run}:good-1"
+        await consumer.ack(first)
+        with pytest.raises(DeserializationError) as failed:
+            await consumer.receive(timeout=system.receive_timeout)
+        error = failed.value
+        assert error.field == "value" and error.message.value == f"{run}:bad".encode()
+        assert error.position is not None and topic in error.topic
+        assert isinstance(error.__cause__, ValueError)
+        # Nothing goes past it until the application says so.
+        with pytest.raises(DeserializationError) as again:
+            await consumer.getmany(timeout=1)
+        assert again.value.message is error.message
+        consumer.skip(error.message)
+        (last,) = [await consumer.receive(timeout=system.receive_timeout)]
+        assert last.value == f"{run}:good-2"
+        await consumer.ack(last)
+
+
+async def test_seek_to_beginning_reads_again_and_seek_to_end_skips(system: System, client: Client[Any]) -> None:
+    topic = system.topic("seek")
+    run = secrets.token_hex(4)
+    async with client.producer(topic) as producer:
+        for index in range(3):
+            await producer.send(marked(run, index))
+        async with client.consumer(topic, group=system.group("seek"), start="earliest") as consumer:
+            first = await receive_marked(consumer, run, 3, system.receive_timeout)
+            assert [m.value for m in first] == [marked(run, i) for i in range(3)]
+            await consumer.seek_to_beginning()
+            again = await receive_marked(consumer, run, 3, system.receive_timeout)
+            assert [m.value for m in again] == [marked(run, i) for i in range(3)]
+            await consumer.seek_to_end()
+            await producer.send(marked(run, 3))
+            (after_end,) = await receive_marked(consumer, run, 1, system.receive_timeout)
+            assert after_end.value == marked(run, 3)
+
+
+async def test_closing_a_producer_delivers_what_it_buffered(system: System, client: Client[Any]) -> None:
+    topic = system.topic("close")
+    run = secrets.token_hex(4)
+    count = 200
+    async with client.producer(topic) as producer:
+        futures = [await producer.enqueue(marked(run, index)) for index in range(count)]
+    # Leaving the block closed the producer: every buffered message is acknowledged by now.
+    receipts = [await future for future in futures]
+    assert len(receipts) == count
+    async with client.consumer(topic, group=system.group("close"), start="earliest") as consumer:
+        got = await receive_marked(consumer, run, count, system.receive_timeout)
+        assert sorted(m.value for m in got) == sorted(marked(run, i) for i in range(count))
+        for message in got:
+            await consumer.ack(message)
+
+
+async def test_a_restarted_group_member_resumes_where_it_stopped(system: System, client: Client[Any]) -> None:
+    """Kafka commits what was delivered (as aiokafka and the Java client do), so a consumer that never calls
+    ``ack`` does not read it again; Pulsar and TubeMQ redeliver what was not acknowledged, and what was is gone."""
+    topic = system.topic("group")
+    group = system.group("group")
+    run = secrets.token_hex(4)
+    async with client.producer(topic) as producer:
+        for index in range(4):
+            await producer.send(marked(run, index))
+    async with client.consumer(topic, group=group, start="earliest") as consumer:
+        got = await receive_marked(consumer, run, 4, system.receive_timeout)
+        if system.name != "kafka":
+            for message in got[:2]:  # these two are done; the other two were only delivered
+                await consumer.ack(message)
+    async with client.producer(topic) as producer:
+        await producer.send(marked(run, 4))
+    async with client.consumer(topic, group=group, start="earliest") as consumer:
+        expected = [marked(run, 4)] if system.name == "kafka" else [marked(run, i) for i in (2, 3, 4)]
+        got = await receive_marked(consumer, run, len(expected), system.receive_timeout)
+        assert sorted(m.value for m in got) == expected
+        for message in got:
+            await consumer.ack(message)
+        with pytest.raises(ReceiveTimeoutError):
+            extra = await consumer.receive(timeout=3)
+            pytest.fail(f"read again after the restart: {extra.value!r}")
+
+
+async def test_a_misspelled_option_fails_at_the_call_and_names_itself(system: System, client: Client[Any]) -> None:
+    producer_of: Callable[..., Any] = client.producer
+    consumer_of: Callable[..., Any] = client.consumer
+    with pytest.raises(TypeError, match="lingr_ms"):
+        producer_of(system.topic("idle"), lingr_ms=5)
+    with pytest.raises(TypeError, match="strat"):
+        consumer_of(system.topic("idle"), group="g", strat="earliest")
+    with pytest.raises(TypeError, match="value_serializer"):
+        producer_of(system.topic("idle"), value_serializer="json")
+    connect: Callable[..., Any] = system.package.connect
+    with pytest.raises(TypeError, match="requst_timeout_ms"):
+        connect(system.url, requst_timeout_ms=5)
+
+
+async def test_start_defaults_to_latest(system: System, client: Client[Any]) -> None:
+    topic = system.topic("seek")
+    run = secrets.token_hex(4)
+    async with client.producer(topic) as producer:
+        await producer.send(marked(run, 0))
+        async with client.consumer(topic, group=system.group("latest")) as consumer:
+            # Joined after the first message: only what is written from now on arrives.
+            with pytest.raises(ReceiveTimeoutError):
+                while True:
+                    stale = await consumer.receive(timeout=5 if system.name != "tubemq" else 20)
+                    assert run.encode() not in stale.value, "a consumer starting at latest read an older message"
+            await asyncio.sleep(0)
+            await producer.send(marked(run, 1))
+            (fresh,) = await receive_marked(consumer, run, 1, system.receive_timeout)
+            assert fresh.value == marked(run, 1)
