@@ -56,6 +56,7 @@ class Channel(Generic[F]):
         first_id: int = 0,
         name: str | None = None,
     ) -> Channel[F]:
+        """Connect to ``address`` and start reading frames; the channel's requests can be sent at once."""
         label = name or f"{address[0]}:{address[1]}"
         channel = cls(label, correlation_id_of, on_unsolicited, on_close, first_id)
         channel._connection = await Connection.open(
@@ -72,22 +73,27 @@ class Channel(Generic[F]):
 
     @property
     def connection(self) -> Connection[F]:
+        """The transport connection under this channel."""
         assert self._connection is not None
         return self._connection
 
     @property
     def closed(self) -> bool:
+        """Whether the channel is closed (by either side)."""
         return self.connection.closed
 
     @property
     def error(self) -> MqwireError | None:
+        """Why the channel closed, if it closed on an error."""
         return self.connection.error
 
     @property
     def pending(self) -> int:
+        """Requests sent and still waiting for their response."""
         return len(self.table)
 
     def next_id(self) -> int:
+        """A fresh request id for this channel."""
         return self.table.next_id()
 
     async def request(self, request_id: int, data: bytes, timeout: float | None) -> F:
@@ -109,17 +115,21 @@ class Channel(Generic[F]):
         self.connection.write(data)
 
     async def drain(self) -> None:
+        """Wait while the socket's write buffer is over its high-water mark."""
         await self.connection.drain()
 
     def close(self, error: MqwireError | None = None) -> None:
+        """Close after the bytes already written; pending requests fail with ``error``."""
         if self._connection is not None:
             self._connection.close(error)
 
     def abort(self, error: MqwireError | None = None) -> None:
+        """Close at once, dropping unwritten bytes; pending requests fail with ``error``."""
         if self._connection is not None:
             self._connection.abort(error)
 
     async def wait_closed(self) -> None:
+        """Wait until the connection is fully closed."""
         if self._connection is not None:
             await self._connection.wait_closed()
 

@@ -41,19 +41,23 @@ class LengthPrefixedSplitter:
 
     @property
     def max_frame_size(self) -> int:
+        """The largest frame accepted; a longer claimed length is a FrameTooLargeError."""
         return self._max_frame_size
 
     @max_frame_size.setter
     def max_frame_size(self, value: int) -> None:
+        """The largest frame accepted; a longer claimed length is a FrameTooLargeError."""
         # Pulsar learns the broker's limit only after the handshake.
         if value <= 0:
             raise ValueError("max_frame_size must be positive")
         self._max_frame_size = value
 
     def pending_bytes(self) -> int:
+        """Bytes received that do not yet form a whole frame."""
         return len(self._buffer)
 
     def feed(self, data: bytes) -> list[bytes]:
+        """Add received bytes; return the whole frames they complete, in order."""
         buffer = self._buffer
         buffer += data
         frames: list[bytes] = []

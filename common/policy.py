@@ -32,6 +32,7 @@ class Backoff:
 
     @property
     def attempts(self) -> int:
+        """Delays handed out since the last reset."""
         return self._attempt
 
     def next_delay(self) -> float:
@@ -42,6 +43,7 @@ class Backoff:
         return min(self.maximum, max(self.initial * (1 - self.jitter), base + self.rng.uniform(-spread, spread)))
 
     def reset(self) -> None:
+        """Start again from the initial delay (after a success)."""
         self._attempt = 0
 
 
@@ -63,9 +65,11 @@ class AddressRotation:
 
     @property
     def addresses(self) -> list[tuple[str, int]]:
+        """All addresses, in rotation order."""
         return list(self._addresses)
 
     def current(self) -> tuple[str, int]:
+        """The address to try now."""
         return self._addresses[self._position]
 
     def advance(self) -> tuple[str, int]:

@@ -45,6 +45,7 @@ class ConnectionPool(Generic[K, C]):
         return len(self._connections)
 
     async def get(self, key: K) -> C:
+        """The open connection for ``key``, opened now if there is none (concurrent callers share one)."""
         if self._closed:
             raise ClosedError("connection pool is closed")
         connection = self._connections.get(key)
@@ -76,6 +77,7 @@ class ConnectionPool(Generic[K, C]):
         return len(idle)
 
     async def close(self) -> None:
+        """Close every connection of the pool; later ``get`` calls fail."""
         self._closed = True
         if self._reaper is not None:
             self._reaper.cancel()

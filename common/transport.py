@@ -95,11 +95,13 @@ class Connection(asyncio.Protocol, Generic[F]):
         return protocol
 
     def set_write_high_water(self, high: int) -> None:
+        """Set the write buffer size above which ``drain`` waits."""
         if self._transport is not None:
             self._transport.set_write_buffer_limits(high=high)
 
     # ------------------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """asyncio protocol callback: the socket is connected."""
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         sock = transport.get_extra_info("socket")
@@ -107,6 +109,7 @@ class Connection(asyncio.Protocol, Generic[F]):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def data_received(self, data: bytes) -> None:
+        """asyncio protocol callback: split the bytes into frames and hand them on."""
         if self._error is not None:
             return
         try:
@@ -123,15 +126,19 @@ class Connection(asyncio.Protocol, Generic[F]):
             self._shut(ConnectionLostError(f"{self.name}: frame handler failed: {exc!r}"), abort=True)
 
     def eof_received(self) -> bool | None:
+        """asyncio protocol callback: the peer closed its side."""
         return False
 
     def pause_writing(self) -> None:
+        """asyncio protocol callback: the write buffer is full."""
         self._writable.clear()
 
     def resume_writing(self) -> None:
+        """asyncio protocol callback: the write buffer drained."""
         self._writable.set()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """asyncio protocol callback: the connection ended; waiters fail with ConnectionLostError."""
         if self._error is None:
             pending = self._splitter.pending_bytes()
             if pending:
@@ -146,6 +153,7 @@ class Connection(asyncio.Protocol, Generic[F]):
     # ----------------------------------------------------------------------------------------- writing
     @property
     def closed(self) -> bool:
+        """Whether the connection is closed."""
         return self._error is not None
 
     @property
@@ -200,6 +208,7 @@ class Connection(asyncio.Protocol, Generic[F]):
         self._shut(error or ClosedError(f"{self.name}: connection aborted"), abort=True)
 
     async def wait_closed(self) -> None:
+        """Wait until the connection is fully closed."""
         await asyncio.shield(self._closed)
 
     def _shut(self, error: MqwireError, *, abort: bool) -> None:

@@ -17,6 +17,7 @@ class ServiceUrl:
 
     @property
     def tls(self) -> bool:
+        """Whether the scheme asks for TLS (``+ssl``)."""
         return self.scheme.endswith("+ssl")
 
 

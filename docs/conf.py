@@ -1,0 +1,25 @@
+"""Sphinx configuration: the guides (Markdown) and the API reference generated from the docstrings."""
+
+from __future__ import annotations
+
+import mqwire
+
+project = "mqwire"
+author = "The mqwire authors"
+copyright = "the mqwire authors, Apache License 2.0"  # noqa: A001 - Sphinx's name for it
+release = mqwire.__version__
+version = release
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+exclude_patterns = ["_build"]
+myst_heading_anchors = 3
+
+# Types are shown in the signatures; the descriptions say what the types cannot.
+autodoc_typehints = "signature"
+autodoc_member_order = "bysource"
+autodoc_default_options = {"members": True, "show-inheritance": True, "undoc-members": False}
+autodoc_class_signature = "separated"
+
+html_theme = "alabaster"
+html_title = f"mqwire {release}"
