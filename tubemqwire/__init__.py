@@ -2,10 +2,12 @@
 
     async with tubemqwire.connect("tubemq://master:8715") as client:
         async with client.producer("orders") as producer:
-            receipt = await producer.send(b"value", headers={"h": b"v"}, msg_type="order")
+            receipt = await producer.send(b"value", key=b"k", headers={"h": b"v"}, msg_type="order")
         async with client.consumer("orders", group="billing", start="earliest") as consumer:
             async for message in consumer:
                 await consumer.ack(message)
+
+``__all__`` is the public API; the modules' other names are the package's own.
 """
 
 from tubemqwire.client import Client, connect

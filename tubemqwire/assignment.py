@@ -57,6 +57,8 @@ class Assignment:
         self.fetchers: dict[str, PartitionFetcher] = {}
         # Partitions claimed before by this consumer: the start position applies to the first claim only.
         self._claimed_before: set[str] = set()
+        # Partition keys the application paused; they stay paused when claimed again.
+        self.paused: set[str] = set()
         self._heartbeats: asyncio.Task[None] | None = None
 
     @property
@@ -132,13 +134,69 @@ class Assignment:
         return self._adopt(fetcher)
 
     def _new_fetcher(self, partition: PartitionInfo) -> PartitionFetcher:
-        return PartitionFetcher(
+        fetcher = PartitionFetcher(
             self.settings,
             partition,
             self._msg_types.get(partition.topic, frozenset()),
             self._deliver,
             self._lost,
         )
+        if partition.key in self.paused:
+            fetcher.pause()
+        return fetcher
+
+    # ------------------------------------------------------------------------------ pause and seek
+    def pause(self, keys: Iterable[str]) -> None:
+        """Stop fetching these partitions (held now or claimed later) until ``resume``."""
+        for key in keys:
+            self.paused.add(key)
+            fetcher = self.fetchers.get(key)
+            if fetcher is not None:
+                fetcher.pause()
+
+    def resume(self, keys: Iterable[str]) -> None:
+        """Fetch these partitions again."""
+        for key in keys:
+            self.paused.discard(key)
+            fetcher = self.fetchers.get(key)
+            if fetcher is not None:
+                fetcher.resume()
+
+    async def reposition(self, keys: Iterable[str] | None, *, read_status: int, offset: int | None) -> None:
+        """Claim held partitions again from another place: ``offset`` (kept within the partition by the
+        broker) or, with ``READ_FROM_MAX_ALWAYS``, the end. ``keys`` None means every held partition.
+
+        The broker takes a new claim from the member that holds the partition (the same client id) and
+        resets the group's position as it would for a first claim; what was fetched and not yet
+        confirmed is dropped. A refusal raises its typed error (the partition is then let go).
+        """
+        held = self.fetchers
+        chosen = list(held.values()) if keys is None else [held[k] for k in keys if k in held]
+        results = await asyncio.gather(
+            *(self._reposition_one(fetcher, read_status, offset) for fetcher in chosen), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def _reposition_one(self, old: PartitionFetcher, read_status: int, offset: int | None) -> None:
+        await old.stop(wait=0, release=False)
+        fetcher = self._new_fetcher(old.partition)
+        try:
+            answer = await fetcher.register(read_status=read_status, offset=offset)
+        except BaseException:
+            self._lost(old, error_for_code(ErrorCode.HB_NO_NODE, f"{old.key}: claiming again failed"))
+            raise
+        if self.fetchers.get(old.key) is not old:
+            # Released meanwhile (a rebalance): give the new claim back too.
+            if answer.success:
+                await fetcher.stop(wait=0)
+            return
+        if not answer.success:
+            self._lost(old, error_for_code(answer.err_code, answer.err_msg))
+            raise error_for_code(answer.err_code, f"claiming {old.key} again: {answer.err_msg}")
+        self.fetchers[old.key] = fetcher
+        fetcher.start()
 
     def _read_status(self, partition: PartitionInfo) -> int:
         first = partition.key not in self._claimed_before

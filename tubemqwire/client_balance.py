@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
+from mqwire.common.contract import Deserializer, Start
 from mqwire.common.errors import ClosedError
 from tubemqwire.assignment import Assignment
 from tubemqwire.client_balance_membership import ClientBalanceMembership
@@ -20,9 +20,7 @@ from tubemqwire.consumer import Consumer
 from tubemqwire.errors import error_for_code
 from tubemqwire.protocol.constants import ErrorCode
 from tubemqwire.protocol.metadata import PartitionMeta, parse_partition_key
-
-if TYPE_CHECKING:
-    from tubemqwire.client import Client
+from tubemqwire.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +67,33 @@ class ClientBalanceConsumer(Consumer):
 
     def __init__(
         self,
-        client: Client,
+        session: Session,
         topics: str | list[str] | tuple[str, ...],
         *,
+        group: str | None = None,
+        start: Start = "latest",
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
+        msg_types: str | Iterable[str] | Mapping[str, Iterable[str]] | None = None,
+        confirm_timeout_ms: int = 60_000,
+        msg_not_found_wait_ms: int = 400,
+        rebalance_confirm_wait_ms: int = 3_000,
         partitions: Iterable[str] | Mapping[str, int | None] | None = None,
         source_count: int = -1,
         node_id: int = -1,
-        **options: Any,
     ) -> None:
-        super().__init__(client, topics, **options)
+        super().__init__(
+            session,
+            topics,
+            group=group,
+            start=start,
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+            msg_types=msg_types,
+            confirm_timeout_ms=confirm_timeout_ms,
+            msg_not_found_wait_ms=msg_not_found_wait_ms,
+            rebalance_confirm_wait_ms=rebalance_confirm_wait_ms,
+        )
         self._initial = _check_partitions(partitions)
         for key in self._initial:
             if parse_partition_key(key)[1] not in self.topics:
@@ -92,35 +108,31 @@ class ClientBalanceConsumer(Consumer):
         self._balance: ClientBalanceMembership | None = None
 
     async def _join(self, assignment: Assignment) -> None:
-        client = self._client
+        session = self._session
         membership = ClientBalanceMembership(
-            client.master,
+            session.master,
             client_id=self.client_id,
             group=self.group,
-            host=client.host,
+            host=session.host,
             topics=self.topics,
             filters=self.msg_types,
             credentials=assignment.settings.credentials,
-            interval=client.heartbeat_interval,
-            request_timeout=client.request_timeout,
+            interval=session.heartbeat_interval,
+            request_timeout=session.request_timeout,
             held=lambda: [fetcher.partition for fetcher in assignment.fetchers.values()],
             on_failure=self._fail,
             source_count=self.source_count,
             node_id=self.node_id,
-            default_broker_port=client.default_broker_port,
+            default_broker_port=session.default_broker_port,
         )
         self._membership = self._balance = membership
         await membership.start()
-        try:
-            for key, offset in self._initial.items():
-                await self.connect_partition(key, offset)
-        except BaseException:
-            await self.close()
-            raise
+        # A failure here is cleaned up by the start that called us.
+        for key, offset in self._initial.items():
+            await self._connect(key, offset)
 
     def _membership_or_fail(self) -> ClientBalanceMembership:
-        if self._closed:
-            raise ClosedError("consumer is closed")
+        self._lifecycle.check_open()
         if self._balance is None or self._assignment is None:
             raise ClosedError("consumer is not started: use 'async with client.client_balance_consumer(...)'")
         return self._balance
@@ -148,6 +160,10 @@ class ClientBalanceConsumer(Consumer):
         A partition held by another member raises PartitionOccupiedError; one not open for consuming,
         PartitionUnsubscribableError.
         """
+        self._started_assignment()
+        return await self._connect(partition_key, offset)
+
+    async def _connect(self, partition_key: str, offset: int | None) -> PartitionOffsets:
         checked = _check_partitions({partition_key: offset})
         meta = await self._meta(partition_key)
         if not meta.subscribable:

@@ -11,24 +11,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
-from mqwire.common.errors import ClosedError, MqwireError
-from mqwire.common.options import check_choice, check_positive
+from mqwire.common.contract import Deserializer, Start
+from mqwire.common.errors import ClosedError, MqwireError, ReceiveTimeoutError
+from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.options import check_choice, check_positive, check_type
+from mqwire.common.serde import Deserializing
 from tubemqwire import identity
 from tubemqwire.assignment import Assignment
 from tubemqwire.consumer_membership import ConsumerMembership
 from tubemqwire.fetcher import Batch, FetchSettings
 from tubemqwire.master import Membership
 from tubemqwire.names import check_group, check_msg_types, check_topics
+from tubemqwire.protocol import broker as broker_proto
 from tubemqwire.protocol.consumer import RebalanceEvent
+from tubemqwire.protocol.metadata import parse_partition_key
 from tubemqwire.records import Message
-
-if TYPE_CHECKING:
-    from tubemqwire.client import Client
+from tubemqwire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -48,36 +52,53 @@ def _msg_type_filters(msg_types: object, topics: Sequence[str]) -> dict[str, fro
     return {topic: types for topic in topics} if types else {}
 
 
+def _position(message: Message) -> int:
+    return message.message_id
+
+
+def _still_valid(message: Message) -> bool:
+    batch = message.batch
+    return isinstance(batch, Batch) and batch.valid
+
+
 class Consumer:
     """Consumes ``topics`` as a member of ``group``; ``async with client.consumer(...) as consumer``.
 
-    Options: ``group`` (required), ``start`` ("earliest" or "latest", default "latest": where a group
-    without a stored position begins), ``msg_types`` (consume only messages of these types: a str, an
-    iterable, or a mapping of topic to types), ``confirm_timeout_ms`` (default 60000),
-    ``msg_not_found_wait_ms`` (pause after an empty fetch, default 400), ``rebalance_confirm_wait_ms``
-    (how long a partition being taken away waits for its batch to be acknowledged, default 3000).
+    Options: ``group`` (the consumer group; None makes a group of its own, ``mqwire_`` and random hex, so
+    the consumer reads alone and its position is not reused), ``start`` ("earliest" or "latest", default
+    "latest": where a group without a stored position begins), ``key_deserializer`` /
+    ``value_deserializer`` (applied as messages are delivered), ``msg_types`` (consume only messages of
+    these types: a str, an iterable, or a mapping of topic to types), ``confirm_timeout_ms`` (default
+    60000), ``msg_not_found_wait_ms`` (pause after an empty fetch, default 400),
+    ``rebalance_confirm_wait_ms`` (how long a partition being taken away waits for its batch to be
+    acknowledged, default 3000).
+
+    Partitions are named by their keys, ``brokerId:topic:partitionId`` (``message.partition_key``).
     """
 
     def __init__(
         self,
-        client: Client,
+        session: Session,
         topics: str | list[str] | tuple[str, ...],
         *,
-        group: str,
-        start: str = "latest",
+        group: str | None = None,
+        start: Start = "latest",
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
         msg_types: str | Iterable[str] | Mapping[str, Iterable[str]] | None = None,
         confirm_timeout_ms: int = 60_000,
         msg_not_found_wait_ms: int = 400,
         rebalance_confirm_wait_ms: int = 3_000,
     ) -> None:
-        self._client = client
+        self._session = session
         self.topics = check_topics(topics)
-        self.group = check_group(group)
+        self.group = check_group(group) if group is not None else f"mqwire_{secrets.token_hex(8)}"
         self.start_position = check_choice("start", start, START_POSITIONS)
         self.msg_types = _msg_type_filters(msg_types, self.topics)
         self.confirm_timeout = check_positive("confirm_timeout_ms", confirm_timeout_ms) / 1000
         self.no_data_wait = check_positive("msg_not_found_wait_ms", msg_not_found_wait_ms) / 1000
         self.rebalance_wait = check_positive("rebalance_confirm_wait_ms", rebalance_confirm_wait_ms) / 1000
+        self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _position)
         # Fetched messages in order; ``_arrived`` wakes a waiting reader for new messages or a changed state
         # (closed or failed). A batch goes in at once: the per-message path stays a deque pop.
         self._ready: deque[Message] = deque()
@@ -89,8 +110,7 @@ class Consumer:
         self._rebalancer: asyncio.Task[None] | None = None
         self._rebalancing = False
         self._failure: MqwireError | None = None
-        self._started = False
-        self._closed = False
+        self._lifecycle = Lifecycle("TubeMQ consumer")
         self.client_id = ""
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -105,20 +125,18 @@ class Consumer:
 
     async def start(self) -> None:
         """Register with the master; partitions follow as the master balances the group."""
-        if self._closed:
-            raise ClosedError("consumer is closed")
-        if self._started:
-            return
-        client = self._client
-        await client.start()
-        self.client_id = identity.consumer_id(self.group, client.host)
-        credentials = client.credentials()
+        await self._lifecycle.start(self._start)
+
+    async def _start(self) -> None:
+        session = self._session
+        await session.start()
+        self.client_id = identity.consumer_id(self.group, session.host)
         settings = FetchSettings(
             client_id=self.client_id,
             group=self.group,
-            brokers=client.brokers,
-            credentials=credentials,
-            request_timeout=client.request_timeout,
+            brokers=session.brokers,
+            credentials=session.credentials(),
+            request_timeout=session.request_timeout,
             no_data_wait=self.no_data_wait,
             confirm_timeout=self.confirm_timeout,
         )
@@ -129,49 +147,54 @@ class Consumer:
             msg_types=self.msg_types,
             deliver=self._deliver,
             on_change=self._assignment_changed,
-            heartbeat_interval=client.heartbeat_interval,
+            heartbeat_interval=session.heartbeat_interval,
             release_wait=self.rebalance_wait,
         )
         self._assignment = assignment
-        await self._join(assignment)
+        try:
+            await self._join(assignment)
+        except BaseException:
+            await self._teardown()
+            raise
         assignment.start()
-        self._started = True
 
     async def _join(self, assignment: Assignment) -> None:
         """Register with the master and follow its rebalance instructions."""
-        client = self._client
+        session = self._session
         membership = ConsumerMembership(
-            client.master,
+            session.master,
             client_id=self.client_id,
             group=self.group,
-            host=client.host,
+            host=session.host,
             topics=self.topics,
             filters=self.msg_types,
             credentials=assignment.settings.credentials,
-            interval=client.heartbeat_interval,
-            request_timeout=client.request_timeout,
+            interval=session.heartbeat_interval,
+            request_timeout=session.request_timeout,
             subscriptions=assignment.subscriptions,
             on_event=self._events.put_nowait,
             on_failure=self._fail,
-            default_broker_port=client.default_broker_port,
+            default_broker_port=session.default_broker_port,
         )
         self._membership = membership
         await membership.start()
-        self._rebalancer = asyncio.get_running_loop().create_task(
-            self._rebalance(assignment, membership), name="tubemq rebalance"
-        )
+        self._rebalancer = self._lifecycle.tasks.spawn(self._rebalance(assignment, membership), name="rebalance")
 
     async def close(self) -> None:
         """Release the partitions (unacknowledged batches go back to the group) and leave the group."""
-        if self._closed:
-            return
-        self._closed = True
+        await self._lifecycle.close(self._close)
+
+    async def _close(self) -> None:
         self._arrived.set()
+        await self._teardown()
+        self._session.release(self)
+
+    async def _teardown(self) -> None:
         task, self._rebalancer = self._rebalancer, None
         if task is not None:
             if self._rebalancing:
                 # A claim cut short would leave the broker holding a partition for us that we never release.
-                await asyncio.wait({task}, timeout=self._client.request_timeout)
+                await asyncio.wait({task}, timeout=self._session.request_timeout)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -179,8 +202,7 @@ class Consumer:
             await self._assignment.stop()
             await self._assignment.release_all(wait=0)
         if self._membership is not None:
-            await self._membership.stop(timeout=self._client.request_timeout)
-        self._client._release(self)
+            await self._membership.stop(timeout=self._session.request_timeout)
 
     @property
     def assignment(self) -> frozenset[str]:
@@ -189,7 +211,7 @@ class Consumer:
 
     # ----------------------------------------------------------------------------------- internals
     async def _rebalance(self, assignment: Assignment, membership: ConsumerMembership) -> None:
-        while not self._closed:
+        while True:
             event = await self._events.get()
             self._rebalancing = True
             try:
@@ -211,38 +233,83 @@ class Consumer:
         self._failure = error
         self._arrived.set()
 
+    def _started_assignment(self) -> Assignment:
+        self._lifecycle.check_open()
+        if not self._lifecycle.started or self._assignment is None:
+            raise ClosedError("consumer is not started: use 'async with client.consumer(...)'")
+        return self._assignment
+
     # ------------------------------------------------------------------------------------- reading
     def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> Message:
         try:
-            return await self.getone()
+            return await self.receive()
         except ClosedError:
-            if self._closed:
+            if self._lifecycle.closed:
                 raise StopAsyncIteration from None
             raise
 
-    async def getone(self, timeout: float | None = None) -> Message:
-        """The next message; TimeoutError after ``timeout`` seconds, ClosedError once closed."""
-        if not self._started and not self._closed:
-            raise ClosedError("consumer is not started: use 'async with client.consumer(...)'")
+    async def receive(self, timeout: float | None = None) -> Message:
+        """The next message; ``ReceiveTimeoutError`` (a ``TimeoutError``) after ``timeout`` seconds,
+        ``ClosedError`` once closed, ``DeserializationError`` when a deserializer fails on it."""
+        gate = self._gate
+        if gate.active:
+            held = gate.take_held(1)
+            if held:
+                return gate.one(held[0])
+            return gate.one(self._take() or await self._wait(timeout))
         message = self._take()
         if message is not None:
             return message  # the common case: no timer, no wait
-        async with asyncio.timeout(timeout):
-            while True:
-                message = self._take()
-                if message is not None:
-                    return message
-                self._arrived.clear()
-                await self._arrived.wait()
+        return await self._wait(timeout)
+
+    getone = receive
+    """The same as ``receive`` (aiokafka's name)."""
+
+    async def getmany(self, *, timeout: float | None = 0, max_records: int | None = None) -> list[Message]:
+        """The messages ready now, or the first to arrive within ``timeout`` seconds with those ready
+        then (at most ``max_records``); ``[]`` when none came. ``timeout=None`` waits for one."""
+        if max_records is not None and check_type("max_records", max_records, int) < 1:
+            raise ValueError(f"max_records must be at least 1, got {max_records}")
+        gate = self._gate
+        if gate.active:
+            held = gate.take_held(max_records)
+            if held:
+                return gate.many(held)
+        batch = self._take_many(max_records)
+        if not batch and (timeout is None or timeout > 0):
+            try:
+                first = await self._wait(timeout)
+            except ReceiveTimeoutError:
+                return []
+            batch = [first, *self._take_many(None if max_records is None else max_records - 1)]
+        return gate.many(batch) if gate.active else batch
+
+    async def _wait(self, timeout: float | None) -> Message:
+        """Wait for the next message."""
+        if not self._lifecycle.started and not self._lifecycle.closed:
+            raise ClosedError("consumer is not started: use 'async with client.consumer(...)'")
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                while True:
+                    message = self._take()
+                    if message is not None:
+                        return message
+                    self._arrived.clear()
+                    await self._arrived.wait()
+        except TimeoutError:
+            if deadline.expired():
+                raise ReceiveTimeoutError(f"no message within {timeout} s") from None
+            raise
 
     def _take(self) -> Message | None:
         """The next message still valid (its batch not given back), or None; raises once failed or closed."""
         if self._failure is not None:
             raise self._failure
-        if self._closed:
+        if self._lifecycle.closed:
             raise ClosedError("consumer is closed")
         ready = self._ready
         while ready:
@@ -252,16 +319,94 @@ class Consumer:
                 return message
         return None
 
-    async def ack(self, message: Message) -> None:
+    def _take_many(self, limit: int | None) -> list[Message]:
+        taken: list[Message] = []
+        while limit is None or len(taken) < limit:
+            message = self._take()
+            if message is None:
+                break
+            taken.append(message)
+        return taken
+
+    async def ack(self, message: Message, /) -> None:
         """Acknowledge ``message``; the last acknowledgement of a fetched batch confirms it to the broker.
 
         Acknowledging a message twice, or one whose batch was already given back, does nothing.
         """
+        batch = self._batch_of(message)
+        self._lifecycle.check_open()
+        await batch.ack(message.index)
+
+    def skip(self, message: Message, /) -> None:
+        """Go on past a message whose deserializer failed (``DeserializationError.message``).
+
+        TubeMQ confirms whole batches, so the skipped message counts as acknowledged.
+        """
+        batch = self._batch_of(message)
+        self._gate.skip(message)
+        if not self._lifecycle.closed:
+            self._lifecycle.tasks.spawn(batch.ack(message.index), name="acknowledge a skipped message")
+
+    def _batch_of(self, message: Message) -> Batch:
         if not isinstance(message, Message):
-            raise TypeError(f"ack takes a Message, not {type(message).__name__}")
+            raise TypeError(f"takes a Message, not {type(message).__name__}")
         batch = message.batch
         if not isinstance(batch, Batch) or batch.owner is not self._settings:
             raise ValueError("this message was not received by this consumer")
-        if self._closed:
-            raise ClosedError("consumer is closed")
-        await batch.ack(message.index)
+        return batch
+
+    # ---------------------------------------------------------------------------- pause and seek
+    def pause(self, *partition_keys: str) -> None:
+        """Fetch nothing more from these partitions until ``resume`` (the Java client's freezePartitions).
+
+        They stay claimed by this consumer, so the group does not hand them to another member; messages
+        already fetched are still delivered. A paused partition stays paused when it is claimed again.
+        """
+        self._started_assignment().pause(self._check_keys(partition_keys))
+
+    def resume(self, *partition_keys: str) -> None:
+        """Fetch these partitions again (the Java client's unfreezePartitions)."""
+        self._started_assignment().resume(self._check_keys(partition_keys))
+
+    def paused(self) -> frozenset[str]:
+        """The keys of the paused partitions."""
+        return frozenset(self._assignment.paused) if self._assignment is not None else frozenset()
+
+    def _check_keys(self, keys: Sequence[str]) -> list[str]:
+        for key in keys:
+            if not isinstance(key, str):
+                raise TypeError(f"a partition key is a str (brokerId:topic:partitionId), not {type(key).__name__}")
+            if parse_partition_key(key)[1] not in self.topics:
+                raise ValueError(f"{key} is not a partition of the consumed topics")
+        return list(keys)
+
+    async def seek_to_beginning(self) -> None:
+        """Read the held partitions again from their first retained message.
+
+        The broker sets the group's position when a partition is claimed with an offset, so each held
+        partition is claimed again from offset 0 (the broker moves it up to the first message kept).
+        Partitions the master assigns later start from the group's stored position.
+        """
+        await self._reposition(None, broker_proto.READ_NORMAL, 0)
+
+    async def seek_to_end(self) -> None:
+        """Skip to the end of the held partitions: only messages written later are received."""
+        await self._reposition(None, broker_proto.READ_FROM_MAX_ALWAYS, None)
+
+    async def seek(self, partition_key: str, offset: int) -> None:
+        """Read a held partition from ``offset``, an index offset as ``ClientBalanceConsumer.offsets()``
+        reports them (the broker keeps it within the partition's bounds)."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"offset must be an int >= 0, not {offset!r}")
+        (key,) = self._check_keys([partition_key])
+        if key not in self.assignment:
+            raise ValueError(f"partition {key} is not held by this consumer")
+        await self._reposition([key], broker_proto.READ_NORMAL, offset)
+
+    async def _reposition(self, keys: list[str] | None, read_status: int, offset: int | None) -> None:
+        assignment = self._started_assignment()
+        try:
+            await assignment.reposition(keys, read_status=read_status, offset=offset)
+        finally:
+            # What was fetched before the seek is stale now.
+            self._gate.discard(_still_valid)

@@ -20,6 +20,7 @@ from mqwire.common.policy import Backoff
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.errors import error_for_code
+from tubemqwire.keys import KEY_ATTRIBUTE, decode_key
 from tubemqwire.protocol import broker as proto
 from tubemqwire.protocol.broker_service_pb2 import TransferedMessage
 from tubemqwire.protocol.constants import FLAG_HAS_ATTRIBUTE, ErrorCode, Method, ServiceType
@@ -94,6 +95,14 @@ def to_message(topic: str, partition: PartitionInfo, raw: TransferedMessage, bat
             None, None, None, None, batch, index,
         )
     decoded = decode_message(raw)
+    headers = decoded.attributes
+    key = None
+    key_text = headers.pop(KEY_ATTRIBUTE, None)
+    if key_text is not None:
+        key = decode_key(key_text)
+        if key is None:
+            # Not one a tubemqwire producer wrote: it stays an ordinary header.
+            headers[KEY_ATTRIBUTE] = key_text
     timestamp = None
     if decoded.msg_time:
         with contextlib.suppress(ValueError, OverflowError, OSError):
@@ -103,11 +112,12 @@ def to_message(topic: str, partition: PartitionInfo, raw: TransferedMessage, bat
         partition=partition.partition_id,
         broker_id=partition.broker.broker_id,
         value=decoded.data,
-        headers={name: value.encode("utf-8") for name, value in decoded.attributes.items()},
+        headers={name: value.encode("utf-8") for name, value in headers.items()},
         message_id=decoded.message_id,
         msg_type=decoded.msg_type,
         msg_time=decoded.msg_time,
         timestamp=timestamp,
+        key=key,
         batch=batch,
         index=index,
     )
@@ -139,6 +149,22 @@ class PartitionFetcher:
         self.end: int | None = None
         # The last fetch found nothing more to read (until more is written).
         self.caught_up = False
+        # Cleared while the application has the partition paused: it stays claimed, nothing is fetched.
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+
+    @property
+    def paused(self) -> bool:
+        """Whether fetching is held back (``pause``); the partition stays claimed at its broker."""
+        return not self._resumed.is_set()
+
+    def pause(self) -> None:
+        """Fetch nothing more until ``resume``; a batch already delivered is still served and confirmed."""
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        """Fetch again after ``pause``."""
+        self._resumed.set()
 
     @property
     def key(self) -> str:
@@ -233,6 +259,9 @@ class PartitionFetcher:
     async def _run(self) -> None:
         backoff = Backoff(initial=0.3, maximum=5.0)
         while not self._stopping:
+            if not self._resumed.is_set():
+                await self._resumed.wait()
+                continue
             try:
                 pause = await self._fetch()
                 backoff.reset()

@@ -14,13 +14,17 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Any, Self
 
-from mqwire.common.errors import ClosedError, MqwireError, RetriableError
+from mqwire.common.contract import Serializer
+from mqwire.common.errors import ClosedError, RetriableError
+from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_non_negative, check_positive
 from mqwire.common.policy import Backoff
+from mqwire.common.serde import check_serializer, to_bytes
 from tubemqwire import identity
 from tubemqwire.errors import MessageTooLargeError, TopicNoPartitionError
+from tubemqwire.keys import KEY_ATTRIBUTE, encode_key
 from tubemqwire.names import check_topic, check_topics
 from tubemqwire.producer_membership import ProducerMembership
 from tubemqwire.protocol.constants import CHECKSUM_NOT_SET
@@ -29,19 +33,9 @@ from tubemqwire.protocol.metadata import PartitionInfo
 from tubemqwire.records import Receipt
 from tubemqwire.routing import PartitionRouter
 from tubemqwire.sender import Outgoing, Sender
-
-if TYPE_CHECKING:
-    from tubemqwire.client import Client
+from tubemqwire.session import Session
 
 log = logging.getLogger(__name__)
-
-
-def _as_bytes(value: object, what: str) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    raise TypeError(f"{what} must be bytes, not {type(value).__name__}")
 
 
 def _header_text(name: str, value: object) -> str:
@@ -56,6 +50,7 @@ def _header_text(name: str, value: object) -> str:
 
 
 def encode_headers(headers: Mapping[str, bytes | str] | None) -> dict[str, str]:
+    """Headers as the attribute's text pairs (values UTF-8); the key's attribute name is reserved."""
     if headers is None:
         return {}
     if not isinstance(headers, Mapping):
@@ -64,6 +59,8 @@ def encode_headers(headers: Mapping[str, bytes | str] | None) -> dict[str, str]:
     for name, value in headers.items():
         if not isinstance(name, str):
             raise TypeError(f"header names must be str, not {type(name).__name__}")
+        if name == KEY_ATTRIBUTE:
+            raise ValueError(f"header {name!r} is reserved for the message key: pass key=")
         result[name] = _header_text(name, value)
     return result
 
@@ -95,25 +92,34 @@ def msg_time_text(msg_time: datetime | str | int | None) -> str | None:
 class Producer:
     """Publishes to one or more topics; ``async with client.producer("orders") as producer``.
 
-    Options: ``max_in_flight`` (sends outstanding before ``enqueue`` waits, default 1000), ``retries``
-    (default 3), ``retry_backoff_ms`` (default 100), ``metadata_timeout_ms`` (how long opening waits for
-    the master to place every topic, default 30000), ``checksum`` (compute the CRC here so the broker
-    verifies it; default False: the broker computes it, as the Java producer lets it).
+    Options: ``key_serializer`` / ``value_serializer`` (callables turning keys and values into bytes;
+    without one, keys and values must be bytes), ``max_in_flight`` (sends outstanding before ``enqueue``
+    waits, default 1000), ``retries`` (default 3), ``retry_backoff_ms`` (default 100),
+    ``metadata_timeout_ms`` (how long opening waits for the master to place every topic, default 30000),
+    ``checksum`` (compute the CRC here so the broker verifies it; default False: the broker computes it,
+    as the Java producer lets it).
+
+    TubeMQ has no message keys: a key is carried in the attribute ``mqwire.key`` (read back as
+    ``message.key`` by tubemqwire consumers, see :mod:`tubemqwire.keys`) and picks the partition.
     """
 
     def __init__(
         self,
-        client: Client,
+        session: Session,
         topics: str | list[str] | tuple[str, ...],
         *,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
         max_in_flight: int = 1000,
         retries: int = 3,
         retry_backoff_ms: int = 100,
         metadata_timeout_ms: int = 30_000,
         checksum: bool = False,
     ) -> None:
-        self._client = client
+        self._session = session
         self.topics = check_topics(topics)
+        self._key_serializer = check_serializer("key_serializer", key_serializer)
+        self._value_serializer = check_serializer("value_serializer", value_serializer)
         self.max_in_flight = check_int_range("max_in_flight", max_in_flight, 1, 1_000_000)
         self.retries = check_int_range("retries", retries, 0, 1000)
         self.retry_backoff = check_non_negative("retry_backoff_ms", retry_backoff_ms) / 1000
@@ -124,14 +130,12 @@ class Producer:
         self._inflight: set[asyncio.Future[Receipt]] = set()
         self._membership: ProducerMembership | None = None
         self._sender: Sender | None = None
-        self._background: set[asyncio.Task[dict[tuple[str, int], MqwireError]]] = set()
+        self._lifecycle = Lifecycle("TubeMQ producer")
         self._client_id = ""
         self._sent_addr = 0
-        self._started = False
-        self._closed = False
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Producer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -142,44 +146,43 @@ class Producer:
 
     async def start(self) -> None:
         """Register with the master, wait until every topic has partitions, connect to their brokers."""
-        if self._closed:
-            raise ClosedError("producer is closed")
-        if self._started:
-            return
-        client = self._client
-        await client.start()
-        self._client_id = identity.producer_id(client.host)
-        self._sent_addr = identity.address_id(client.host)
+        await self._lifecycle.start(self._start)
+
+    async def _start(self) -> None:
+        session = self._session
+        await session.start()
+        self._client_id = identity.producer_id(session.host)
+        self._sent_addr = identity.address_id(session.host)
         membership = ProducerMembership(
-            client.master,
+            session.master,
             client_id=self._client_id,
-            host=client.host,
+            host=session.host,
             topics=self.topics,
-            credentials=client.credentials(),
-            interval=client.heartbeat_interval,
-            request_timeout=client.request_timeout,
-            default_broker_port=client.default_broker_port,
+            credentials=session.credentials(),
+            interval=session.heartbeat_interval,
+            request_timeout=session.request_timeout,
+            default_broker_port=session.default_broker_port,
             on_update=self._metadata_changed,
         )
         self._membership = membership
         await membership.start()
+        try:
+            await self._wait_for_partitions()
+        except BaseException:
+            await membership.stop(timeout=session.request_timeout)
+            raise
         self._sender = Sender(
             client_id=self._client_id,
             sent_addr=self._sent_addr,
-            brokers=client.brokers,
+            brokers=session.brokers,
             credentials=membership.credentials,
             partitions=lambda topic: membership.partitions.get(topic, ()),
             router=self._router,
             retries=self.retries,
             retry_backoff=self.retry_backoff,
+            spawn=self._lifecycle.tasks.spawn,
         )
-        self._started = True
-        try:
-            await self._wait_for_partitions()
-        except BaseException:
-            await self.close()
-            raise
-        await client.brokers.connect_all(p.broker.address for parts in membership.partitions.values() for p in parts)
+        await session.brokers.connect_all(p.broker.address for parts in membership.partitions.values() for p in parts)
 
     async def _wait_for_partitions(self) -> None:
         membership = self._membership
@@ -203,38 +206,39 @@ class Producer:
 
     def _metadata_changed(self) -> None:
         membership = self._membership
-        if membership is None or not self._started:
+        if membership is None or self._sender is None or self._lifecycle.closed:
             return
-        brokers = self._client.brokers
+        brokers = self._session.brokers
         addresses = {p.broker.address for parts in membership.partitions.values() for p in parts}
         missing = [address for address in addresses if brokers.ready(address) is None]
         if missing:
             # New brokers are connected ahead of the first message sent to them.
-            task = asyncio.get_running_loop().create_task(brokers.connect_all(missing))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._lifecycle.tasks.spawn(brokers.connect_all(missing), name="connect brokers")
 
-    async def flush(self) -> None:
-        """Wait until every message enqueued so far is acknowledged or has failed."""
+    async def flush(self, timeout: float | None = None) -> None:
+        """Wait until every message enqueued so far is acknowledged or has failed, or ``timeout`` seconds
+        have passed (the sends still outstanding then go on; their futures settle later)."""
         pending = list(self._inflight)
         if pending:
             # wait() rather than gather(): cancelling a flush must not cancel the sends.
-            await asyncio.wait(pending)
+            await asyncio.wait(pending, timeout=timeout)
 
     async def close(self) -> None:
         """Wait for the outstanding sends, then deregister from the master."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await asyncio.wait_for(self.flush(), self._client.request_timeout * (self.retries + 1))
-        except TimeoutError:
-            log.warning("TubeMQ producer: closing with %d sends still outstanding", len(self._inflight))
+        await self._lifecycle.close(self._close)
+
+    async def _close(self) -> None:
+        session = self._session
+        pending = list(self._inflight)
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=session.request_timeout * (self.retries + 1))
+            if late:
+                log.warning("TubeMQ producer: closing with %d sends still outstanding", len(late))
         for future in list(self._inflight):
             future.cancel()
         if self._membership is not None:
-            await self._membership.stop(timeout=self._client.request_timeout)
-        self._client._release(self)
+            await self._membership.stop(timeout=session.request_timeout)
+        session.release(self)
 
     @property
     def partitions(self) -> dict[str, tuple[PartitionInfo, ...]]:
@@ -244,41 +248,46 @@ class Producer:
     # ------------------------------------------------------------------------------------ sending
     async def send(
         self,
-        value: bytes,
-        key: bytes | str | None = None,
+        value: Any,
+        /,
+        *,
+        key: Any = None,
         headers: Mapping[str, bytes | str] | None = None,
         msg_type: str | None = None,
         msg_time: datetime | str | int | None = None,
-        *,
         topic: str | None = None,
     ) -> Receipt:
-        """Send one message and wait for the broker's acknowledgement."""
-        future = await self.enqueue(value, key, headers, msg_type, msg_time, topic=topic)
+        """Send one message and wait for the broker's acknowledgement (see ``enqueue``)."""
+        future = await self.enqueue(value, key=key, headers=headers, msg_type=msg_type, msg_time=msg_time, topic=topic)
         return await future
 
     async def enqueue(
         self,
-        value: bytes,
-        key: bytes | str | None = None,
+        value: Any,
+        /,
+        *,
+        key: Any = None,
         headers: Mapping[str, bytes | str] | None = None,
         msg_type: str | None = None,
         msg_time: datetime | str | int | None = None,
-        *,
         topic: str | None = None,
     ) -> asyncio.Future[Receipt]:
         """Start sending one message; returns the future of its receipt.
 
-        ``key`` only picks the partition (TubeMQ stores no key). ``headers`` become the message's
-        attributes (text: bytes values must be UTF-8, and neither names nor values may hold ``,`` or
-        ``=``); ``msg_type`` is what consumers filter on; ``msg_time`` a datetime, epoch milliseconds or
-        ``yyyyMMddHHmm`` (minute precision, local time).
+        ``value`` and ``key`` are bytes unless the producer has serializers. ``key`` picks the partition
+        and travels in the attribute ``mqwire.key`` (TubeMQ itself stores no key). ``headers`` become the
+        message's attributes (text: bytes values must be UTF-8, and neither names nor values may hold
+        ``,`` or ``=``); ``msg_type`` is what consumers filter on; ``msg_time`` a datetime, epoch
+        milliseconds or ``yyyyMMddHHmm`` (minute precision, local time). ``topic`` names one of the
+        producer's topics when it has several.
         """
         outgoing = self._prepare(value, key, headers, msg_type, msg_time, topic)
         await self._slots.acquire()
-        if self._closed or self._sender is None:
+        sender = self._sender
+        if self._lifecycle.closed or sender is None:
             self._slots.release()
             raise ClosedError("producer is closed")
-        future = self._sender.send(outgoing)
+        future = sender.send(outgoing)
         self._inflight.add(future)
         future.add_done_callback(self._sent)
         return future
@@ -296,9 +305,8 @@ class Producer:
         msg_time: datetime | str | int | None,
         topic: object,
     ) -> Outgoing:
-        if self._closed:
-            raise ClosedError("producer is closed")
-        if not self._started or self._membership is None:
+        self._lifecycle.check_open()
+        if self._sender is None or self._membership is None:
             raise ClosedError("producer is not started: use 'async with client.producer(...)'")
         if topic is None:
             if len(self.topics) != 1:
@@ -308,16 +316,25 @@ class Producer:
             name = check_topic(topic)
             if name not in self.topics:
                 raise ValueError(f"topic {name!r} is not one this producer publishes ({', '.join(self.topics)})")
-        data = _as_bytes(value, "value")
+        # The common case (bytes, no serializer) is checked inline: no call on the hot path.
+        data: bytes | None
+        if type(value) is bytes and self._value_serializer is None:
+            data = value
+        else:
+            data = to_bytes(value, self._value_serializer, "value")
         if not data:
             raise ValueError("value must not be empty: TubeMQ refuses empty messages")
-        if key is not None:
-            key = key.encode("utf-8") if isinstance(key, str) else _as_bytes(key, "key")
+        pairs = encode_headers(headers) if headers else {}
+        key_bytes = None
+        if key is not None or self._key_serializer is not None:
+            key_bytes = to_bytes(key, self._key_serializer, "key")
+            if key_bytes is not None:
+                pairs[KEY_ATTRIBUTE] = encode_key(key_bytes)
         if msg_type is not None and not isinstance(msg_type, str):
             raise TypeError(f"msg_type must be a str, not {type(msg_type).__name__}")
         msg_type = msg_type.strip() if msg_type is not None else None
         time_text = msg_time_text(msg_time)
-        attribute = format_attributes(encode_headers(headers), msg_type=msg_type or None, msg_time=time_text)
+        attribute = format_attributes(pairs, msg_type=msg_type or None, msg_time=time_text)
         limit = self._membership.max_message_size(name)
         size = len(data) + len(attribute.encode("utf-8"))
         if size > limit:
@@ -327,4 +344,4 @@ class Producer:
             )
         flag, payload = encode_payload(data, attribute)
         crc = checksum(payload) if self._verify else CHECKSUM_NOT_SET
-        return Outgoing(name, key, payload, flag, crc, msg_type or None, time_text)
+        return Outgoing(name, key_bytes, payload, flag, crc, msg_type or None, time_text)

@@ -23,6 +23,7 @@ class Receipt:
 
     @property
     def partition_key(self) -> str:
+        """``brokerId:topic:partitionId``, the partition's name in the whole cluster."""
         return f"{self.broker_id}:{self.topic}:{self.partition}"
 
 
@@ -35,23 +36,25 @@ class Message:
     ``headers`` are the message's attributes without the system keys; ``msg_type`` and ``msg_time`` are
     those. ``timestamp`` is ``msg_time`` (``yyyyMMddHHmm``, the producer's local time) in milliseconds since
     the epoch, read in this machine's time zone as the Java client does, or None. TubeMQ messages carry no
-    key: ``key`` is always None.
+    key of their own: ``key`` is what a tubemqwire producer carried in the attribute ``mqwire.key``, or
+    None. ``key`` and ``value`` are bytes unless the consumer has deserializers.
     """
 
     topic: str
     partition: int
     broker_id: int
-    value: bytes
+    value: Any
     headers: dict[str, bytes]
     message_id: int
     msg_type: str | None = None
     msg_time: str | None = None
     timestamp: int | None = None
-    key: bytes | None = None
+    key: Any = None
     # The fetched batch this message belongs to; acknowledging every message of it confirms the batch.
     batch: Any = field(default=None, repr=False, compare=False)
     index: int = field(default=0, repr=False, compare=False)
 
     @property
     def partition_key(self) -> str:
+        """``brokerId:topic:partitionId``, the partition's name in the whole cluster."""
         return f"{self.broker_id}:{self.topic}:{self.partition}"

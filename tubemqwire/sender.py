@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from mqwire.common.errors import MqwireError
 from tubemqwire.auth import Credentials
@@ -52,6 +53,8 @@ class _Attempt:
 
 
 class Sender:
+    """Sends each message on its own, retrying elsewhere on failures a retry can fix."""
+
     def __init__(
         self,
         *,
@@ -63,6 +66,7 @@ class Sender:
         router: PartitionRouter,
         retries: int,
         retry_backoff: float,
+        spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
     ) -> None:
         self._client_id = client_id
         self._sent_addr = sent_addr
@@ -72,9 +76,11 @@ class Sender:
         self._router = router
         self._retries = retries
         self._retry_backoff = retry_backoff
-        self._connecting: set[asyncio.Task[None]] = set()
+        # Runs the connect-then-write tasks as the producer's own, so that none outlives it.
+        self._spawn = spawn
 
     def send(self, message: Outgoing) -> asyncio.Future[Receipt]:
+        """Start sending ``message``; the future settles with its receipt or error."""
         future: asyncio.Future[Receipt] = asyncio.get_running_loop().create_future()
         self._try(_Attempt(message, future, 0, ()))
         return future
@@ -94,9 +100,7 @@ class Sender:
         if connection is not None:
             self._write(connection, attempt, partition)
             return
-        task = asyncio.get_running_loop().create_task(self._connect_then_write(attempt, partition))
-        self._connecting.add(task)
-        task.add_done_callback(self._connecting.discard)
+        self._spawn(self._connect_then_write(attempt, partition))
 
     async def _connect_then_write(self, attempt: _Attempt, partition: PartitionInfo) -> None:
         try:

@@ -210,7 +210,7 @@ async def test_two_consumers_split_the_partitions(client: tubemqwire.Client, top
 
 async def test_keyed_messages_share_a_partition(client: tubemqwire.Client, topics: dict[str, str]) -> None:
     async with client.producer(topics["keyed"]) as producer:
-        receipts = [await producer.send(b"k%d" % i, key=f"customer-{i % 2}") for i in range(20)]
+        receipts = [await producer.send(b"k%d" % i, key=f"customer-{i % 2}".encode()) for i in range(20)]
     by_key: dict[int, set[str]] = {}
     for i, receipt in enumerate(receipts):
         by_key.setdefault(i % 2, set()).add(receipt.partition_key)
