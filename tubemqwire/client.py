@@ -7,7 +7,7 @@ the client only makes things over it.
 from __future__ import annotations
 
 import ssl as _ssl
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
@@ -18,7 +18,7 @@ from tubemqwire.producer import Producer
 from tubemqwire.protocol.constants import HEARTBEAT_INTERVAL_MS
 from tubemqwire.session import Session
 
-Topics = str | list[str] | tuple[str, ...]
+Topics = str | Sequence[str]
 """One topic name, or several."""
 
 MsgTypes = str | Iterable[str] | Mapping[str, Iterable[str]] | None

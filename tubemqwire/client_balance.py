@@ -9,7 +9,7 @@ balanced one way or the other: the master refuses to mix the two kinds of member
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mqwire.common.contract import Deserializer, Start
@@ -68,7 +68,7 @@ class ClientBalanceConsumer(Consumer):
     def __init__(
         self,
         session: Session,
-        topics: str | list[str] | tuple[str, ...],
+        topics: str | Sequence[str],
         *,
         group: str | None = None,
         start: Start = "latest",

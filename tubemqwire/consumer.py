@@ -79,7 +79,7 @@ class Consumer:
     def __init__(
         self,
         session: Session,
-        topics: str | list[str] | tuple[str, ...],
+        topics: str | Sequence[str],
         *,
         group: str | None = None,
         start: Start = "latest",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
@@ -106,7 +106,7 @@ class Producer:
     def __init__(
         self,
         session: Session,
-        topics: str | list[str] | tuple[str, ...],
+        topics: str | Sequence[str],
         *,
         key_serializer: Serializer | None = None,
         value_serializer: Serializer | None = None,
