@@ -161,6 +161,12 @@ class FakeCluster:
             self.owners[pid] = request.clientId
             self.filters[pid] = set(request.filterCondStr)
             self.pending.pop(pid, None)
+            # As the broker does: a claim with an offset (or "always from the end") sets the group's position.
+            end = len(self.store.get(pid, []))
+            if request.HasField("currOffset") and request.currOffset >= 0:
+                self.committed[pid] = min(request.currOffset, end)
+            elif request.readStatus == 2:
+                self.committed[pid] = end
             return b.RegisterResponseB2C(success=True, errCode=200, errMsg="OK", currOffset=0).SerializeToString()
         self.unregistered.append((pid, request.readStatus))
         self._commit(pid, request.readStatus == 0)
