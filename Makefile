@@ -6,14 +6,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak
+.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist
 
 all: test
 
 $(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c pulsarwire/protocol/_batch_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	$(PY) -m pip install --quiet -e '.[dev]'  # dev brings the cli, spark and testing extras
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -44,8 +44,15 @@ test: $(STAMP) brokers-classpath
 demo: $(STAMP) brokers-classpath
 	$(PY) examples/demo.py
 
+# The source distribution and the wheel in dist/, built as a user's `pip` would (isolated build), and their
+# metadata checked. Install one with `pip install dist/mqwire-*.whl` or `pip install 'mqwire[cli] @ file://...'`.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache
 
 # Every client against its peers on the same brokers in one run, and the Spark read (not part of the tests).
 bench: $(STAMP) brokers-classpath

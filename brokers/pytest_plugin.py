@@ -1,6 +1,10 @@
 """pytest fixtures for real brokers: ``kafka_broker``, ``pulsar_broker``, ``tubemq_broker``, ``broker_urls``,
 and ``kafka3_broker`` (Kafka 3.9, started only by the tests that ask for it).
 
+Installed with ``mqwire[testing]``, this plugin is registered through the ``pytest11`` entry point, so pytest
+loads it in any project without a conftest line (``examples/testing_conftest.py`` shows a conftest that uses
+it). TubeMQ topics are deployed when the broker starts: list them in the ``mqwire_tubemq_topics`` ini value.
+
 Choose where they come from with ``--brokers=local|testcontainers|external`` or ``MQWIRE_BROKERS``
 (default ``local``: JVMs started here on first use and stopped when the session ends). A broker
 that cannot be had fails the tests that need it; it is never a skip.
@@ -110,6 +114,7 @@ def _get(request: pytest.FixtureRequest, provider: Provider, name: str, kind: ty
 
 @pytest.fixture(scope="session")
 def kafka_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> KafkaBroker:
+    """A Kafka broker (``.url``, ``.bootstrap_servers``), started once per session."""
     return _get(request, mqwire_brokers, "kafka", KafkaBroker)
 
 
@@ -121,11 +126,13 @@ def kafka3_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> K
 
 @pytest.fixture(scope="session")
 def pulsar_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> PulsarBroker:
+    """A Pulsar standalone (``.url``, ``.admin_url``), started once per session."""
     return _get(request, mqwire_brokers, "pulsar", PulsarBroker)
 
 
 @pytest.fixture(scope="session")
 def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> TubeMQBroker:
+    """A TubeMQ master and broker (``.url`` of the master, ``.admin_url``), started once per session."""
     return _get(request, mqwire_brokers, "tubemq", TubeMQBroker)
 
 

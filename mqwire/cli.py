@@ -13,6 +13,16 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+try:
+    import rich  # noqa: F401  (checked before the commands import it, to name the extra that brings it)
+except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a venv without the extra
+    if exc.name != "rich":
+        raise
+    raise ModuleNotFoundError(
+        "the mqwire command needs the 'cli' extra (rich is not installed): pip install 'mqwire[cli]'",
+        name="rich",
+    ) from exc
+
 from mqwire import commands
 from mqwire.common.errors import MqwireError
 from mqwire.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header

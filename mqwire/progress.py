@@ -6,9 +6,16 @@ import sys
 import time
 from types import TracebackType
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
+try:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a venv without the extra
+    if exc.name is None or exc.name.partition(".")[0] != "rich":
+        raise
+    raise ModuleNotFoundError(
+        "mqwire.progress needs the 'cli' extra (rich is not installed): pip install 'mqwire[cli]'", name="rich"
+    ) from exc
 
 
 class Meter:
