@@ -132,24 +132,26 @@ async def test_seek_to_beginning_and_end() -> None:
 
 async def test_pause_holds_fetching_back_until_resume() -> None:
     cluster = FakeCluster(partitions=1)
-    async with connected(cluster) as client:
-        async with client.consumer(TOPIC, group=GROUP, start="earliest", msg_not_found_wait_ms=20) as consumer:
-            for _ in range(250):
-                if consumer.assignment:
-                    break
-                await asyncio.sleep(0.02)
-            (key,) = consumer.assignment
-            consumer.pause(key)
-            assert consumer.paused() == {key}
-            await asyncio.sleep(0.1)
-            async with client.producer(TOPIC) as producer:
-                await producer.send(b"while paused")
-            with pytest.raises(ReceiveTimeoutError):
-                await consumer.receive(timeout=0.5)
-            consumer.resume(key)
-            assert (await consumer.receive(timeout=5)).value == b"while paused"
-            with pytest.raises(ValueError):
-                consumer.pause("1:other:0")
+    async with (
+        connected(cluster) as client,
+        client.consumer(TOPIC, group=GROUP, start="earliest", msg_not_found_wait_ms=20) as consumer,
+    ):
+        for _ in range(250):
+            if consumer.assignment:
+                break
+            await asyncio.sleep(0.02)
+        (key,) = consumer.assignment
+        consumer.pause(key)
+        assert consumer.paused() == {key}
+        await asyncio.sleep(0.1)
+        async with client.producer(TOPIC) as producer:
+            await producer.send(b"while paused")
+        with pytest.raises(ReceiveTimeoutError):
+            await consumer.receive(timeout=0.5)
+        consumer.resume(key)
+        assert (await consumer.receive(timeout=5)).value == b"while paused"
+        with pytest.raises(ValueError):
+            consumer.pause("1:other:0")
 
 
 def test_options_are_declared() -> None:
