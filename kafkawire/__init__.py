@@ -16,7 +16,15 @@ from kafkawire.admin import (
     PartitionDescription,
     TopicDescription,
 )
-from kafkawire.client import Client, connect
+from kafkawire.client import (
+    AdminOptions,
+    Client,
+    ClientOptions,
+    ConsumerOptions,
+    ProducerOptions,
+    UnknownOptionError,
+    connect,
+)
 from kafkawire.consumer import Consumer
 from kafkawire.errors import *  # noqa: F403 - the named error of every Kafka error code
 from kafkawire.errors import __all__ as _error_names
@@ -27,15 +35,20 @@ from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
 from kafkawire.partitioner import murmur2, partition_for_key
 from kafkawire.producer import Producer
 from kafkawire.transaction import GroupMetadataLike
+from mqwire.common.errors import DeserializationError, ReceiveTimeoutError, SerializationError
 
 __all__ = [
     "Admin",
+    "AdminOptions",
     "BrokerNode",
     "BufferFullError",
     "Client",
+    "ClientOptions",
     "ClusterDescription",
     "ConfigEntry",
     "Consumer",
+    "ConsumerOptions",
+    "DeserializationError",
     "DeliveryTimeoutError",
     "GroupDescription",
     "GroupListing",
@@ -48,10 +61,14 @@ __all__ = [
     "OffsetAndTimestamp",
     "PartitionDescription",
     "Producer",
+    "ProducerOptions",
+    "ReceiveTimeoutError",
     "RecordMetadata",
+    "SerializationError",
     "TimestampType",
     "TopicDescription",
     "TopicPartition",
+    "UnknownOptionError",
     "connect",
     "murmur2",
     "partition_for_key",

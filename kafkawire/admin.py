@@ -40,7 +40,7 @@ from mqwire.common.errors import ClosedError, RetriableError
 from mqwire.common.options import check_positive
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class GroupDescription:
 class Admin:
     """Use as ``async with client.admin() as admin``."""
 
-    def __init__(self, client: Client, *, timeout_ms: float = 60_000) -> None:
+    def __init__(self, client: Cluster, *, timeout_ms: float = 60_000) -> None:
         self.client = client
         self.timeout = check_positive("timeout_ms", timeout_ms) / 1000
         self._closed = False

@@ -15,11 +15,11 @@ as the Java client does for ``assign()`` followed by ``commitSync()``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, Self
 
 from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
 from kafkawire.group.assignors import ASSIGNORS, Assignor
@@ -38,11 +38,14 @@ from kafkawire.offsets import (
     fetch_committed,
     list_offsets,
 )
-from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError
+from mqwire.common.contract import Deserializer, Start
+from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, ReceiveTimeoutError
+from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
+from mqwire.common.serde import Deserializing
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,10 @@ ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ
 INT32_MAX = 2**31 - 1
 
 PartitionSpec = TopicPartition | tuple[str, int] | int
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+GroupProtocol = Literal["classic", "consumer"]
+# How often a poll limited to some partitions looks again while others' records wait.
+FILTERED_POLL = 0.01
 
 
 class Consumer:
@@ -61,13 +68,17 @@ class Consumer:
 
     def __init__(
         self,
-        client: Client,
-        topics: str | Iterable[str],
+        client: Cluster,
+        topics: str | Iterable[str] = (),
         *,
         group: str | None = None,
-        start: str = "earliest",
+        start: Start = "latest",
+        auto_offset_reset: Start | None = None,
         partitions: Iterable[PartitionSpec] | None = None,
-        isolation_level: str = "read_uncommitted",
+        pattern: str | re.Pattern[str] | None = None,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
+        isolation_level: IsolationLevel = "read_uncommitted",
         fetch_max_wait_ms: int = 500,
         fetch_min_bytes: int = 1,
         fetch_max_bytes: int = 52_428_800,
@@ -75,8 +86,9 @@ class Consumer:
         max_buffered_records: int = 10_000,
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: float = 5_000,
+        commit_acknowledged_only: bool = False,
         check_crcs: bool = True,
-        group_protocol: str = "classic",
+        group_protocol: GroupProtocol = "classic",
         partition_assignment_strategy: str | Sequence[str] = ("range", "roundrobin"),
         session_timeout_ms: int = 45_000,
         heartbeat_interval_ms: int = 3_000,
@@ -95,14 +107,27 @@ class Consumer:
         self.group = group
         if not isinstance(start, str):
             raise TypeError("option start must be 'earliest' or 'latest'")
-        self.start_from = check_choice("start", start, STARTS)
+        check_choice("start", start, STARTS)
+        if auto_offset_reset is not None:
+            # aiokafka's name for the same thing; both given must agree.
+            check_choice("auto_offset_reset", auto_offset_reset, STARTS)
+            if start != "latest" and start != auto_offset_reset:
+                raise ValueError("options start and auto_offset_reset disagree; give one of them")
+            start = auto_offset_reset
+        self.start_from: Start = start
+        self._pattern = _pattern(pattern)
+        if self._pattern is not None and self.topics:
+            raise ValueError("give topics or pattern, not both")
         self._requested = _partitions(partitions, self.topics)
+        if self._requested is not None and self._pattern is not None:
+            raise ValueError("options partitions and pattern exclude each other")
         if not isinstance(isolation_level, str):
             raise TypeError("option isolation_level must be 'read_uncommitted' or 'read_committed'")
         isolation = ISOLATION_LEVELS[check_choice("isolation_level", isolation_level, ISOLATION_LEVELS)]
         self.isolation_level = isolation_level
         self.enable_auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group is not None
         self.auto_commit_interval = check_positive("auto_commit_interval_ms", auto_commit_interval_ms) / 1000
+        self.commit_acknowledged_only = check_bool("commit_acknowledged_only", commit_acknowledged_only)
         self._config = FetchConfig(
             max_wait_ms=check_int_range("fetch_max_wait_ms", fetch_max_wait_ms, 0, INT32_MAX),
             min_bytes=check_int_range("fetch_min_bytes", fetch_min_bytes, 0, INT32_MAX),
@@ -114,55 +139,28 @@ class Consumer:
             request_timeout=client.request_timeout,
             retry_backoff=client.retry_backoff,
         )
+        # The group options are checked now even when the group is joined only after subscribe().
+        self._group_protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
+        poll_interval_ms = check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
+        # The Java client's rule: how long a rebalance may take is the poll interval unless given.
+        self._rebalance_timeout_ms = (
+            poll_interval_ms
+            if rebalance_timeout_ms is None
+            else check_int_range("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
+        )
+        self._group_instance_id = _optional_name("group_instance_id", group_instance_id)
+        if group_remote_assignor is not None and group_remote_assignor not in REMOTE_ASSIGNORS:
+            raise ValueError(f"option group_remote_assignor must be one of {REMOTE_ASSIGNORS} or None")
+        self._remote_assignor = group_remote_assignor
+        self._session_timeout_ms = check_int_range("session_timeout_ms", session_timeout_ms, 1, INT32_MAX)
+        self._heartbeat_interval_ms = check_int_range("heartbeat_interval_ms", heartbeat_interval_ms, 1, INT32_MAX)
+        if self._group_protocol == "classic" and heartbeat_interval_ms >= session_timeout_ms:
+            raise ValueError("option heartbeat_interval_ms must be lower than session_timeout_ms")
+        self._assignors = _assignors(partition_assignment_strategy)
+        self._poll_watch: PollWatch | None = (
+            PollWatch(poll_interval_ms / 1000) if group is not None and self._requested is None else None
+        )
         self._membership: GroupMembership | HeartbeatMembership | None = None
-        self._poll_watch: PollWatch | None = None
-        if group is not None and self._requested is None:
-            # Subscribed topics and a group: the group's members share the partitions.
-            protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
-            poll_interval_ms = check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
-            # The Java client's rule: how long a rebalance may take is the poll interval unless given.
-            rebalance_timeout_ms = (
-                poll_interval_ms
-                if rebalance_timeout_ms is None
-                else check_int_range("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
-            )
-            instance_id = _optional_name("group_instance_id", group_instance_id)
-            self._poll_watch = PollWatch(poll_interval_ms / 1000)
-            if protocol == "consumer":
-                # KIP-848: the broker assigns; the member heartbeats and follows.
-                if group_remote_assignor is not None and group_remote_assignor not in REMOTE_ASSIGNORS:
-                    raise ValueError(f"option group_remote_assignor must be one of {REMOTE_ASSIGNORS} or None")
-                self._membership = HeartbeatMembership(
-                    client,
-                    group,
-                    self.topics,
-                    remote_assignor=group_remote_assignor,
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    group_instance_id=instance_id,
-                    on_assign=self._assigned,
-                    on_revoke=self._revoked,
-                    on_lose=self._lost,
-                    poll_watch=self._poll_watch,
-                )
-            else:
-                if heartbeat_interval_ms >= session_timeout_ms:
-                    raise ValueError("option heartbeat_interval_ms must be lower than session_timeout_ms")
-                self._membership = GroupMembership(
-                    client,
-                    group,
-                    self.topics,
-                    _assignors(partition_assignment_strategy),
-                    session_timeout_ms=check_int_range("session_timeout_ms", session_timeout_ms, 1, INT32_MAX),
-                    rebalance_timeout_ms=rebalance_timeout_ms,
-                    heartbeat_interval_ms=check_int_range(
-                        "heartbeat_interval_ms", heartbeat_interval_ms, 1, INT32_MAX
-                    ),
-                    group_instance_id=instance_id,
-                    on_assign=self._assigned,
-                    on_revoke=self._revoked,
-                    on_lose=self._lost,
-                    poll_watch=self._poll_watch,
-                )
         for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked), ("on_lost", on_lost)):
             if callback is not None and not callable(callback):
                 raise TypeError(f"option {name} must be an async callable taking a set of TopicPartition")
@@ -170,17 +168,22 @@ class Consumer:
         self._on_revoked = on_revoked
         # As in the Java client, partitions lost without a chance to commit go to on_revoked unless on_lost is given.
         self._on_lost = on_lost if on_lost is not None else on_revoked
+        self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _offset)
+        self._deserializing = key_deserializer is not None or value_deserializer is not None
         self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
         self._states: dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(client, self._states, self._queue, self._config)
         self._acked: dict[TopicPartition, OffsetAndMetadata] = {}
         self._committed: dict[TopicPartition, OffsetAndMetadata] = {}
-        self._auto_commit: asyncio.Task[None] | None = None
-        self._started = False
-        self._closed = False
+        # Records delivered through the deserializing gate (the queue tracks them itself otherwise).
+        self._delivered: dict[TopicPartition, Message] = {}
+        self._tracked: list[str] = []
+        self._failure: BaseException | None = None
+        self._subscribing: asyncio.Lock | None = None
+        self._lifecycle = Lifecycle("kafka consumer")
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Consumer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -191,137 +194,351 @@ class Consumer:
 
     async def start(self) -> None:
         """Find the partitions, their starting offsets (committed ones first), and start fetching."""
-        if self._closed:
-            raise ClosedError("consumer is closed")
-        if self._started:
-            return
-        self._started = True
-        self.client.adopt(self)
-        self.client.track(self.topics)
-        if self._membership is not None:
-            self._fetcher.start()
-            self._membership.start()  # partitions arrive through _assigned once the group has balanced
-            if self.enable_auto_commit:
-                self._auto_commit = asyncio.ensure_future(self._commit_periodically())
-            return
         try:
-            assignment = list(self._requested) if self._requested is not None else await self._all_partitions()
-            for tp in assignment:
-                self._states[tp] = PartitionState(tp, reset=self.start_from)
-            if self.group is not None and assignment:
-                committed = await fetch_committed(
-                    self.client, self.group, assignment, require_stable=self._config.isolation_level == READ_COMMITTED
-                )
-                for tp, value in committed.items():
-                    if value is not None and tp in self._states:
-                        self._states[tp].position = value.offset
-                        self._states[tp].reset = None
-                        self._committed[tp] = value
-        except BaseException:
-            await self.close()
+            await self._lifecycle.start(self._start)
+        except Exception:
+            await self.close()  # a consumer that could not start holds nothing afterwards
             raise
-        self._fetcher.start()
-        if self.enable_auto_commit:
-            self._auto_commit = asyncio.ensure_future(self._commit_periodically())
 
-    async def _all_partitions(self) -> list[TopicPartition]:
-        found: list[TopicPartition] = []
-        for topic in self.topics:
-            found.extend(TopicPartition(topic, p) for p in await self.client.partitions_for(topic))
-        return found
+    async def _start(self) -> None:
+        self.client.adopt(self)
+        self._fetcher.start()
+        await self._apply_subscription()
+        if self.enable_auto_commit:
+            self._lifecycle.tasks.spawn(self._commit_periodically(), name="auto-commit")
 
     async def close(self) -> None:
-        """Stop fetching; with auto-commit, commit what was acknowledged."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._auto_commit is not None:
-            self._auto_commit.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._auto_commit
+        """Stop fetching; with auto-commit, commit the positions delivered (or acknowledged) and leave the group."""
+        await self._lifecycle.close(self._close)
+
+    async def _close(self) -> None:
+        started = self._lifecycle.started
         if self._membership is not None:
             await self._membership.close()  # commits (auto-commit) and gives the partitions up, then leaves
         await self._fetcher.close()
         self._queue.wake_all()
-        if self._started:
+        if started:
             try:
                 if self.enable_auto_commit:
-                    await self._commit(dict(self._acked))
+                    await self._commit(self._auto_offsets())
             except MqwireError as exc:
                 log.warning("final commit for group %r failed: %s", self.group, exc)
-            finally:
-                self.client.untrack(self.topics)
-                self.client.release(self)
+        self.client.untrack(self._tracked)
+        self._tracked = []
+        self.client.release(self)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether ``close`` has begun."""
+        return self._lifecycle.closed
+
+    # ------------------------------------------------------------------------------ subscriptions
+    def subscribe(self, topics: str | Iterable[str] = (), pattern: str | re.Pattern[str] | None = None) -> None:
+        """Read ``topics`` (or every topic matching ``pattern``) instead of what was read so far.
+
+        With a group the member (re)joins it for the new subscription; without one it reads every partition
+        of those topics. Takes effect in the background, as in aiokafka.
+        """
+        names = _topics(topics)
+        compiled = _pattern(pattern)
+        if bool(names) == (compiled is not None):
+            raise ValueError("subscribe needs topics or pattern (one of them)")
+        self._change(names, compiled, None)
+
+    def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
+        """Read exactly ``partitions``, outside any group rebalance (commits still go to ``group``)."""
+        tps = [TopicPartition(*tp) for tp in partitions]
+        topics = list(dict.fromkeys(tp.topic for tp in tps))
+        self._change(topics, None, _partitions(tps, topics) if tps else [])
+
+    def unsubscribe(self) -> None:
+        """Stop reading: leave the group (if any) and forget every partition."""
+        self._change([], None, [])
+
+    def subscription(self) -> set[str]:
+        """The topics read now (for a pattern: the matching topics found so far)."""
+        return set(self._tracked) if self._pattern is not None else set(self.topics)
+
+    def _change(
+        self, topics: list[str], pattern: re.Pattern[str] | None, requested: list[TopicPartition] | None
+    ) -> None:
+        self._lifecycle.check_open()
+        self.topics, self._pattern, self._requested = topics, pattern, requested
+        if requested is None and self.group is not None and self._poll_watch is None:
+            self._poll_watch = PollWatch(self._rebalance_timeout_ms / 1000)
+        if self._lifecycle.started:
+            self._lifecycle.tasks.spawn(self._apply_subscription(), name="subscribe")
+
+    async def _apply_subscription(self) -> None:
+        """Give up what is read now and take up the current subscription (one change at a time)."""
+        if self._subscribing is None:
+            self._subscribing = asyncio.Lock()
+        async with self._subscribing:
+            try:
+                await self._leave_current()
+                await self._take_up()
+            except MqwireError as exc:
+                if self._lifecycle.started:
+                    self._fail(exc)  # a change made in the background reports through the next poll
+                raise
+
+    async def _leave_current(self) -> None:
+        if self._membership is not None:
+            membership, self._membership = self._membership, None
+            await membership.close()
+        elif self._states:
+            if self.enable_auto_commit:
+                try:
+                    await self._commit(self._auto_offsets())
+                except MqwireError as exc:
+                    log.warning("commit for group %r failed: %s", self.group, exc)
+            for tp in list(self._states):
+                self._forget(tp)
+        self.client.untrack(self._tracked)
+        self._tracked = []
+
+    async def _take_up(self) -> None:
+        if self._pattern is not None:
+            topics = await self._matching_topics()
+            self._lifecycle.tasks.spawn(self._watch_pattern(self._pattern), name="pattern subscription")
+        else:
+            topics = list(self.topics)
+        self._tracked = topics
+        self.client.track(topics)
+        if self.group is not None and self._requested is None:
+            if topics or self._pattern is not None:
+                self._membership = self._new_membership(self.group, topics)
+                self._membership.start()  # partitions arrive through _assigned once the group has balanced
+            return
+        if self._requested is not None:
+            assignment = list(self._requested)
+        else:
+            assignment = await self._all_partitions(topics)
+        await self._add_partitions(assignment)
+
+    async def _add_partitions(self, assignment: list[TopicPartition]) -> None:
+        for tp in assignment:
+            self._states.setdefault(tp, PartitionState(tp, reset=self.start_from))
+        if self.group is not None and assignment:
+            committed = await fetch_committed(
+                self.client, self.group, assignment, require_stable=self._config.isolation_level == READ_COMMITTED
+            )
+            for tp, value in committed.items():
+                if value is not None and tp in self._states:
+                    self._states[tp].position = value.offset
+                    self._states[tp].reset = None
+                    self._committed[tp] = value
+        self._fetcher.wake()
+
+    def _new_membership(self, group: str, topics: list[str]) -> GroupMembership | HeartbeatMembership:
+        if self._group_protocol == "consumer":
+            # KIP-848: the broker assigns (and, for a pattern, matches topics); the member heartbeats and follows.
+            return HeartbeatMembership(
+                self.client,
+                group,
+                topics,
+                pattern=None if self._pattern is None else self._pattern.pattern,
+                remote_assignor=self._remote_assignor,
+                rebalance_timeout_ms=self._rebalance_timeout_ms,
+                group_instance_id=self._group_instance_id,
+                on_assign=self._assigned,
+                on_revoke=self._revoked,
+                on_lose=self._lost,
+                on_fail=self._fail,
+                poll_watch=self._poll_watch,
+            )
+        return GroupMembership(
+            self.client,
+            group,
+            topics,
+            self._assignors,
+            session_timeout_ms=self._session_timeout_ms,
+            rebalance_timeout_ms=self._rebalance_timeout_ms,
+            heartbeat_interval_ms=self._heartbeat_interval_ms,
+            group_instance_id=self._group_instance_id,
+            on_assign=self._assigned,
+            on_revoke=self._revoked,
+            on_lose=self._lost,
+            on_fail=self._fail,
+            poll_watch=self._poll_watch,
+        )
+
+    async def _matching_topics(self) -> list[str]:
+        assert self._pattern is not None
+        metadata = await self.client.refresh_metadata(None)
+        return sorted(t for t in metadata.topic_names.values() if self._pattern.fullmatch(t))
+
+    async def _watch_pattern(self, pattern: re.Pattern[str]) -> None:
+        """Follow the topics matching ``pattern`` as they are created and deleted (every ``metadata_max_age_ms``)."""
+        while self._pattern is pattern:
+            await asyncio.sleep(self.client.metadata_max_age)
+            if self._pattern is not pattern:
+                return
+            try:
+                topics = await self._matching_topics()
+            except MqwireError as exc:
+                log.warning("pattern subscription %r: metadata refresh failed: %s", pattern.pattern, exc)
+                continue
+            if topics == self._tracked:
+                continue
+            log.info("pattern subscription %r now matches %s", pattern.pattern, topics)
+            self.client.untrack(self._tracked)
+            self._tracked = topics
+            self.client.track(topics)
+            membership = self._membership
+            if isinstance(membership, GroupMembership):
+                membership.set_topics(topics)
+            elif membership is None:
+                await self._add_partitions(await self._all_partitions(topics))
+
+    async def _all_partitions(self, topics: Iterable[str]) -> list[TopicPartition]:
+        found: list[TopicPartition] = []
+        for topic in topics:
+            found.extend(TopicPartition(topic, p) for p in await self.client.partitions_for(topic))
+        return found
+
+    def _fail(self, error: BaseException) -> None:
+        """The group cannot go on (or a subscription change failed): every poll raises ``error`` from now on."""
+        self._failure = error
+        self._queue.wake_all()
 
     # ---------------------------------------------------------------------------------- receiving
-    def __aiter__(self) -> Consumer:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> Message:
         try:
-            return await self.getone()
+            return await self.receive()
         except ClosedError:
-            if self._closed:
+            if self._lifecycle.closed:
                 raise StopAsyncIteration from None  # closed while iterating: the loop just ends
             raise
 
-    async def getone(self) -> Message:
-        """The next message, waiting as long as it takes (records arrive, or the consumer closes)."""
-        if not self._started:
+    async def receive(self, timeout: float | None = None) -> Message:
+        """The next message; raises ``ReceiveTimeoutError`` (a ``TimeoutError``) after ``timeout`` seconds."""
+        return await self._receive(timeout, None)
+
+    async def getone(self, *partitions: TopicPartition | tuple[str, int]) -> Message:
+        """The next message (of ``partitions``, when given), waiting as long as it takes: aiokafka's ``getone``."""
+        return await self._receive(None, frozenset(TopicPartition(*tp) for tp in partitions) if partitions else None)
+
+    async def _receive(self, timeout: float | None, only: frozenset[TopicPartition] | None) -> Message:
+        if timeout is not None:
+            timeout = check_non_negative("timeout", timeout)
+        if not self._lifecycle.started:
             await self.start()
-        watch = self._poll_watch
-        if watch is not None:
-            watch.polls += 1
-            if watch.left:
-                watch.resume()
+        self._polled()
         queue = self._queue
+        gate = self._gate
+        deadline: float | None = None
         while True:
             self._check_open()
-            message = queue.take_one()
+            message = self._next_through_gate(only) if gate.active else queue.take_one(only)
             if message is not None:
                 return message
-            await self._wait_data(None)
+            if timeout is not None:
+                now = asyncio.get_running_loop().time()
+                if deadline is None:
+                    deadline = now + timeout
+                if now >= deadline:
+                    raise ReceiveTimeoutError(f"no message within {timeout} s")
+                await self._wait_data(deadline - now, only)
+            else:
+                await self._wait_data(None, only)
 
-    async def getmany(self, timeout_ms: float = 0, max_records: int | None = None) -> list[Message]:
-        """Up to ``max_records`` buffered messages, waiting at most ``timeout_ms`` for the first; [] if none."""
-        timeout = check_non_negative("timeout_ms", timeout_ms) / 1000
+    def _next_through_gate(self, only: frozenset[TopicPartition] | None) -> Message | None:
+        gate = self._gate
+        held = gate.take_held(1)
+        message = held[0] if held else self._queue.take_one(only)
+        if message is None:
+            return None
+        gate.one(message)  # raises DeserializationError and holds the message when a deserializer fails
+        self._delivered[message.topic_partition] = message
+        return message
+
+    async def getmany(
+        self,
+        *partitions: TopicPartition | tuple[str, int],
+        timeout: float = 0,
+        timeout_ms: float | None = None,
+        max_records: int | None = None,
+    ) -> list[Message]:
+        """Up to ``max_records`` messages (of ``partitions``, when given), waiting at most ``timeout`` seconds
+        (or aiokafka's ``timeout_ms``) for the first; ``[]`` when none came."""
+        if timeout_ms is not None:
+            if timeout:
+                raise ValueError("give timeout (seconds) or timeout_ms, not both")
+            wait = check_non_negative("timeout_ms", timeout_ms) / 1000
+        else:
+            wait = check_non_negative("timeout", timeout)
         limit = INT32_MAX if max_records is None else check_int_range("max_records", max_records, 1, INT32_MAX)
-        if not self._started:
+        only = frozenset(TopicPartition(*tp) for tp in partitions) if partitions else None
+        if not self._lifecycle.started:
             await self.start()
+        self._polled()
+        self._check_open()
+        queue = self._queue
+        if self._gate.active:
+            return await self._getmany_through_gate(wait, limit, only)
+        if wait > 0 and not (queue.ready if only is None else queue.has_records_of(only)):
+            await self._wait_data(wait, only)
+            self._check_open()
+        return queue.take(limit, only)
+
+    async def _getmany_through_gate(
+        self, wait: float, limit: int, only: frozenset[TopicPartition] | None
+    ) -> list[Message]:
+        gate = self._gate
+        queue = self._queue
+        messages = gate.take_held(limit)
+        if not messages:
+            if wait > 0 and not (queue.ready if only is None else queue.has_records_of(only)):
+                await self._wait_data(wait, only)
+                self._check_open()
+            messages = queue.take(limit, only)
+        elif len(messages) < limit:
+            messages.extend(queue.take(limit - len(messages), only))
+        good = gate.many(messages)
+        delivered = self._delivered
+        for message in good:
+            delivered[message.topic_partition] = message
+        return good
+
+    def _polled(self) -> None:
         watch = self._poll_watch
         if watch is not None:
             watch.polls += 1
             if watch.left:
                 watch.resume()
-        self._check_open()
-        queue = self._queue
-        if not queue.ready and timeout > 0:
-            await self._wait_data(timeout)
-            self._check_open()
-        return queue.take(limit)
 
-    async def _wait_data(self, timeout: float | None) -> None:
+    async def _wait_data(self, timeout: float | None, only: frozenset[TopicPartition] | None = None) -> None:
         """Wait for records; a poll that waits counts as polling for max_poll_interval_ms."""
         watch = self._poll_watch
-        if watch is None:
-            await self._queue.wait_data(timeout)
-            return
-        watch.waiting += 1
+        if watch is not None:
+            watch.waiting += 1
         try:
-            await self._queue.wait_data(timeout)
+            if only is None:
+                await self._queue.wait_data(timeout)
+            else:
+                # Records of other partitions may be waiting already: look again shortly.
+                await asyncio.sleep(FILTERED_POLL if timeout is None else min(timeout, FILTERED_POLL))
         finally:
-            watch.waiting -= 1
+            if watch is not None:
+                watch.waiting -= 1
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError("consumer is closed")
+        self._lifecycle.check_open()
+        if self._failure is not None:
+            raise self._failure
+
+    def skip(self, message: Message) -> None:
+        """Go on past the message whose deserializer failed (``DeserializationError.message``)."""
+        self._gate.skip(message)
+        self._delivered[message.topic_partition] = message  # skipped on purpose: committed like a delivered one
 
     # ---------------------------------------------------------------------------------- positions
     def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer reads now."""
         return set(self._states)
 
     def seek(self, tp: TopicPartition | tuple[str, int], offset: int) -> None:
@@ -331,13 +548,34 @@ class Consumer:
             raise ValueError(f"offset must be a non-negative int, got {offset!r}")
         self._reposition(state, offset, None)
 
-    def seek_to_beginning(self, *tps: TopicPartition | tuple[str, int]) -> None:
+    async def seek_to_beginning(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        """Read ``tps`` (default: every assigned partition) again from their first retained record."""
         for state in self._states_of(tps):
             self._reposition(state, None, "earliest")
 
-    def seek_to_end(self, *tps: TopicPartition | tuple[str, int]) -> None:
+    async def seek_to_end(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        """Skip ``tps`` (default: every assigned partition) to their end: only later records are received."""
         for state in self._states_of(tps):
             self._reposition(state, None, "latest")
+
+    async def seek_to_committed(
+        self, *tps: TopicPartition | tuple[str, int]
+    ) -> dict[TopicPartition, int | None]:
+        """Continue ``tps`` (default: every assigned partition) at the group's committed offsets; a partition
+        without one follows ``start``. Returns the committed offsets (None where there is none)."""
+        if self.group is None:
+            raise ConfigurationError("seek_to_committed needs a consumer created with group=")
+        states = self._states_of(tps)
+        found = await fetch_committed(self.client, self.group, [state.tp for state in states])
+        result: dict[TopicPartition, int | None] = {}
+        for state in states:
+            value = found.get(state.tp)
+            result[state.tp] = None if value is None else value.offset
+            if value is None:
+                self._reposition(state, None, self.start_from)
+            else:
+                self._reposition(state, value.offset, None)
+        return result
 
     async def offsets_for_times(
         self, timestamps: Mapping[TopicPartition | tuple[str, int], int]
@@ -370,6 +608,9 @@ class Consumer:
         state.reset = reset
         state.failed = False
         self._queue.drop(state.tp)
+        self._delivered.pop(state.tp, None)
+        if self._deserializing:
+            self._gate.discard(lambda m: m.topic_partition != state.tp)
         self._fetcher.wake()
 
     def position(self, tp: TopicPartition | tuple[str, int]) -> int | None:
@@ -381,13 +622,16 @@ class Consumer:
         return self._state(tp).high_watermark
 
     def last_stable_offset(self, tp: TopicPartition | tuple[str, int]) -> int:
+        """The partition's last stable offset as of the last fetch (-1 before one)."""
         return self._state(tp).last_stable_offset
 
     def pause(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        """Stop fetching ``tps`` (default: all assigned) until ``resume``."""
         for state in self._states_of(tps):
             state.paused = True
 
     def resume(self, *tps: TopicPartition | tuple[str, int]) -> None:
+        """Fetch ``tps`` (default: all assigned) again after ``pause``."""
         for state in self._states_of(tps):
             state.paused = False
         self._fetcher.wake()
@@ -401,6 +645,14 @@ class Consumer:
     def _states_of(self, tps: tuple[TopicPartition | tuple[str, int], ...]) -> list[PartitionState]:
         return [self._state(tp) for tp in tps] if tps else list(self._states.values())
 
+    def _forget(self, tp: TopicPartition) -> None:
+        self._states.pop(tp, None)
+        self._acked.pop(tp, None)
+        self._delivered.pop(tp, None)
+        self._queue.drop(tp)
+        if self._deserializing:
+            self._gate.discard(lambda m: m.topic_partition != tp)
+
     # ---------------------------------------------------------------------------------- commits
     async def ack(self, message: Message) -> None:
         """Mark ``message`` as processed: the next commit stores ``offset + 1`` for its partition."""
@@ -413,12 +665,27 @@ class Consumer:
         if current is None or message.offset + 1 > current.offset:
             self._acked[tp] = OffsetAndMetadata(message.offset + 1, "", message.leader_epoch)
 
+    def _auto_offsets(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
+        """What auto-commit stores: the positions after the delivered records (aiokafka's and Java's meaning),
+        or after the acknowledged ones with ``commit_acknowledged_only``."""
+        offsets = dict(self._acked)
+        if not self.commit_acknowledged_only:
+            delivered = self._delivered if self._deserializing else self._queue.delivered
+            for tp, message in delivered.items():
+                current = offsets.get(tp)
+                if current is None or message.offset + 1 > current.offset:
+                    offsets[tp] = OffsetAndMetadata(message.offset + 1, "", message.leader_epoch)
+        offsets = {tp: v for tp, v in offsets.items() if tp in self._states}
+        if only is not None:
+            offsets = {tp: v for tp, v in offsets.items() if tp in only}
+        return offsets
+
     async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
         """Commit the acknowledged offsets (or ``offsets``: partition -> next offset to consume)."""
         if self.group is None:
             raise ConfigurationError("commit needs a consumer created with group=")
-        self._check_open()
-        if not self._started:
+        self._lifecycle.check_open()
+        if not self._lifecycle.started:
             return  # nothing consumed, nothing to commit
         if offsets is None:
             to_commit = dict(self._acked)
@@ -456,7 +723,7 @@ class Consumer:
         while True:
             await asyncio.sleep(self.auto_commit_interval)
             try:
-                await self._commit(dict(self._acked))
+                await self._commit(self._auto_offsets())
             except MqwireError as exc:
                 log.warning("auto-commit for group %r failed: %s", self.group, exc)
 
@@ -472,45 +739,29 @@ class Consumer:
     async def _assigned(self, partitions: set[TopicPartition]) -> None:
         """The group gave this member ``partitions``: start them where the group committed."""
         assert self.group is not None
-        wanted = sorted(partitions)
-        for tp in wanted:
-            self._states[tp] = PartitionState(tp, reset=self.start_from)
-        if wanted:
-            committed = await fetch_committed(
-                self.client, self.group, wanted, require_stable=self._config.isolation_level == READ_COMMITTED
-            )
-            for tp, value in committed.items():
-                state = self._states.get(tp)
-                if value is not None and state is not None:
-                    state.position = value.offset
-                    state.reset = None
-                    self._committed[tp] = value
-        self._fetcher.wake()
+        await self._add_partitions(sorted(partitions))
         if self._on_assigned is not None:
             await self._on_assigned(set(partitions))
 
     async def _revoked(self, partitions: set[TopicPartition]) -> None:
-        """Before a rebalance: commit what was acknowledged, tell the application, forget the partitions."""
+        """Before a rebalance: commit what was delivered (or acknowledged), tell the application, forget the
+        partitions."""
         if self.enable_auto_commit:
             try:
-                await self._commit({tp: v for tp, v in self._acked.items() if tp in partitions})
+                await self._commit(self._auto_offsets(partitions))
             except MqwireError as exc:
                 log.warning("group %r: commit on revoke failed: %s", self.group, exc)
         if self._on_revoked is not None:
             await self._on_revoked(set(partitions))
         for tp in partitions:
-            self._states.pop(tp, None)
-            self._acked.pop(tp, None)
-            self._queue.drop(tp)
+            self._forget(tp)
 
     async def _lost(self, partitions: set[TopicPartition]) -> None:
         """The group fenced this member: the partitions are already another's, so nothing is committed."""
         if self._on_lost is not None:
             await self._on_lost(set(partitions))
         for tp in partitions:
-            self._states.pop(tp, None)
-            self._acked.pop(tp, None)
-            self._queue.drop(tp)
+            self._forget(tp)
 
     @property
     def rebalances(self) -> int:
@@ -519,10 +770,25 @@ class Consumer:
 
     @property
     def fetches_sent(self) -> int:
+        """Fetch requests sent so far."""
         return self._fetcher.fetches_sent
 
     def __repr__(self) -> str:
         return f"Consumer(topics={self.topics!r}, group={self.group!r})"
+
+
+def _offset(message: Message) -> int:
+    return message.offset
+
+
+def _pattern(pattern: str | re.Pattern[str] | None) -> re.Pattern[str] | None:
+    if pattern is None:
+        return None
+    if isinstance(pattern, str):
+        return re.compile(pattern)
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    raise TypeError("option pattern must be a str or re.Pattern")
 
 
 def _assignors(strategy: str | Sequence[str]) -> list[Assignor]:
@@ -545,8 +811,6 @@ def _optional_name(option: str, value: str | None) -> str | None:
 
 def _topics(topics: str | Iterable[str]) -> list[str]:
     items = [topics] if isinstance(topics, str) else list(topics)
-    if not items:
-        raise ValueError("topics must name at least one topic")
     for topic in items:
         if not isinstance(topic, str) or not topic:
             raise TypeError("topics must be a str or an iterable of non-empty str")

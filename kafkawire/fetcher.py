@@ -29,7 +29,7 @@ from kafkawire.waker import Waker
 from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ class RecordQueue:
         self._data = asyncio.Event()
         self._space = asyncio.Event()
         self._space.set()
+        # The last record handed out per partition: what auto-commit stores (per chunk, not per record).
+        self.delivered: dict[TopicPartition, Message] = {}
 
     @property
     def has_space(self) -> bool:
@@ -118,6 +120,7 @@ class RecordQueue:
             if chunk.tp == tp:
                 self.buffered -= len(chunk.messages) - chunk.index
         self._chunks = deque(c for c in self._chunks if c.tp != tp)
+        self.delivered.pop(tp, None)
         self._after_take()
 
     def _after_take(self) -> None:
@@ -126,14 +129,18 @@ class RecordQueue:
         if self.has_space:
             self._space.set()
 
-    def take(self, max_records: int) -> list[Message]:
-        """Up to ``max_records`` buffered records, in order per partition; raises a queued fetch error first."""
+    def take(self, max_records: int, only: frozenset[TopicPartition] | None = None) -> list[Message]:
+        """Up to ``max_records`` buffered records (of the partitions ``only``, when given), in order per
+        partition; raises a queued fetch error first."""
         if self._errors:
             error = self._errors.popleft()
             self._after_take()
             raise error
+        if only is not None:
+            return self._take_of(max_records, only)
         out: list[Message] = []
         chunks = self._chunks
+        delivered = self.delivered
         while chunks and len(out) < max_records:
             chunk = chunks[0]
             end = min(len(chunk.messages), chunk.index + max_records - len(out))
@@ -142,23 +149,44 @@ class RecordQueue:
             else:
                 out.extend(chunk.messages[chunk.index : end])
             chunk.index = end
+            delivered[chunk.tp] = chunk.messages[end - 1]
             if end == len(chunk.messages):
                 chunks.popleft()
         self.buffered -= len(out)
         self._after_take()
         return out
 
-    def take_one(self) -> Message | None:
+    def _take_of(self, max_records: int, only: frozenset[TopicPartition]) -> list[Message]:
+        out: list[Message] = []
+        for chunk in self._chunks:
+            if len(out) >= max_records:
+                break
+            if chunk.tp not in only or chunk.index == len(chunk.messages):
+                continue
+            end = min(len(chunk.messages), chunk.index + max_records - len(out))
+            out.extend(chunk.messages[chunk.index : end])
+            chunk.index = end
+            self.delivered[chunk.tp] = chunk.messages[end - 1]
+        self._chunks = deque(c for c in self._chunks if c.index < len(c.messages))
+        self.buffered -= len(out)
+        self._after_take()
+        return out
+
+    def take_one(self, only: frozenset[TopicPartition] | None = None) -> Message | None:
         if self._errors:
             error = self._errors.popleft()
             self._after_take()
             raise error
+        if only is not None:
+            taken = self._take_of(1, only)
+            return taken[0] if taken else None
         chunks = self._chunks
         if not chunks:
             return None
         chunk = chunks[0]
         message = chunk.messages[chunk.index]
         chunk.index += 1
+        self.delivered[chunk.tp] = message
         self.buffered -= 1
         if chunk.index == len(chunk.messages):
             chunks.popleft()
@@ -170,6 +198,9 @@ class RecordQueue:
     @property
     def ready(self) -> bool:
         return bool(self._chunks or self._errors)
+
+    def has_records_of(self, only: frozenset[TopicPartition]) -> bool:
+        return bool(self._errors) or any(c.tp in only for c in self._chunks)
 
     async def wait_data(self, timeout: float | None) -> None:
         """Wait until records or an error are queued, or ``timeout`` seconds pass."""
@@ -238,7 +269,7 @@ def batches_to_messages(
 
 class Fetcher:
     def __init__(
-        self, client: Client, states: dict[TopicPartition, PartitionState], queue: RecordQueue, config: FetchConfig
+        self, client: Cluster, states: dict[TopicPartition, PartitionState], queue: RecordQueue, config: FetchConfig
     ) -> None:
         self.client = client
         self.states = states

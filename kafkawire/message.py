@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafkawire.metadata import TopicPartition
 
@@ -67,8 +67,9 @@ class Message:
         self.topic = topic
         self.partition = partition
         self.offset = offset
-        self.key = key
-        self.value = value
+        # Any: a consumer's deserializers replace the bytes when it has them.
+        self.key: Any = key
+        self.value: Any = value
         self.raw_headers = raw_headers
         self.timestamp = timestamp
         self.timestamp_type = timestamp_type

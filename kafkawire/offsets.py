@@ -30,7 +30,7 @@ from kafkawire.protocol.messages import (
 from mqwire.common.errors import ConnectError, ConnectionLostError, RequestTimeoutError, RetriableError
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class OffsetAndMetadata:
     leader_epoch: int | None = None
 
 
-async def _retrying(client: Client, what: str, attempt: Callable[[], Any]) -> T:
+async def _retrying(client: Cluster, what: str, attempt: Callable[[], Any]) -> T:
     """Run ``attempt`` until it returns, retrying retriable errors with backoff within the request timeout."""
     backoff = client.new_backoff()
     loop = asyncio.get_running_loop()
@@ -83,7 +83,7 @@ async def _retrying(client: Client, what: str, attempt: Callable[[], Any]) -> T:
 
 # ------------------------------------------------------------------------------------ list offsets
 async def list_offsets(
-    client: Client, specs: Mapping[TopicPartition, int], *, isolation_level: int = READ_UNCOMMITTED
+    client: Cluster, specs: Mapping[TopicPartition, int], *, isolation_level: int = READ_UNCOMMITTED
 ) -> dict[TopicPartition, OffsetAndTimestamp]:
     """For each partition, the offset for a timestamp spec: EARLIEST, LATEST, MAX_TIMESTAMP or a time in ms.
 
@@ -100,7 +100,7 @@ async def list_offsets(
 
 
 async def _list_offsets_once(
-    client: Client,
+    client: Cluster,
     remaining: dict[TopicPartition, int],
     result: dict[TopicPartition, OffsetAndTimestamp],
     isolation_level: int,
@@ -139,7 +139,7 @@ async def _list_offsets_once(
 
 
 async def _list_offsets_at(
-    client: Client, node: int, tps: list[TopicPartition], specs: Mapping[TopicPartition, int], isolation_level: int
+    client: Cluster, node: int, tps: list[TopicPartition], specs: Mapping[TopicPartition, int], isolation_level: int
 ) -> dict[TopicPartition, OffsetAndTimestamp | errors.KafkaError]:
     metadata = client.metadata
     by_topic: dict[str, list[ListOffsetsPartition]] = {}
@@ -172,7 +172,7 @@ async def _list_offsets_at(
 
 # ---------------------------------------------------------------------------------- group offsets
 async def fetch_committed(
-    client: Client, group: str, partitions: Iterable[TopicPartition], *, require_stable: bool = False
+    client: Cluster, group: str, partitions: Iterable[TopicPartition], *, require_stable: bool = False
 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
     """The offsets ``group`` committed for ``partitions`` (None where nothing was committed)."""
     wanted = sorted(set(partitions))
@@ -184,7 +184,7 @@ async def fetch_committed(
 
 
 async def _fetch_committed_once(
-    client: Client, group: str, wanted: list[TopicPartition], require_stable: bool
+    client: Cluster, group: str, wanted: list[TopicPartition], require_stable: bool
 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
     node = await client.coordinator(group)
     connection = await _coordinator_connection(client, group, node)
@@ -231,7 +231,7 @@ async def _fetch_committed_once(
 
 
 async def commit_offsets(
-    client: Client,
+    client: Cluster,
     group: str,
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
     *,
@@ -251,7 +251,7 @@ async def commit_offsets(
 
 
 async def _commit_once(
-    client: Client,
+    client: Cluster,
     group: str,
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
     generation: int,
@@ -298,7 +298,7 @@ async def _commit_once(
         raise first_error
 
 
-async def _coordinator_connection(client: Client, group: str, node: Any) -> Any:
+async def _coordinator_connection(client: Cluster, group: str, node: Any) -> Any:
     try:
         return await client.connection_to(node)
     except ConnectError:
@@ -307,7 +307,7 @@ async def _coordinator_connection(client: Client, group: str, node: Any) -> Any:
 
 
 async def _coordinator_request(
-    client: Client, group: str, node: Any, connection: Any, body: Any, version: int
+    client: Cluster, group: str, node: Any, connection: Any, body: Any, version: int
 ) -> Any:
     try:
         return await connection.request(body, version=version)
@@ -317,7 +317,7 @@ async def _coordinator_request(
         raise
 
 
-def _check_coordinator_error(client: Client, group: str, code: int) -> None:
+def _check_coordinator_error(client: Cluster, group: str, code: int) -> None:
     if code:
         error = errors.error_for(code, f"group {group!r}")
         if error.refresh_coordinator:

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, estimate_record_size
@@ -25,11 +25,14 @@ from kafkawire.protocol.records import HEADER_SIZE
 from kafkawire.sender import Sender, SenderConfig
 from kafkawire.transaction import GroupMetadataLike, TransactionManager
 from kafkawire.waker import Waker
+from mqwire.common.contract import Serializer
 from mqwire.common.errors import ClosedError, ConfigurationError
+from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
+from mqwire.common.serde import check_serializer, to_bytes
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +59,11 @@ class Producer:
 
     def __init__(
         self,
-        client: Client,
+        client: Cluster,
         topic: str | None = None,
         *,
+        key_serializer: Serializer | None = None,
+        value_serializer: Serializer | None = None,
         acks: int | str = "all",
         linger_ms: float = 5,
         batch_size: int = 16_384,
@@ -83,6 +88,8 @@ class Producer:
             raise TypeError("topic must be a non-empty str or None")
         self.client = client
         self.topic = topic
+        self._key_serializer = check_serializer("key_serializer", key_serializer)
+        self._value_serializer = check_serializer("value_serializer", value_serializer)
         self.acks = _acks(acks)
         linger = check_non_negative("linger_ms", linger_ms) / 1000
         self.batch_size = check_int_range("batch_size", batch_size, 1, INT32_MAX)
@@ -156,8 +163,8 @@ class Producer:
         # topic -> (metadata version, partition ids, partitions with a leader)
         self._topics: dict[str, tuple[int, list[int], list[int]]] = {}
         self._tracked: set[str] = set()
-        self._started = False
-        self._closed = False
+        self._lifecycle = Lifecycle("kafka producer")
+        self._running = False  # the sender runs (from start, or from the first send)
 
     def _compression(self, compression: str | None, compression_type: str | None) -> str | None:
         if compression is not None and compression_type is not None and compression != compression_type:
@@ -184,7 +191,7 @@ class Producer:
         return enable
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Producer:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
@@ -195,39 +202,51 @@ class Producer:
 
     async def start(self) -> None:
         """Start the sender and, with a default topic, load its partitions so the first send does not wait."""
+        try:
+            await self._lifecycle.start(self._start)
+        except Exception:
+            await self.close()
+            raise
+
+    async def _start(self) -> None:
         self._ensure_started()
         if self.topic is not None:
             await self._partitions(self.topic)
 
     def _ensure_started(self) -> None:
-        if self._closed:
-            raise ClosedError("producer is closed")
-        if not self._started:
+        """Start the sender at once (a send before ``start`` needs no await to begin)."""
+        self._lifecycle.check_open()
+        if not self._running:
             self.client.adopt(self)
-            self._started = True
+            self._running = True
             self._sender.start()
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now and wait until each of those records is acknowledged or failed."""
+        """Send everything buffered now and wait until each of those records is acknowledged or failed
+        (at most ``timeout`` seconds)."""
         await self._accumulator.flush(timeout)
 
     async def close(self) -> None:
         """Flush, then stop. Records not delivered within ``delivery_timeout_ms`` fail as usual."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._started:
+        await self._lifecycle.close(self._close)
+
+    async def _close(self) -> None:
+        if self._running:
             try:
                 await self._sender.stop()
             except asyncio.CancelledError:
                 await self._sender.abort()
                 raise
+            finally:
+                if self._transaction is not None:
+                    await self._transaction.close()
             self.client.untrack(self._tracked)
             self.client.release(self)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether ``close`` has begun."""
+        return self._lifecycle.closed
 
     @property
     def requests_sent(self) -> int:
@@ -246,33 +265,52 @@ class Producer:
     # ---------------------------------------------------------------------------------- sending
     async def send(
         self,
-        value: bytes | None,
-        key: bytes | None = None,
+        value: Any = None,
+        *,
+        key: Any = None,
         headers: HeadersInput = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        *,
         topic: str | None = None,
     ) -> RecordMetadata:
         """Produce one record and wait for the broker's acknowledgement."""
-        future = await self.enqueue(value, key, headers, partition, timestamp_ms, topic=topic)
+        future = await self.enqueue(
+            value, key=key, headers=headers, partition=partition, timestamp_ms=timestamp_ms, topic=topic
+        )
         return await future
 
-    async def enqueue(
+    async def send_and_wait(
         self,
-        value: bytes | None,
-        key: bytes | None = None,
+        value: Any = None,
+        *,
+        key: Any = None,
         headers: HeadersInput = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
+        topic: str | None = None,
+    ) -> RecordMetadata:
+        """aiokafka's name for ``send``: produce one record and wait for the broker's acknowledgement."""
+        return await self.send(
+            value, key=key, headers=headers, partition=partition, timestamp_ms=timestamp_ms, topic=topic
+        )
+
+    async def enqueue(
+        self,
+        value: Any = None,
         *,
+        key: Any = None,
+        headers: HeadersInput = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
         topic: str | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Buffer one record; the returned future resolves with its RecordMetadata once acknowledged.
 
-        Waits only while the buffer is full (at most ``max_block_ms``) or the topic's partitions are unknown.
+        ``key`` and ``value`` are bytes or None, or anything the ``key_serializer`` / ``value_serializer``
+        turns into bytes. Waits only while the buffer is full (at most ``max_block_ms``) or the topic's
+        partitions are unknown.
         """
-        if not self._started:
+        if not self._running:
             self._ensure_started()
         fatal = self._sender.fatal_error
         if fatal is not None:
@@ -283,11 +321,11 @@ class Producer:
             topic = self.topic if self.topic is not None else self._topic(None)
         elif type(topic) is not str or not topic:
             raise TypeError("topic must be a non-empty str")
-        # The common case (bytes, no headers) is checked inline: this runs once per record.
-        if type(value) is not bytes and value is not None:
-            value = _as_bytes("value", value)
-        if type(key) is not bytes and key is not None:
-            key = _as_bytes("key", key)
+        # The common case (bytes, no serializer, no headers) is checked inline: this runs once per record.
+        if self._value_serializer is not None or (type(value) is not bytes and value is not None):
+            value = to_bytes(value, self._value_serializer, "value")
+        if self._key_serializer is not None or (type(key) is not bytes and key is not None):
+            key = to_bytes(key, self._key_serializer, "key")
         if headers:
             header_list = _headers(headers)
             size = HEADER_SIZE + estimate_record_size(key, value, header_list)
@@ -304,6 +342,8 @@ class Producer:
         elif type(timestamp_ms) is not int:
             raise TypeError("timestamp_ms must be an int (milliseconds since the epoch) or None")
         accumulator = self._accumulator
+        if accumulator.closing:
+            raise ClosedError("producer is closed")
         if accumulator.used >= self.buffer_memory:
             await accumulator.wait_for_space(self.max_block)
         cached = self._topics.get(topic)
@@ -352,10 +392,11 @@ class Producer:
             raise ConfigurationError("transactions need a producer created with transactional_id=")
         return self._transaction
 
-    def begin_transaction(self) -> None:
+    async def begin_transaction(self) -> None:
         """Start a transaction: what is sent until commit or abort becomes visible all at once, or never."""
+        transaction = self._transactional()
         self._ensure_started()
-        self._transactional().begin()
+        transaction.begin()
 
     async def commit_transaction(self) -> None:
         """Send everything buffered, then make the transaction's records (and offsets) visible."""
@@ -391,7 +432,7 @@ class Producer:
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Producer]:
         """``async with producer.transaction():`` commits when the block ends, aborts when it raises."""
-        self.begin_transaction()
+        await self.begin_transaction()
         try:
             yield self
         except BaseException:

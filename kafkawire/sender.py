@@ -37,7 +37,7 @@ from mqwire.common.errors import (
 )
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
     from kafkawire.transaction import TransactionManager
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class IdempotenceState:
 
 class Sender:
     def __init__(
-        self, client: Client, accumulator: Accumulator, config: SenderConfig, waker: Waker | None = None
+        self, client: Cluster, accumulator: Accumulator, config: SenderConfig, waker: Waker | None = None
     ) -> None:
         self.client = client
         self.accumulator = accumulator

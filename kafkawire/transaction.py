@@ -13,6 +13,7 @@ back in EndTxn and is used from then on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,7 +34,7 @@ from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError,
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ class ProducerIdentity(Protocol):
 class TransactionManager:
     def __init__(
         self,
-        client: Client,
+        client: Cluster,
         transactional_id: str,
         timeout_ms: int,
         identity: ProducerIdentity,
@@ -87,6 +88,13 @@ class TransactionManager:
         self._pending: set[TopicPartition] = set()
         self._adding: asyncio.Task[None] | None = None
         self._offsets_added = False  # AddOffsetsToTxn makes a transaction worth ending even without records
+
+    async def close(self) -> None:
+        """Stop adding partitions (the producer is closing)."""
+        if self._adding is not None and not self._adding.done():
+            self._adding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._adding
 
     # ---------------------------------------------------------------------------------- states
     def _check(self, *allowed: str) -> None:

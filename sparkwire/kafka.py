@@ -187,6 +187,6 @@ async def _write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) 
 
         async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
             value, key = as_bytes(fields.get("value")), as_bytes(fields.get("key"))
-            return await producer.enqueue(value, key, as_headers(fields.get("headers")), topic=topic)
+            return await producer.enqueue(value, key=key, headers=as_headers(fields.get("headers")), topic=topic)
 
         return await send_rows(rows, default_topic, enqueue)

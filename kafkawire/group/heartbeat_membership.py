@@ -13,7 +13,7 @@ import base64
 import contextlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkawire import errors
@@ -22,11 +22,17 @@ from kafkawire.group.metadata import GroupMetadata
 from kafkawire.group.poll_watch import PollWatch
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupTopicPartitions
-from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.errors import (
+    ConnectError,
+    ConnectionLostError,
+    MqwireError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+)
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
     from kafkawire.connection import KafkaConnection
 
 log = logging.getLogger(__name__)
@@ -37,6 +43,9 @@ STATIC_LEAVE_EPOCH = -2
 CLIENT_MEMBER_ID_MIN_VERSION = 1  # from v1 the member names itself
 
 
+REGEX_MIN_VERSION = 1
+
+
 def new_member_id() -> str:
     """A Kafka-style UUID string (URL-safe base64 of 16 random bytes, no padding)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -45,7 +54,7 @@ def new_member_id() -> str:
 class HeartbeatMembership:
     def __init__(
         self,
-        client: Client,
+        client: Cluster,
         group: str,
         topics: Sequence[str],
         *,
@@ -55,9 +64,14 @@ class HeartbeatMembership:
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
         on_lose: PartitionsCallback,
+        pattern: str | None = None,
+        on_fail: Callable[[BaseException], None] | None = None,
         poll_watch: PollWatch | None = None,
     ) -> None:
         self.poll_watch = poll_watch
+        # A regex subscription is matched by the broker (ConsumerGroupHeartbeat v1+, SubscribedTopicRegex).
+        self.pattern = pattern
+        self._on_fail = on_fail
         self.client = client
         self.group = group
         self.topics = list(topics)
@@ -128,6 +142,8 @@ class HeartbeatMembership:
             except MqwireError as exc:
                 log.error("group %r: giving up: %s", self.group, exc)
                 self.failure = exc
+                if self._on_fail is not None:
+                    self._on_fail(exc)
                 return
 
     async def _leave_until_polled(self, watch: PollWatch) -> None:
@@ -183,14 +199,20 @@ class HeartbeatMembership:
             member_epoch=epoch,
             instance_id=self.group_instance_id,
             rebalance_timeout_ms=self.rebalance_timeout_ms if joining else -1,
-            subscribed_topic_names=self.topics if joining else None,
+            subscribed_topic_names=self.topics if joining and self.pattern is None else None,
+            subscribed_topic_regex=self.pattern if joining else None,
             server_assignor=self.remote_assignor if joining else None,
             topic_partitions=owned,
         )
 
     async def _beat(self) -> bool:
         """One heartbeat; True when the assignment changed (the next one then goes at once)."""
-        await self._coordinator()  # names the member before the body is built
+        connection = await self._coordinator()  # names the member before the body is built
+        if self.pattern is not None and connection.version_for(CONSUMER_GROUP_HEARTBEAT_KEY) < REGEX_MIN_VERSION:
+            raise UnsupportedVersionError(
+                "a pattern subscription with group_protocol='consumer' needs ConsumerGroupHeartbeat v1 "
+                "(SubscribedTopicRegex); this broker offers only v0: use group_protocol='classic'"
+            )
         reply = await self._request(self._body(0 if self._joining else self.epoch))
         self._report_owned = False
         if reply.error_code:
@@ -230,7 +252,7 @@ class HeartbeatMembership:
     async def _partitions(self, assigned: Sequence[ConsumerGroupTopicPartitions]) -> set[TopicPartition]:
         names = self.client.metadata.topic_names
         if any(item.topic_id not in names for item in assigned):
-            await self.client.refresh_metadata(self.topics)
+            await self.client.refresh_metadata(None if self.pattern is not None else self.topics)
             names = self.client.metadata.topic_names
         result: set[TopicPartition] = set()
         for item in assigned:

@@ -40,7 +40,7 @@ from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError,
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.client import Client
+    from kafkawire.cluster import Cluster
     from kafkawire.connection import KafkaConnection
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class Rejoin(Exception):
 class GroupMembership:
     def __init__(
         self,
-        client: Client,
+        client: Cluster,
         group: str,
         topics: Sequence[str],
         assignors: Sequence[Assignor],
@@ -70,9 +70,12 @@ class GroupMembership:
         on_assign: PartitionsCallback,
         on_revoke: PartitionsCallback,
         on_lose: PartitionsCallback,
+        on_fail: Callable[[BaseException], None] | None = None,
         poll_watch: PollWatch | None = None,
     ) -> None:
         self.client = client
+        self._on_fail = on_fail
+        self._topics_changed = False
         self.group = group
         self.topics = list(topics)
         self.assignors = list(assignors)
@@ -100,6 +103,11 @@ class GroupMembership:
     @property
     def metadata(self) -> GroupMetadata:
         return GroupMetadata(self.group, self.generation, self.member_id, self.group_instance_id)
+
+    def set_topics(self, topics: Sequence[str]) -> None:
+        """Subscribe to ``topics`` instead (a pattern matched new ones): the member joins again at its next turn."""
+        self.topics = list(topics)
+        self._topics_changed = True
 
     # ---------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -140,6 +148,9 @@ class GroupMembership:
                     need_join = False
                     backoff.reset()
                 await asyncio.sleep(self.heartbeat_interval)
+                if self._topics_changed:
+                    self._topics_changed = False
+                    raise Rejoin("the subscription changed")
                 if self.poll_watch is not None and self.poll_watch.overdue():
                     await self._leave_until_polled(self.poll_watch)
                     need_join = True
@@ -157,6 +168,8 @@ class GroupMembership:
                 log.error("group %r: giving up: %s", self.group, exc)
                 self.failure = exc
                 self._joined.set()
+                if self._on_fail is not None:
+                    self._on_fail(exc)
                 return
 
     def _drop_connection(self, error: BaseException) -> None:

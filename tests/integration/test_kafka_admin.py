@@ -78,7 +78,7 @@ async def test_list_offsets_read_committed_stops_at_an_open_transaction(broker: 
             for i in range(3):
                 await plain.send(b"plain-%d" % i)
         async with client.producer(topic, transactional_id=unique("admin-txn")) as producer:
-            producer.begin_transaction()
+            await producer.begin_transaction()
             for i in range(4):
                 await producer.send(b"open-%d" % i)
             uncommitted = await admin.list_offsets({tp: "latest"})

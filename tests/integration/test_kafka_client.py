@@ -66,6 +66,7 @@ def sample_records(count: int) -> list[Record]:
 async def consume(client: kafkawire.Client, topic: str, count: int, **options: Any) -> list[Message]:
     """Exactly ``count`` messages (failing on a timeout), then checks that no more arrive."""
     out: list[Message] = []
+    options.setdefault("start", "earliest")
     async with client.consumer(topic, **options) as consumer:
         async with asyncio.timeout(60):
             while len(out) < count:
@@ -242,14 +243,14 @@ async def test_idempotent_producer_survives_dropped_connections_without_duplicat
 async def cut_under_a_request(client: kafkawire.Client) -> None:
     """Drop the connection while a request waits for its answer: it is retried with the same sequence."""
     async with asyncio.timeout(5):
-        while not any(c.in_flight for c in client._opened.values()):
+        while not any(c.in_flight for c in client._cluster._opened.values()):
             await asyncio.sleep(0)
     cut_in_flight(client)
 
 
 def cut_in_flight(client: kafkawire.Client) -> int:
     cut = 0
-    for connection in list(client._opened.values()):
+    for connection in list(client._cluster._opened.values()):
         if connection.in_flight:
             connection.channel.abort(ConnectionLostError("cut by the test"))
             cut += 1
@@ -332,7 +333,7 @@ async def test_group_commit_then_a_new_consumer_resumes_after_it(client: kafkawi
             await producer.enqueue(b"%d" % i, key=b"%d" % (i % 4))
         await producer.flush()
     seen: list[Message] = []
-    async with client.consumer(topic, group=group, enable_auto_commit=False) as consumer:
+    async with client.consumer(topic, group=group, start="earliest", enable_auto_commit=False) as consumer:
         async with asyncio.timeout(30):
             async for message in consumer:
                 seen.append(message)
@@ -359,7 +360,7 @@ async def test_auto_commit_on_close_stores_acknowledged_offsets(client: kafkawir
         for i in range(10):
             await producer.enqueue(b"%d" % i)
         await producer.flush()
-    async with client.consumer(topic, group=group) as consumer:
+    async with client.consumer(topic, group=group, start="earliest") as consumer:
         for _ in range(4):
             await consumer.ack(await consumer.getone())
     rest = await consume(client, topic, 6, group=group)
@@ -386,7 +387,7 @@ async def test_seek_and_out_of_range_reset(client: kafkawire.Client) -> None:
             await producer.enqueue(b"%d" % i)
         await producer.flush()
     tp = TopicPartition(topic, 0)
-    async with client.consumer(topic, partitions=[0]) as consumer:
+    async with client.consumer(topic, partitions=[0], start="earliest") as consumer:
         first = await asyncio.wait_for(consumer.getone(), 10)
         assert first.offset == 0
         consumer.seek(tp, 7)
@@ -394,7 +395,7 @@ async def test_seek_and_out_of_range_reset(client: kafkawire.Client) -> None:
         # Past the end: the broker says OFFSET_OUT_OF_RANGE and the consumer starts over at "earliest".
         consumer.seek(tp, 1000)
         assert (await asyncio.wait_for(consumer.getone(), 10)).offset == 0
-        consumer.seek_to_end(tp)
+        await consumer.seek_to_end(tp)
         assert await consumer.getmany(timeout_ms=300) == []
         assert consumer.highwater(tp) == 10
 
@@ -418,7 +419,9 @@ async def test_consumer_carries_on_after_dropped_connections(client: kafkawire.C
         await producer.flush()
     seen: list[Message] = []
     cuts = 0
-    async with client.consumer(topic, max_partition_fetch_bytes=2048, max_buffered_records=100) as consumer:
+    async with client.consumer(
+        topic, start="earliest", max_partition_fetch_bytes=2048, max_buffered_records=100
+    ) as consumer:
         async with asyncio.timeout(60):
             while len(seen) < 2000:
                 seen.extend(await consumer.getmany(timeout_ms=1000, max_records=50))
@@ -565,7 +568,7 @@ async def test_offsets_we_commit_are_what_kafka_python_sees(
         for i in range(5):
             await producer.enqueue(b"%d" % i)
         await producer.flush()
-    async with client.consumer(topic, group=group, enable_auto_commit=False) as consumer:
+    async with client.consumer(topic, group=group, start="earliest", enable_auto_commit=False) as consumer:
         for _ in range(3):
             await consumer.ack(await asyncio.wait_for(consumer.getone(), 10))
         await consumer.commit()

@@ -35,7 +35,7 @@ async def test_seek_to_timestamp_and_offsets_for_times(broker: KafkaBroker) -> N
                 for tp in tps:
                     await producer.enqueue(b"%d" % i, partition=tp.partition, timestamp_ms=BASE + i * 1000)
             await producer.flush()
-        async with client.consumer(topic, partitions=tps) as consumer:
+        async with client.consumer(topic, partitions=tps, start="earliest") as consumer:
             found = await consumer.offsets_for_times({tps[0]: BASE + 7_500, tps[1]: BASE + 60_000})
             assert found[tps[0]] is not None and found[tps[0]].offset == 8
             assert found[tps[0]].timestamp == BASE + 8_000

@@ -68,7 +68,7 @@ async def test_committed_records_are_seen_aborted_ones_never(broker: KafkaBroker
                         await producer.enqueue(b"aborted-%d" % i, key=b"%d" % i)
                     await producer.flush()  # on the broker already: the abort must hide them
                     raise RuntimeError("the application failed")
-            producer.begin_transaction()
+            await producer.begin_transaction()
             await producer.send(b"committed-last")
             await producer.commit_transaction()
             # Outside a transaction a transactional producer sends nothing.
@@ -103,6 +103,7 @@ async def test_consume_transform_produce_is_exactly_once(broker: KafkaBroker) ->
                     source,
                     group=group,
                     partitions=partitions,
+                    start="earliest",
                     enable_auto_commit=False,
                     isolation_level="read_committed",
                 ) as consumer,
@@ -113,7 +114,7 @@ async def test_consume_transform_produce_is_exactly_once(broker: KafkaBroker) ->
                     done = True
                     continue
                 rounds += 1
-                producer.begin_transaction()
+                await producer.begin_transaction()
                 for message in messages:
                     await producer.enqueue(b"x" + (message.value or b""), key=message.key)
                 offsets = {}
@@ -139,10 +140,10 @@ async def test_a_second_producer_with_the_same_id_fences_the_first(broker: Kafka
             await admin.create_topic(topic, partitions=1)
         first = client.producer(topic, transactional_id=transactional_id)
         await first.start()
-        first.begin_transaction()
+        await first.begin_transaction()
         await first.send(b"from the first")
         async with client.producer(topic, transactional_id=transactional_id) as second:
-            second.begin_transaction()
+            await second.begin_transaction()
             await second.send(b"from the second")
             await second.commit_transaction()
             with pytest.raises((kafkawire.ProducerFencedError, kafkawire.InvalidProducerEpochError)):
@@ -159,4 +160,4 @@ async def test_transaction_options_are_checked_at_construction() -> None:
     with pytest.raises(TypeError, match="transactional_id"):
         client.producer("t", transactional_id="")
     with pytest.raises(kafkawire.ConfigurationError):
-        client.producer("t").begin_transaction()
+        await client.producer("t").begin_transaction()

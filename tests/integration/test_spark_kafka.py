@@ -57,7 +57,7 @@ async def _produce(url: str, topic: str, records: list[tuple[bytes, bytes, dict[
         producer = client.producer(topic)
         try:
             for key, value, headers in records:
-                await producer.enqueue(value, key, headers)
+                await producer.enqueue(value, key=key, headers=headers)
             await producer.flush()
         finally:
             await producer.close()

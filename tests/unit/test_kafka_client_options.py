@@ -19,7 +19,7 @@ def test_connect_rejects_a_bad_url_and_unknown_options() -> None:
     with pytest.raises(ConfigurationError, match="kafka://"):
         kafkawire.connect("pulsar://x:1")
     with pytest.raises(ConfigurationError, match="lingerr"):
-        kafkawire.connect("kafka://x:1", lingerr=5)
+        kafkawire.connect("kafka://x:1", lingerr=5)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="request_timeout_ms"):
         kafkawire.connect("kafka://x:1", request_timeout_ms=0)
 
@@ -68,7 +68,7 @@ def test_producer_rejects_bad_options(options: dict[str, Any], error: type[Excep
 
 def test_producer_rejects_unknown_options() -> None:
     with pytest.raises(TypeError, match="lingerms"):
-        client().producer("t", lingerms=3)
+        client().producer("t", lingerms=3)  # type: ignore[call-arg]
 
 
 def test_idempotence_turns_itself_off_when_other_options_conflict() -> None:
@@ -90,9 +90,9 @@ async def test_enqueue_checks_its_arguments_before_buffering() -> None:
     with pytest.raises(ValueError, match="topic"):
         await producer.enqueue(b"v")
     with pytest.raises(TypeError, match="value"):
-        await producer.enqueue("text", topic="t")  # type: ignore[arg-type]
+        await producer.enqueue("text", topic="t")
     with pytest.raises(TypeError, match="key"):
-        await producer.enqueue(b"v", key=5, topic="t")  # type: ignore[arg-type]
+        await producer.enqueue(b"v", key=5, topic="t")
     with pytest.raises(TypeError, match="header"):
         await producer.enqueue(b"v", headers={"h": "text"}, topic="t")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="timestamp_ms"):
@@ -135,8 +135,7 @@ def test_consumer_topics_and_partitions() -> None:
     assert single._requested == [TopicPartition("a", 0), TopicPartition("a", 1)]
     with pytest.raises(ValueError, match="exactly one topic"):
         client().consumer(["a", "b"], partitions=[0])
-    with pytest.raises(ValueError, match="topics"):
-        client().consumer([])
+    assert client().consumer([]).subscription() == set()  # subscribe() or assign() comes later
     with pytest.raises(TypeError, match="topics"):
         client().consumer([1])  # type: ignore[list-item]
 

@@ -1,0 +1,428 @@
+"""The session with one Kafka cluster: bootstrap, metadata, a connection per broker, group and transaction
+coordinators, and the producers, consumers and admins to close with it.
+
+Producers, consumers and the admin client work through a ``Cluster``; the public ``Client`` is a thin factory
+over one, so that nothing below the public surface imports ``client.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl as _ssl
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from kafkawire import errors
+from kafkawire.connection import KafkaConnection
+from kafkawire.metadata import BrokerNode, ClusterMetadata
+from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
+from kafkawire.sasl import SaslSettings, TokenProvider
+from mqwire.common.errors import (
+    ClosedError,
+    ConnectError,
+    ConnectionLostError,
+    MqwireError,
+    RequestTimeoutError,
+    RetriableError,
+)
+from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.options import check_bool, check_positive, check_str
+from mqwire.common.policy import AddressRotation, Backoff
+from mqwire.common.pool import ConnectionPool
+from mqwire.common.urls import parse_service_url
+
+log = logging.getLogger(__name__)
+
+SCHEMES = {"kafka": 9092, "kafka+ssl": 9093}
+FIND_COORDINATOR_KEY = 10
+# FindCoordinator key types.
+GROUP_COORDINATOR = 0
+TRANSACTION_COORDINATOR = 1
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+class Cluster:
+    """The connections to one Kafka cluster and what is known of it, shared by everything a client made."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client_id: str = "mqwire",
+        request_timeout_ms: int = 30_000,
+        connect_timeout_ms: int = 10_000,
+        metadata_max_age_ms: int = 300_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
+        allow_auto_create_topics: bool = True,
+        ssl_context: _ssl.SSLContext | None = None,
+        ssl_cafile: str | None = None,
+        ssl_certfile: str | None = None,
+        ssl_keyfile: str | None = None,
+        ssl_check_hostname: bool = True,
+        sasl_mechanism: str | None = None,
+        sasl_plain_username: str | None = None,
+        sasl_plain_password: str | None = None,
+        sasl_oauth_token_provider: TokenProvider | None = None,
+    ) -> None:
+        self._url = parse_service_url(url, schemes=SCHEMES)
+        self._sasl = (
+            None
+            if sasl_mechanism is None
+            else SaslSettings(sasl_mechanism, sasl_plain_username, sasl_plain_password, sasl_oauth_token_provider)
+        )
+        self.client_id = check_str("client_id", client_id)
+        self.request_timeout = check_positive("request_timeout_ms", request_timeout_ms) / 1000
+        self.connect_timeout = check_positive("connect_timeout_ms", connect_timeout_ms) / 1000
+        self.metadata_max_age = check_positive("metadata_max_age_ms", metadata_max_age_ms) / 1000
+        self.retry_backoff = check_positive("retry_backoff_ms", retry_backoff_ms) / 1000
+        self.retry_backoff_max = check_positive("retry_backoff_max_ms", retry_backoff_max_ms) / 1000
+        if self.retry_backoff_max < self.retry_backoff:
+            raise ValueError("option retry_backoff_max_ms must not be below retry_backoff_ms")
+        self.allow_auto_create_topics = check_bool("allow_auto_create_topics", allow_auto_create_topics)
+        if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
+            raise TypeError("option ssl_context must be an ssl.SSLContext")
+        check_bool("ssl_check_hostname", ssl_check_hostname)
+        files = {"ssl_cafile": ssl_cafile, "ssl_certfile": ssl_certfile, "ssl_keyfile": ssl_keyfile}
+        given = [name for name, value in files.items() if value is not None]
+        if given and (ssl_context is not None or not self._url.tls):
+            raise ValueError(f"option {given[0]} needs a kafka+ssl:// URL and no ssl_context")
+        if self._url.tls and ssl_context is None:
+            # Certificates and host names are verified unless the application says otherwise.
+            ssl_context = _ssl.create_default_context(cafile=ssl_cafile)
+            ssl_context.check_hostname = ssl_check_hostname
+            if not ssl_check_hostname:
+                ssl_context.verify_mode = _ssl.CERT_REQUIRED
+            if ssl_certfile is not None:
+                ssl_context.load_cert_chain(ssl_certfile, ssl_keyfile)
+        self._ssl = ssl_context
+        self.metadata = ClusterMetadata()
+        self._bootstrap = AddressRotation(self._url.addresses)
+        self._pool: ConnectionPool[tuple[str, int], KafkaConnection] = ConnectionPool(self._open)
+        # The pool's connections, to pick an already open one without waiting.
+        self._opened: dict[tuple[str, int], KafkaConnection] = {}
+        # Refreshes under way: the topics each one asks for (None: all) and the task doing it.
+        self._refreshes: list[tuple[frozenset[str] | None, asyncio.Task[None]]] = []
+        # Topics the producers and consumers of this client use; a background refresh keeps them current.
+        self._tracked: dict[str, int] = {}
+        self._refresher: asyncio.Task[None] | None = None
+        self._coordinators: dict[tuple[int, str], BrokerNode] = {}
+        self._children: set[_Closable] = set()
+        # Children are still closed (and request metadata) while the lifecycle is closing; this marks the end.
+        self._closing = False
+        self.lifecycle = Lifecycle("kafka client")
+
+    # ---------------------------------------------------------------------------------- lifecycle
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun."""
+        return self.lifecycle.closed
+
+    async def start(self) -> None:
+        """Connect to a bootstrap server and load the cluster metadata (once)."""
+        await self.lifecycle.start(self._start)
+
+    async def _start(self) -> None:
+        await self.refresh_metadata([])
+
+    async def close(self) -> None:
+        """Close the producers, consumers and admins made over this cluster (producers flush), then the
+        connections; every background task has ended when it returns."""
+        await self.lifecycle.close(self._close)
+
+    async def _close(self) -> None:
+        for child in list(self._children):
+            try:
+                await child.close()
+            except MqwireError as exc:
+                log.warning("closing %r failed: %s", child, exc)
+        self._closing = True
+        await self.lifecycle.tasks.cancel_all()
+        await self._pool.close()
+
+    def new_backoff(self) -> Backoff:
+        """A backoff with the client's ``retry_backoff_ms`` / ``retry_backoff_max_ms``."""
+        return Backoff(initial=self.retry_backoff, maximum=self.retry_backoff_max)
+
+    def _check_open(self) -> None:
+        if self._closing:
+            raise ClosedError("client is closed")
+
+    def adopt(self, child: _Closable) -> None:
+        """Remember a producer, consumer or admin so that closing the client closes it too."""
+        self.lifecycle.check_open()
+        self._children.add(child)
+
+    def release(self, child: _Closable) -> None:
+        """Forget a child that closed by itself."""
+        self._children.discard(child)
+
+    # ------------------------------------------------------------------------------- connections
+    async def _open(self, address: tuple[str, int]) -> KafkaConnection:
+        connection = await KafkaConnection.open(
+            address,
+            client_id=self.client_id,
+            ssl=self._ssl,
+            connect_timeout=self.connect_timeout,
+            request_timeout=self.request_timeout,
+            sasl=self._sasl,
+        )
+        self._opened[address] = connection
+        return connection
+
+    async def connection(self, node_id: int) -> KafkaConnection:
+        """The connection to broker ``node_id`` (refreshing metadata once if the node is unknown)."""
+        self._check_open()
+        node = self.metadata.brokers.get(node_id)
+        if node is None:
+            await self.refresh_metadata([])
+            node = self.metadata.brokers.get(node_id)
+            if node is None:
+                raise errors.BrokerNotAvailableError(f"broker {node_id} is not in the cluster metadata")
+        return await self._pool.get(node.address)
+
+    async def connection_to(self, node: BrokerNode) -> KafkaConnection:
+        """The pooled connection to ``node``."""
+        self._check_open()
+        return await self._pool.get(node.address)
+
+    async def dedicated_connection(self, node: BrokerNode) -> KafkaConnection:
+        """A connection to ``node`` of the caller's own, outside the pool; the caller closes it.
+
+        For requests the broker may hold for long (JoinGroup waits for the whole rebalance): a broker
+        answers one request per connection at a time, so they must not share one with fetches.
+        """
+        self._check_open()
+        return await KafkaConnection.open(
+            node.address,
+            client_id=self.client_id,
+            ssl=self._ssl,
+            connect_timeout=self.connect_timeout,
+            request_timeout=self.request_timeout,
+            sasl=self._sasl,
+        )
+
+    def discard(self, connection: KafkaConnection, error: BaseException | None = None) -> None:
+        """Drop a connection after it failed, so that the next request opens a fresh one.
+
+        A request that timed out leaves the connection in doubt (responses arrive in order), so it goes too.
+        """
+        if error is None or isinstance(error, ConnectionLostError | RequestTimeoutError | ConnectError):
+            self._pool.discard(connection.address)
+
+    async def request(self, node_id: int, body: Any, *, timeout: float | None = None) -> Any:
+        """Send ``body`` to broker ``node_id``; a dropped connection is discarded so the next call reconnects."""
+        connection = await self.connection(node_id)
+        try:
+            return await connection.request(body, timeout=timeout)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.discard(connection, exc)
+            raise
+
+    async def any_connection(self) -> KafkaConnection:
+        """A connection to some broker: preferably an open one with the fewest requests in flight."""
+        self._check_open()
+        open_connections = [
+            connection
+            for node in self.metadata.brokers.values()
+            if (connection := self._pool_peek(node.address)) is not None
+        ]
+        if open_connections:
+            return min(open_connections, key=lambda c: c.in_flight)
+        candidates: list[tuple[str, int]] = [node.address for node in self.metadata.brokers.values()]
+        for _ in range(len(self._bootstrap)):
+            address = self._bootstrap.current()
+            if address not in candidates:
+                candidates.append(address)
+            self._bootstrap.advance()
+        last_error: Exception | None = None
+        for address in candidates:
+            try:
+                return await self._pool.get(address)
+            except ConnectError as exc:
+                last_error = exc
+        raise ConnectError(f"no Kafka broker reachable at {', '.join(f'{h}:{p}' for h, p in candidates)}: "
+                           f"{last_error}")
+
+    def _pool_peek(self, address: tuple[str, int]) -> KafkaConnection | None:
+        connection = self._opened.get(address)
+        if connection is not None and connection.closed:
+            del self._opened[address]
+            return None
+        return connection
+
+    async def request_any(self, body: Any, *, timeout: float | None = None) -> Any:
+        """Send ``body`` to some broker (requests any broker can answer: Metadata, InitProducerId, ...)."""
+        connection = await self.any_connection()
+        try:
+            return await connection.request(body, timeout=timeout)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.discard(connection, exc)
+            raise
+
+    # ---------------------------------------------------------------------------------- metadata
+    async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
+        """Reload metadata for ``topics`` (None: every topic; []: brokers only).
+
+        A refresh already under way that covers the same topics is shared rather than repeated.
+        """
+        self._check_open()
+        wanted = None if topics is None else frozenset(topics)
+        for covered, task in self._refreshes:
+            if covered is None or (wanted is not None and wanted <= covered):
+                await asyncio.shield(task)
+                return self.metadata
+        load = self._load_metadata(None if wanted is None else sorted(wanted))
+        task = self.lifecycle.tasks.spawn(load, name="metadata")
+        entry = (wanted, task)
+        self._refreshes.append(entry)
+        task.add_done_callback(lambda _t: self._refreshes.remove(entry) if entry in self._refreshes else None)
+        await asyncio.shield(task)
+        return self.metadata
+
+    def request_update(self, topics: Iterable[str] | None = None) -> None:
+        """Start a metadata refresh in the background (after a leader moved); failures are only logged."""
+        if self._closing:
+            return
+        task = self.lifecycle.tasks.spawn(self.refresh_metadata(topics), name="metadata update")
+        task.add_done_callback(_log_failure)
+
+    async def _load_metadata(self, topics: list[str] | None) -> None:
+        body = MetadataRequest(
+            topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=self.allow_auto_create_topics,
+        )
+        backoff = self.new_backoff()
+        deadline = asyncio.get_running_loop().time() + self.request_timeout
+        while True:
+            connection = await self.any_connection()
+            try:
+                response = await connection.request(body)
+                break
+            except RetriableError as exc:
+                self.discard(connection, exc)
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                log.debug("metadata request failed (%s); retrying", exc)
+                await asyncio.sleep(backoff.next_delay())
+        self.metadata.update(response, requested=topics)
+
+    def track(self, topics: Iterable[str]) -> None:
+        """Keep ``topics`` in the periodic refresh (every ``metadata_max_age_ms``) until ``untrack``."""
+        for topic in topics:
+            self._tracked[topic] = self._tracked.get(topic, 0) + 1
+        if self._refresher is None and not self._closing:
+            self._refresher = self.lifecycle.tasks.spawn(self._refresh_periodically(), name="metadata refresh")
+
+    def untrack(self, topics: Iterable[str]) -> None:
+        """Stop refreshing ``topics`` once every ``track`` of them is undone."""
+        for topic in topics:
+            count = self._tracked.get(topic, 0) - 1
+            if count <= 0:
+                self._tracked.pop(topic, None)
+            else:
+                self._tracked[topic] = count
+
+    async def _refresh_periodically(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(self.metadata_max_age)
+            if self._tracked:
+                try:
+                    await self.refresh_metadata(list(self._tracked))
+                except MqwireError as exc:
+                    log.warning("periodic metadata refresh failed: %s", exc)
+
+    async def partitions_for(self, topic: str, *, timeout: float | None = None) -> list[int]:
+        """The partition ids of ``topic``, waiting (bounded) while a new topic gets its leaders."""
+        backoff = self.new_backoff()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.request_timeout if timeout is None else timeout)
+        while True:
+            await self.refresh_metadata([topic])
+            partitions = self.metadata.partitions(topic)
+            leaders = self.metadata.leaders.get(topic, {})
+            if partitions and all(leader >= 0 for leader in leaders.values()):
+                return partitions
+            code = self.metadata.topic_errors.get(topic)
+            if code is not None:
+                error = errors.error_for(code, f"topic {topic!r}")
+                if not error.retriable:
+                    raise error
+            if loop.time() > deadline:
+                if code is not None:
+                    raise errors.error_for(code, f"topic {topic!r}")
+                raise errors.LeaderNotAvailableError(f"topic {topic!r} has partitions without a leader")
+            await asyncio.sleep(backoff.next_delay())
+
+    def leader_for(self, topic: str, partition: int) -> BrokerNode | None:
+        """The leader of the partition as far as the metadata knows."""
+        return self.metadata.leader(topic, partition)
+
+    # ------------------------------------------------------------------------------ coordinators
+    async def coordinator(self, key: str, key_type: int = GROUP_COORDINATOR) -> BrokerNode:
+        """The broker coordinating group ``key`` (or transactional id, ``key_type=1``), looked up once."""
+        node = self._coordinators.get((key_type, key))
+        if node is not None:
+            return node
+        backoff = self.new_backoff()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout
+        while True:
+            try:
+                node = await self._find_coordinator(key, key_type)
+                self._coordinators[(key_type, key)] = node
+                return node
+            except RetriableError as exc:
+                if loop.time() > deadline:
+                    raise
+                log.debug("coordinator lookup for %r failed (%s); retrying", key, exc)
+                await asyncio.sleep(backoff.next_delay())
+
+    async def _find_coordinator(self, key: str, key_type: int) -> BrokerNode:
+        connection = await self.any_connection()
+        version = connection.version_for(FIND_COORDINATOR_KEY)
+        body = FindCoordinatorRequest(key=key, key_type=key_type, coordinator_keys=[key])
+        try:
+            response = await connection.request(body, version=version)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.discard(connection, exc)
+            raise
+        if version >= 4:
+            found = next((c for c in response.coordinators if c.key == key), None)
+            if found is None:
+                raise errors.CoordinatorNotAvailableError(f"no coordinator returned for {key!r}")
+            code, message, node_id, host, port = (
+                found.error_code, found.error_message, found.node_id, found.host, found.port
+            )
+        else:
+            code, message = response.error_code, getattr(response, "error_message", None)
+            node_id, host, port = response.node_id, response.host, response.port
+        if code:
+            raise errors.error_for(code, message or f"coordinator for {key!r}")
+        return BrokerNode(node_id, host, port)
+
+    def forget_coordinator(self, key: str, key_type: int = GROUP_COORDINATOR) -> None:
+        """Look the coordinator up again next time (after NOT_COORDINATOR or a lost connection)."""
+        self._coordinators.pop((key_type, key), None)
+
+    async def request_coordinator(
+        self, key: str, body: Any, *, key_type: int = GROUP_COORDINATOR, timeout: float | None = None
+    ) -> Any:
+        """Send ``body`` to the coordinator of ``key``; a failed connection forgets the coordinator."""
+        node = await self.coordinator(key, key_type)
+        try:
+            connection = await self.connection_to(node)
+            return await connection.request(body, timeout=timeout)
+        except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
+            self.forget_coordinator(key, key_type)
+            self._pool.discard(node.address)
+            raise exc
+
+
+def _log_failure(task: asyncio.Future[ClusterMetadata]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("background metadata refresh failed: %s", task.exception())
