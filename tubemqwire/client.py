@@ -94,7 +94,11 @@ class Client:
     ) -> Producer:
         """A producer publishing ``topics`` (one name or several); use ``async with``.
 
-        The options are described on :class:`~tubemqwire.producer.Producer`.
+        ``key_serializer`` / ``value_serializer``: callables turning keys and values into bytes (without
+        one they must be bytes); ``max_in_flight``: sends outstanding before ``enqueue`` waits (1000);
+        ``retries``: tries on other partitions after a failure a retry can fix (3); ``retry_backoff_ms``:
+        pause before a retry (100); ``metadata_timeout_ms``: how long opening waits for the master to place
+        every topic (30000); ``checksum``: compute the CRC here so the broker verifies it (False).
         """
         producer = Producer(
             self._session,
@@ -126,7 +130,14 @@ class Client:
     ) -> Consumer:
         """A consumer of ``topics`` in ``group``, balanced by the master; use ``async with``.
 
-        The options are described on :class:`~tubemqwire.consumer.Consumer`.
+        ``group``: the consumer group (None: a group of its own, ``mqwire_`` and random hex);
+        ``start``: "latest" (default) or "earliest", where a group without a stored position begins;
+        ``key_deserializer`` / ``value_deserializer``: callables applied to keys and values as messages
+        are delivered; ``msg_types``: consume only messages of these types (a str, an iterable, or a
+        mapping of topic to types); ``confirm_timeout_ms``: how long a delivered batch may stay
+        unacknowledged before it is given back (60000); ``msg_not_found_wait_ms``: pause after an empty
+        fetch (400); ``rebalance_confirm_wait_ms``: how long a partition being taken away waits for its
+        batch to be acknowledged (3000).
         """
         consumer = Consumer(
             self._session,
@@ -163,7 +174,16 @@ class Client:
         """A consumer of ``topics`` in ``group`` that claims the partitions it is told to (``partitions``
         option, ``connect_partition``) rather than those the master assigns; use ``async with``.
 
-        The options are described on :class:`~tubemqwire.client_balance.ClientBalanceConsumer`.
+``group``: the consumer group (None: a group of its own, ``mqwire_`` and random hex);
+        ``start``: "latest" (default) or "earliest", where a group without a stored position begins;
+        ``key_deserializer`` / ``value_deserializer``: callables applied to keys and values as messages
+        are delivered; ``msg_types``: consume only messages of these types (a str, an iterable, or a
+        mapping of topic to types); ``confirm_timeout_ms``: how long a delivered batch may stay
+        unacknowledged before it is given back (60000); ``msg_not_found_wait_ms``: pause after an empty
+        fetch (400); ``rebalance_confirm_wait_ms``: how long a partition being taken away waits for its
+        batch to be acknowledged (3000). ``partitions``: keys to claim on start, or a mapping of
+        key to the offset to start from (None for the group's stored position); ``source_count`` and
+        ``node_id``: how many members the group has and which one this is (-1 when not used).
         """
         consumer = ClientBalanceConsumer(
             self._session,
@@ -196,8 +216,11 @@ def connect(
 ) -> Client:
     """A client for the cluster at ``url`` (``tubemq://master1:port[,master2:port]`` or ``tubemq+ssl://``).
 
-    Use it as ``async with connect(url) as client``; a master is contacted on entering. The options are
-    described on :class:`Client`.
+    Use it as ``async with connect(url) as client``; a master is contacted on entering.
+    ``request_timeout_ms``: each RPC (10000; also sent to the server, which drops requests that waited
+    longer); ``connect_timeout_ms`` (10000); ``heartbeat_interval_ms``: master and broker heartbeats of
+    every producer and consumer (13000, at most 25000); ``username`` and ``password``: when the cluster
+    authenticates clients; ``ssl_context``: for ``tubemq+ssl://`` (a default one when None).
     """
     return Client(
         url,
