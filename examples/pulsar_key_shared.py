@@ -20,7 +20,7 @@ async def main(url: str, topic: str) -> None:
         ]
         async with consumers[0] as first, consumers[1] as second:
             async with client.producer(topic, batcher_builder="key_based") as producer:
-                await asyncio.gather(*[await producer.enqueue(b"m%d" % i, key=f"key-{i % 6}") for i in range(60)])
+                await asyncio.gather(*[await producer.enqueue(b"m%d" % i, key=b"key-%d" % (i % 6)) for i in range(60)])
             keys: list[set[str]] = [set(), set()]
             for index, consumer in enumerate((first, second)):
                 while True:

@@ -13,7 +13,8 @@ import pulsarwire
 async def main(url: str, topic: str) -> None:
     async with pulsarwire.connect(url) as client, client.producer(topic, compression="LZ4") as producer:
         futures = [
-            await producer.enqueue(b"event %d" % i, key=f"device-{i % 3}", headers={"n": str(i)}) for i in range(10)
+            await producer.enqueue(b"event %d" % i, key=b"device-%d" % (i % 3), headers={"n": b"%d" % i})
+            for i in range(10)
         ]
         for message_id in await asyncio.gather(*futures):
             print(f"stored as {message_id}")

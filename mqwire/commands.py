@@ -122,32 +122,37 @@ async def topics(url: str, action: str, names: list[str], partitions: int, admin
                     )
         return OK
     if system == "pulsar":
-        return await asyncio.to_thread(_pulsar_topics, action, names, partitions, admin_url, out)
+        return await _pulsar_topics(url, action, names, partitions, admin_url, out)
     raise UnsupportedError(
         "TubeMQ topics are managed through the master's web console; `topics` covers Kafka and Pulsar"
     )
 
 
-def _pulsar_topics(action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
-    from mqwire.testing import pulsar_admin, rest  # the REST admin API of the broker (port 8080 by default)
+async def _pulsar_topics(
+    url: str, action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]
+) -> int:
+    import pulsarwire  # the admin REST API of the broker (port 8080 by default)
 
     if admin_url is None:
         raise UnsupportedError("Pulsar topics need the broker's admin URL: --admin-url http://host:8080")
-    if action == "list":
-        for name in pulsar_admin.list_topics(admin_url):
-            out.write(name + "\n")
-    elif action == "create":
-        for name in names:
-            pulsar_admin.create_partitioned_topic(admin_url, name, partitions)
-    elif action == "delete":
-        for name in names:
-            path = pulsar_admin.topic_path(name)
-            reply = rest.request("DELETE", f"{admin_url}/admin/v2/{path}/partitions", params={"force": True})
-            if not reply.ok:
-                raise UnsupportedError(f"deleting {name}: HTTP {reply.status}: {reply.body[:300]!r}")
-    else:
-        for name in names:
-            out.write(json.dumps({"topic": name, "partitions": pulsar_admin.partitions(admin_url, name)}) + "\n")
+    # Only the admin API is used: the client is not connected to the binary port.
+    client = pulsarwire.connect(url, admin_url=admin_url)
+    try:
+        async with client.admin() as admin:
+            if action == "list":
+                for name in await admin.list_topics():
+                    out.write(name + "\n")
+            elif action == "create":
+                for name in names:
+                    await admin.create_topic(name, partitions, exist_ok=True)
+            elif action == "delete":
+                for name in names:
+                    await admin.delete_topic(name, force=True)
+            else:
+                for name in names:
+                    out.write(json.dumps({"topic": name, "partitions": await admin.partitions(name)}) + "\n")
+    finally:
+        await client.close()
     return OK
 
 

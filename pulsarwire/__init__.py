@@ -2,7 +2,7 @@
 
     async with pulsarwire.connect("pulsar://localhost:6650") as client:
         async with client.producer("orders", compression_type="LZ4") as producer:
-            message_id = await producer.send(b"value", key="k", headers={"h": b"v"})
+            receipt = await producer.send(b"value", key=b"k", headers={"h": b"v"})
         async with client.consumer("orders", group="billing", start="earliest") as consumer:
             async for message in consumer:
                 await consumer.ack(message)
@@ -14,8 +14,8 @@ from pulsarwire.client_errors import __all__ as _client_error_names
 from pulsarwire.consumer import Consumer
 from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from pulsarwire.errors import __all__ as _error_names
-from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
-from pulsarwire.options import DeadLetterPolicy
+from pulsarwire.message import EARLIEST, LATEST, Message, MessageId, Receipt
+from pulsarwire.options import ClientConfig, ConsumerConfig, DeadLetterPolicy, ProducerConfig, ReaderConfig
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 
@@ -23,12 +23,17 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "Client",
+    "ClientConfig",
     "Consumer",
+    "ConsumerConfig",
     "DeadLetterPolicy",
     "Message",
     "MessageId",
     "Producer",
+    "ProducerConfig",
     "Reader",
+    "ReaderConfig",
+    "Receipt",
     "connect",
     *_client_error_names,
     *_error_names,

@@ -9,7 +9,7 @@ import re
 import ssl as _ssl
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
 
 from mqwire.common.errors import AuthenticationError, ClosedError, ConnectError, RetriableError
 from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
@@ -19,9 +19,11 @@ from mqwire.common.transport import Address
 from mqwire.common.urls import parse_service_url
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
+from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig, ReaderConfig
 from pulsarwire.tls import tls_context
 
 if TYPE_CHECKING:
+    from pulsarwire.admin import Admin, AdminConfig
     from pulsarwire.consumer import Consumer
     from pulsarwire.producer import Producer
     from pulsarwire.reader import Reader
@@ -50,6 +52,8 @@ class Client:
     TLS (``pulsar+ssl://``): ``tls_ca_file``, ``tls_cert_file`` and ``tls_key_file`` (client certificate),
     ``tls_validate_hostname`` (default True), ``tls_allow_insecure_connection`` (default False), or a
     ready ``ssl_context``.
+    Administration (``client.admin()``): ``admin_url``, the broker's admin REST API
+    (``http://host:8080``), and ``admin_timeout`` (seconds per request; 30).
     """
 
     def __init__(
@@ -71,6 +75,8 @@ class Client:
         tls_allow_insecure_connection: bool = False,
         ssl_context: _ssl.SSLContext | None = None,
         client_version: str = CLIENT_VERSION,
+        admin_url: str | None = None,
+        admin_timeout: float = 30.0,
     ) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
         self.service_url = url
@@ -90,6 +96,8 @@ class Client:
         elif auth_token is not None:
             self._auth_data = check_str("auth_token", auth_token).encode()
         self.client_version = check_str("client_version", client_version)
+        self.admin_url = None if admin_url is None else check_str("admin_url", admin_url)
+        self.admin_timeout = check_positive("admin_timeout", admin_timeout)
         check_bool("tls_validate_hostname", tls_validate_hostname)
         check_bool("tls_allow_insecure_connection", tls_allow_insecure_connection)
         if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
@@ -165,23 +173,47 @@ class Client:
         self._children.discard(child)
 
     # ---------------------------------------------------------------------------------- factories
-    def producer(self, topic: str, **options: Any) -> Producer:
+    def producer(self, topic: str, /, **options: Unpack[ProducerConfig]) -> Producer:
         """A producer for ``topic`` (partitioned or not); use ``async with``. See :class:`Producer`."""
         from pulsarwire.producer import Producer
 
         return Producer(self, topic, **options)
 
-    def consumer(self, topics: str | Sequence[str] | re.Pattern[str], **options: Any) -> Consumer:
+    def consumer(
+        self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerConfig]
+    ) -> Consumer:
         """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``."""
         from pulsarwire.consumer import Consumer
 
         return Consumer(self, topics, **options)
 
-    def reader(self, topic: str, **options: Any) -> Reader:
-        """A reader of ``topic`` from ``start`` ("earliest", "latest" or a MessageId); use ``async with``."""
+    def reader(self, topic: str, /, **options: Unpack[ReaderConfig]) -> Reader:
+        """A reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); use ``async with``."""
         from pulsarwire.reader import Reader
 
         return Reader(self, topic, **options)
+
+    def admin(self, **options: Unpack[AdminConfig]) -> Admin:
+        """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's)."""
+        from pulsarwire.admin import Admin, AdminConfig
+        from pulsarwire.options import check_names
+
+        check_names("admin", options, AdminConfig)
+        self._check_open()
+        url = options.get("admin_url", self.admin_url)
+        if url is None:
+            raise ValueError("client.admin() needs option admin_url (the broker's admin API, http://host:8080)")
+        return Admin(
+            url,
+            timeout=options.get("admin_timeout", self.admin_timeout),
+            ssl=self._ssl,
+            token=self._admin_token,
+        )
+
+    async def _admin_token(self) -> str | None:
+        if self._auth_token_callback is not None:
+            return (await self._token()).decode()
+        return None if self._auth_data is None else self._auth_data.decode()
 
     # -------------------------------------------------------------------------------- connections
     def next_producer_id(self) -> int:
@@ -264,7 +296,7 @@ class Client:
                 await asyncio.sleep(delay)
 
 
-def connect(url: str, **options: Any) -> Client:
+def connect(url: str, /, **options: Unpack[ClientConfig]) -> Client:
     """A client for the cluster at ``url`` (``pulsar://host:port`` or ``pulsar+ssl://host:port``).
 
     Use it as ``async with connect(url) as client``; the service URL is contacted on entering.

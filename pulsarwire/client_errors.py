@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from mqwire.common.errors import ClosedError, FatalError, RequestTimeoutError, RetriableError
+from mqwire.common.errors import ClosedError, FatalError, ReceiveTimeoutError, RequestTimeoutError, RetriableError
 
 
 class SendTimeoutError(RequestTimeoutError):
     """The broker did not confirm a message within ``send_timeout_ms``."""
-
-
-class ReceiveTimeoutError(RequestTimeoutError):
-    """No message arrived within the ``timeout`` given to ``receive``."""
 
 
 class ProducerQueueIsFullError(RetriableError):

@@ -8,14 +8,17 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
-from mqwire.common.errors import MqwireError
+from mqwire.common.contract import Deserializer
+from mqwire.common.errors import MqwireError, ReceiveTimeoutError
+from mqwire.common.options import check_non_negative
+from mqwire.common.serde import Deserializing
 from pulsarwire.client import Client
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.dead_letter import DeadLetters
-from pulsarwire.message import Message, MessageId
-from pulsarwire.options import ConsumerOptions
+from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
+from pulsarwire.options import ConsumerConfig, ConsumerOptions
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.receive_queue import ReceiveQueue
 from pulsarwire.topic_consumer import TopicConsumer
@@ -35,8 +38,12 @@ class Subscriber:
         options: ConsumerOptions,
         name: str,
         pattern: TopicPattern | None = None,
+        *,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> None:
         self.client = client
+        self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _position)
         self.options = options
         self._topics = [(topic, complete_name(topic)) for topic in topics]
         if len({full for _, full in self._topics}) != len(self._topics):
@@ -260,15 +267,88 @@ class Subscriber:
     async def receive(self, timeout: float | None = None) -> Message:
         """The next message; waits up to ``timeout`` seconds (None: until one comes or the consumer closes).
 
-        Raises ReceiveTimeoutError after ``timeout`` and ConsumerClosedError once closed.
+        Raises ReceiveTimeoutError (a ``TimeoutError``) after ``timeout``, ConsumerClosedError once closed,
+        and DeserializationError for a message a deserializer failed on, until ``skip(error.message)``.
         """
         if not self._started:
             await self.start()
+        gate = self._gate
+        if gate.active:
+            held = gate.take_held(1)
+            return gate.one(held[0] if held else await self._take(timeout))
+        return await self._take(timeout)
+
+    async def _take(self, timeout: float | None) -> Message:
         message = self._queue.get_nowait()
         if message is None:
             message = await self._queue.get(timeout)
         message._owner.dequeued(message)
         return message
+
+    async def getmany(self, *, timeout: float = 0, max_records: int | None = None) -> list[Message]:
+        """The messages queued now, or the first ones to come within ``timeout`` seconds; ``[]`` when none came.
+
+        At most ``max_records`` (None: every message queued). Raises DeserializationError only when the
+        first message fails its deserializer; the good ones before a failure are returned first.
+        """
+        if max_records is not None and (
+            isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
+        ):
+            raise ValueError(f"max_records must be a positive int or None, got {max_records!r}")
+        wait = check_non_negative("timeout", timeout)
+        if not self._started:
+            await self.start()
+        gate = self._gate
+        messages = gate.take_held(max_records) if gate.held else []
+        queue = self._queue
+        if not messages:
+            first = queue.get_nowait()
+            if first is None:
+                if wait <= 0:
+                    return []
+                try:
+                    first = await queue.get(wait)
+                except ReceiveTimeoutError:
+                    return []
+            first._owner.dequeued(first)
+            messages.append(first)
+        while max_records is None or len(messages) < max_records:
+            try:
+                message = queue.get_nowait()
+            except MqwireError:
+                break  # the consumer failed or closed: the next call raises it
+            if message is None:
+                break
+            message._owner.dequeued(message)
+            messages.append(message)
+        return gate.many(messages) if gate.active else messages
+
+    async def batch_receive(self, *, timeout: float = 0, max_records: int | None = None) -> list[Message]:
+        """``getmany`` under the name of the pulsar-client method."""
+        return await self.getmany(timeout=timeout, max_records=max_records)
+
+    def skip(self, message: object) -> None:
+        """Go on past the message of a DeserializationError (``error.message``, typed ``object`` there).
+
+        It is not acknowledged: ``ack`` it as well (or ``negative_ack`` it) to settle it on the broker.
+        """
+        if not isinstance(message, Message):
+            raise TypeError(f"skip() takes a Message, not {type(message).__name__}")
+        self._gate.skip(message)
+
+    async def seek_to_beginning(self) -> None:
+        """Rewind every partition to its first retained message (SEEK to the earliest id)."""
+        await self._seek_all(EARLIEST)
+
+    async def seek_to_end(self) -> None:
+        """Skip every partition to its end: only messages published afterwards are received."""
+        await self._seek_all(LATEST)
+
+    async def _seek_all(self, target: MessageId) -> None:
+        if not self._started:
+            await self.start()
+        await asyncio.gather(*(c.seek(message_id=target) for c in self._consumers))
+        self._gate.discard(lambda message: False)
 
     def receive_nowait(self) -> Message | None:
         """The next message if one is queued, else None."""
@@ -306,7 +386,10 @@ class Consumer(Subscriber):
     """A subscription; ``async with client.consumer(topics, group="name", **options) as consumer``.
 
     Options, with the reference clients' names and defaults: ``group`` or ``subscription`` (the
-    subscription name, required), ``subscription_type`` ("Exclusive", "Shared", "Failover",
+    subscription name, pulsar-client's ``subscription_name``; required), ``key_deserializer`` and
+    ``value_deserializer`` (callables applied to the key and value bytes as messages are delivered; one
+    that raises makes ``receive`` / ``getmany`` raise DeserializationError for that message until
+    ``skip(error.message)``), ``subscription_type`` ("Exclusive", "Shared", "Failover",
     "Key_Shared"), ``start`` ("latest" or "earliest": where a new subscription begins),
     ``receiver_queue_size`` (1000 per partition), ``max_total_receiver_queue_size_across_partitions``
     (50000), ``consumer_name``, ``ack_group_time_ms`` (100; acks leave together) and
@@ -325,7 +408,9 @@ class Consumer(Subscriber):
     every matching topic and looks for new and deleted ones every ``pattern_auto_discovery_period_ms``.
     """
 
-    def __init__(self, client: Client, topics: str | Sequence[str] | re.Pattern[str], **options: Any) -> None:
+    def __init__(
+        self, client: Client, topics: str | Sequence[str] | re.Pattern[str], **options: Unpack[ConsumerConfig]
+    ) -> None:
         pattern = None
         if isinstance(topics, re.Pattern):
             pattern, names = TopicPattern(topics), []
@@ -346,7 +431,15 @@ class Consumer(Subscriber):
             dead_letters = DeadLetters(client, policy, names[0] if names else "-", built.subscription)
             if built.retry_enable and dead_letters.retry_topic not in {complete_name(n) for n in names}:
                 names.append(dead_letters.retry_topic)
-        super().__init__(client, names, built, f"consumer {built.subscription}", pattern)
+        super().__init__(
+            client,
+            names,
+            built,
+            f"consumer {built.subscription}",
+            pattern,
+            key_deserializer=options.get("key_deserializer"),
+            value_deserializer=options.get("value_deserializer"),
+        )
         self.dead_letters = dead_letters
         self.subscription = built.subscription
 
@@ -402,6 +495,7 @@ class Consumer(Subscriber):
             if len(self._consumers) != 1:
                 raise ValueError("seek to a message id needs a single topic without partitions; seek by time instead")
             await self._consumers[0].seek(message_id=target)
+            self._gate.discard(lambda message: False)
             return
         if isinstance(target, datetime):
             millis = int(target.timestamp() * 1000)
@@ -410,6 +504,7 @@ class Consumer(Subscriber):
         else:
             raise TypeError(f"seek needs a MessageId, milliseconds or a datetime, not {type(target).__name__}")
         await asyncio.gather(*(c.seek(publish_time=millis) for c in self._consumers))
+        self._gate.discard(lambda message: False)
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on every partition, and close."""
@@ -427,3 +522,7 @@ class Consumer(Subscriber):
 
     def __repr__(self) -> str:
         return f"Consumer(topics={self.topics!r}, subscription={self.subscription!r})"
+
+
+def _position(message: Message) -> MessageId:
+    return message.message_id

@@ -72,8 +72,8 @@ class DeadLetters:
             headers.setdefault(REAL_TOPIC, message.topic_name.encode())
             headers.setdefault(ORIGIN_MESSAGE_ID, str(message.message_id).encode())
             futures.append(await producer.enqueue(
-                message.value,
-                key=_key(message),
+                message.payload,
+                key=message.raw_key,
                 headers=headers,
                 ordering_key=message.ordering_key,
                 event_time=message.event_time,
@@ -92,14 +92,14 @@ class DeadLetters:
         if times > self.max_redeliver_count:
             producer = await self._producer(self.dead_letter_topic)
             await producer.send(
-                message.value, key=_key(message), headers=headers, ordering_key=message.ordering_key,
+                message.payload, key=message.raw_key, headers=headers, ordering_key=message.ordering_key,
                 event_time=message.event_time,
             )
             return
         producer = await self._producer(self.retry_topic)
         await producer.send(
-            message.value,
-            key=_key(message),
+            message.payload,
+            key=message.raw_key,
             headers=headers,
             ordering_key=message.ordering_key,
             event_time=message.event_time,
@@ -110,12 +110,6 @@ class DeadLetters:
         self._closed = True
         producers, self._producers = list(self._producers.values()), {}
         await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
-
-
-def _key(message: Message) -> str | bytes | None:
-    if message.partition_key is None:
-        return None
-    return message.key if message.partition_key_b64_encoded else message.partition_key
 
 
 def _int(value: bytes | None) -> int:

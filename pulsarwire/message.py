@@ -13,7 +13,7 @@ from pulsarwire.protocol.pulsar_api_pb2 import MessageIdData
 if TYPE_CHECKING:
     from pulsarwire.acks import BatchAcks
 
-__all__ = ["EARLIEST", "LATEST", "Message", "MessageId"]
+__all__ = ["EARLIEST", "LATEST", "Message", "MessageId", "Receipt"]
 
 _MAX_LONG = (1 << 63) - 1
 
@@ -86,8 +86,36 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value > _MAX_LONG else value
 
 
+class Receipt(MessageId):
+    """What ``producer.send`` returns: the stored message's ``MessageId`` that also knows its ``topic``.
+
+    It is a ``MessageId`` (equal to the id a consumer sees for that message, usable in ``seek`` and as a
+    reader's ``start``) and satisfies the shared receipt contract: ``topic`` is the complete name of the
+    producer's topic (for a partitioned topic, the topic itself, not the partition) and ``partition`` the
+    partition index (-1 without partitions). ``message_id`` is the plain id.
+    """
+
+    topic: str
+
+    @property
+    def message_id(self) -> MessageId:
+        """The plain ``MessageId`` (without the topic)."""
+        return MessageId(*self)
+
+
+def receipt(topic: str, ledger_id: int, entry_id: int, batch_index: int, partition: int, batch_size: int) -> Receipt:
+    """A ``Receipt`` for ``topic`` (the producer's)."""
+    made = Receipt(ledger_id, entry_id, batch_index, partition, batch_size)
+    made.topic = topic
+    return made
+
+
 EARLIEST = MessageId(-1, -1)
 LATEST = MessageId(_MAX_LONG, _MAX_LONG)
+
+
+# Marks a key not replaced by a deserializer: ``Message.key`` then derives it from the partition key.
+_RAW: Any = object()
 
 
 class Message:
@@ -95,7 +123,9 @@ class Message:
 
     ``topic`` is the topic as given to the consumer and ``partition`` its partition (-1 when the topic has
     none); ``topic_name`` is the full name of the partition it came from. ``key`` is the partition key as
-    bytes (``partition_key`` keeps the text form on the wire). ``headers`` are the message properties.
+    bytes (``partition_key`` keeps the text form on the wire), or what the consumer's ``key_deserializer``
+    made of it; ``value`` is the payload, or what the ``value_deserializer`` made of it (``payload`` keeps
+    the bytes received). ``headers`` are the message properties.
     ``timestamp`` is the publish time and ``event_time`` the producer's event time (None when unset), both in
     milliseconds since the epoch.
     """
@@ -103,6 +133,7 @@ class Message:
     __slots__ = (
         "_batch",
         "_chunks",
+        "_key",
         "_owner",
         "event_time",
         "headers",
@@ -112,6 +143,7 @@ class Message:
         "partition",
         "partition_key",
         "partition_key_b64_encoded",
+        "payload",
         "producer_name",
         "redelivery_count",
         "sequence_id",
@@ -146,7 +178,9 @@ class Message:
         self.topic_name = topic_name
         self.partition = partition
         self.message_id = message_id
-        self.value = value
+        self.value: Any = value
+        self.payload = value
+        self._key: Any = _RAW
         self.headers = headers
         self.partition_key = partition_key
         self.partition_key_b64_encoded = partition_key_b64_encoded
@@ -164,8 +198,23 @@ class Message:
         self._chunks = chunks
 
     @property
-    def key(self) -> bytes | None:
-        """The partition key as bytes (decoded from base64 when the producer sent binary key bytes)."""
+    def key(self) -> Any:
+        """The partition key as bytes (decoded from base64 when the producer sent binary key bytes).
+
+        With a ``key_deserializer``, what it made of those bytes.
+        """
+        key = self._key
+        if key is _RAW:
+            return self.raw_key
+        return key
+
+    @key.setter
+    def key(self, key: Any) -> None:
+        self._key = key
+
+    @property
+    def raw_key(self) -> bytes | None:
+        """The partition key as received, in bytes, whatever the consumer's ``key_deserializer``."""
         key = self.partition_key
         if key is None:
             return None
@@ -183,7 +232,10 @@ class Message:
 
     def __repr__(self) -> str:
         value = self.value
-        shown = repr(value) if len(value) <= 64 else f"{value[:64]!r}...({len(value)} bytes)"
+        if isinstance(value, bytes) and len(value) > 64:
+            shown = f"{value[:64]!r}...({len(value)} bytes)"
+        else:
+            shown = repr(value)
         return (
             f"Message(topic={self.topic!r}, partition={self.partition}, message_id={self.message_id}, "
             f"key={self.partition_key!r}, value={shown}, headers={self.headers!r}, timestamp={self.timestamp})"

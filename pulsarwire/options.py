@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
+from mqwire.common.contract import Deserializer, Serializer
 from mqwire.common.options import (
     check_bool,
     check_choice,
@@ -14,6 +17,7 @@ from mqwire.common.options import (
     check_positive,
     check_str,
 )
+from pulsarwire.message import MessageId
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
 from pulsarwire.routing import HASHING_SCHEMES, ROUTING_MODES, MessageRouter
@@ -101,6 +105,113 @@ class DeadLetterPolicy:
         raise TypeError(f"option dead_letter_policy must be a DeadLetterPolicy or a mapping, not {kind}")
 
 
+class ClientConfig(TypedDict, total=False):
+    """The options of ``pulsarwire.connect`` (see :class:`pulsarwire.Client`)."""
+
+    operation_timeout: float
+    connect_timeout: float
+    keepalive_interval: float
+    max_lookup_redirects: int
+    initial_backoff_interval: float
+    max_backoff_interval: float
+    listener_name: str | None
+    auth_token: str | Callable[[], Awaitable[str]] | None
+    tls_ca_file: str | None
+    tls_cert_file: str | None
+    tls_key_file: str | None
+    tls_validate_hostname: bool
+    tls_allow_insecure_connection: bool
+    ssl_context: ssl.SSLContext | None
+    client_version: str
+    admin_url: str | None
+    admin_timeout: float
+
+
+class ProducerConfig(TypedDict, total=False):
+    """The options of ``client.producer`` (see :class:`pulsarwire.Producer`)."""
+
+    key_serializer: Serializer | None
+    value_serializer: Serializer | None
+    producer_name: str | None
+    initial_sequence_id: int | None
+    send_timeout_ms: float
+    compression: str | None
+    compression_type: str | None
+    max_pending_messages: int
+    block_if_queue_full: bool
+    batching_enabled: bool
+    batching_max_messages: int
+    batching_max_allowed_size_in_bytes: int
+    batching_max_publish_delay_ms: float
+    chunking_enabled: bool
+    chunk_max_message_size: int | None
+    hashing_scheme: Literal["java_string_hash", "murmur3_32"]
+    message_routing_mode: Literal["round_robin", "single_partition"]
+    message_router: MessageRouter | None
+    access_mode: str
+    properties: Mapping[str, str] | None
+    batcher_builder: Literal["default", "key_based"]
+    initial_subscription_name: str | None
+    auto_update_partitions: bool
+    auto_update_partitions_interval_ms: float
+
+
+class ConsumerConfig(TypedDict, total=False):
+    """The options of ``client.consumer`` (see :class:`pulsarwire.Consumer`)."""
+
+    group: str | None
+    subscription: str | None
+    start: Literal["latest", "earliest"]
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+    subscription_type: str
+    receiver_queue_size: int
+    max_total_receiver_queue_size_across_partitions: int
+    consumer_name: str | None
+    ack_group_time_ms: float
+    ack_group_max_size: int
+    negative_ack_redelivery_delay_ms: float
+    read_compacted: bool
+    properties: Mapping[str, str] | None
+    subscription_properties: Mapping[str, str] | None
+    priority_level: int | None
+    key_shared_mode: Literal["auto_split", "sticky"]
+    replicate_subscription_state: bool
+    ack_timeout_ms: float
+    batch_index_ack_enabled: bool
+    dead_letter_policy: DeadLetterPolicy | Mapping[str, Any] | None
+    retry_enable: bool
+    pattern_auto_discovery_period_ms: float
+    auto_update_partitions: bool
+    auto_update_partitions_interval_ms: float
+
+
+class ReaderConfig(TypedDict, total=False):
+    """The options of ``client.reader`` (see :class:`pulsarwire.Reader`)."""
+
+    start: Literal["latest", "earliest"] | MessageId
+    start_inclusive: bool
+    receiver_queue_size: int
+    reader_name: str | None
+    subscription_role_prefix: str
+    read_compacted: bool
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+
+
+def check_names(kind: str, options: Mapping[str, object], declared: type[Any]) -> None:
+    """Raise a TypeError naming every option of ``options`` that ``declared`` (a TypedDict) does not list."""
+    known = declared.__annotations__
+    unknown = sorted(name for name in options if name not in known)
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        hints.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    raise TypeError(f"unknown {kind} option(s): {', '.join(hints)}")
+
+
 def _unexpected(kind: str, options: Mapping[str, Any]) -> None:
     if options:
         raise TypeError(f"unknown {kind} option(s): {', '.join(sorted(options))}")
@@ -134,6 +245,9 @@ class ProducerOptions:
     @classmethod
     def build(cls, options: dict[str, Any]) -> ProducerOptions:
         """Check ``options`` (keyword arguments of ``client.producer``); unknown names are a TypeError."""
+        check_names("producer", options, ProducerConfig)
+        options.pop("key_serializer", None)
+        options.pop("value_serializer", None)
         take = options.pop
         name = take("producer_name", None)
         initial = take("initial_sequence_id", None)
@@ -232,6 +346,9 @@ class ConsumerOptions:
     @classmethod
     def build(cls, options: dict[str, Any]) -> ConsumerOptions:
         """Check ``options`` (keyword arguments of ``client.consumer``); unknown names are a TypeError."""
+        check_names("consumer", options, ConsumerConfig)
+        options.pop("key_deserializer", None)
+        options.pop("value_deserializer", None)
         take = options.pop
         group = take("group", None)
         subscription = take("subscription", None)

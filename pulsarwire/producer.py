@@ -10,26 +10,29 @@ import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
-from mqwire.common.errors import MqwireError
+from mqwire.common.errors import MqwireError, RequestTimeoutError
+from mqwire.common.serde import check_serializer, to_bytes
 from pulsarwire.client import Client
 from pulsarwire.client_errors import ProducerClosedError, ProducerQueueIsFullError
-from pulsarwire.message import MessageId
-from pulsarwire.options import ProducerOptions
+from pulsarwire.message import Receipt
+from pulsarwire.options import ProducerConfig, ProducerOptions
 from pulsarwire.routing import PartitionRouter
 from pulsarwire.topic_producer import Properties, TopicProducer
 from pulsarwire.topics import complete_name, partition_name
 
 log = logging.getLogger(__name__)
 
-Value = bytes | bytearray | memoryview | str | None
-Key = str | bytes | None
 Headers = Mapping[str, bytes | str] | None
 
 
 class Producer:
     """Publishes to one topic; ``async with client.producer(topic, **options) as producer``.
+
+    Values and keys are bytes (or None) unless ``value_serializer`` / ``key_serializer`` (callables
+    returning bytes) are given; anything else, a ``str`` included, is a ``SerializationError`` naming the
+    option. ``send`` returns a :class:`Receipt` (the message's ``MessageId``, knowing its ``topic``).
 
     Options, with the reference clients' names and defaults: ``producer_name``, ``initial_sequence_id``,
     ``send_timeout_ms`` (30000; 0 waits forever), ``compression_type`` ("NONE", "LZ4", "ZLIB", "ZSTD",
@@ -46,10 +49,12 @@ class Producer:
     to the topic meanwhile get a producer and take part in routing.
     """
 
-    def __init__(self, client: Client, topic: str, **options: Any) -> None:
+    def __init__(self, client: Client, topic: str, **options: Unpack[ProducerConfig]) -> None:
         self.client = client
         self.topic = complete_name(topic)
         self.options = ProducerOptions.build(dict(options))
+        self._key_serializer = check_serializer("key_serializer", options.get("key_serializer"))
+        self._value_serializer = check_serializer("value_serializer", options.get("value_serializer"))
         delay_ms = self.options.batching_max_publish_delay * 1000
         self._router = PartitionRouter(
             mode=self.options.message_routing_mode,
@@ -93,7 +98,7 @@ class Producer:
                     producers = [TopicProducer(self.client, self.topic, -1, self.options)]
                 else:
                     producers = [
-                        TopicProducer(self.client, partition_name(self.topic, index), index, self.options)
+                        TopicProducer(self.client, partition_name(self.topic, index), index, self.options, self.topic)
                         for index in range(partitions)
                     ]
                 results = await asyncio.gather(*(p.start() for p in producers), return_exceptions=True)
@@ -125,7 +130,7 @@ class Producer:
         if partitions <= known or self._closed:
             return
         new = [
-            TopicProducer(self.client, partition_name(self.topic, index), index, self.options)
+            TopicProducer(self.client, partition_name(self.topic, index), index, self.options, self.topic)
             for index in range(known, partitions)
         ]
         results = await asyncio.gather(*(p.start() for p in new), return_exceptions=True)
@@ -178,17 +183,18 @@ class Producer:
     # ------------------------------------------------------------------------------------ sending
     async def send(
         self,
-        value: Value,
+        value: Any,
+        /,
         *,
-        key: Key = None,
+        key: Any = None,
         headers: Headers = None,
         ordering_key: bytes | str | None = None,
         event_time: int | datetime | None = None,
         deliver_at: int | datetime | None = None,
         deliver_after: float | timedelta | None = None,
         partition: int | None = None,
-    ) -> MessageId:
-        """Publish one message and wait for the broker's receipt; returns its MessageId."""
+    ) -> Receipt:
+        """Publish one message and wait for the broker's receipt (its ``MessageId``, knowing its topic)."""
         future = await self.enqueue(
             value,
             key=key,
@@ -203,37 +209,37 @@ class Producer:
 
     async def enqueue(
         self,
-        value: Value,
+        value: Any,
+        /,
         *,
-        key: Key = None,
+        key: Any = None,
         headers: Headers = None,
         ordering_key: bytes | str | None = None,
         event_time: int | datetime | None = None,
         deliver_at: int | datetime | None = None,
         deliver_after: float | timedelta | None = None,
         partition: int | None = None,
-    ) -> asyncio.Future[MessageId]:
+    ) -> asyncio.Future[Receipt]:
         """Buffer one message and return the future of its receipt.
 
         Returns as soon as the message is in the batch; waits only while ``max_pending_messages`` are
-        unconfirmed. ``value`` None publishes a null value (a tombstone for compaction). ``key`` (str or
-        bytes) is the partition key; ``headers`` become the message properties. ``event_time`` and
+        unconfirmed. ``value`` (bytes, or what ``value_serializer`` takes) None publishes a null value (a
+        tombstone for compaction). ``key`` (bytes, or what ``key_serializer`` takes) is the partition key;
+        ``headers`` become the message properties. ``event_time`` and
         ``deliver_at`` are milliseconds since the epoch or datetimes; ``deliver_after`` is seconds or a
         timedelta. ``partition`` bypasses routing.
         """
         if not self._started:
             await self.start()
         null_value = False
-        if type(value) is bytes:
+        # The common case first: bytes and no serializer.
+        if type(value) is bytes and self._value_serializer is None:
             payload = value
-        elif value is None:
-            payload, null_value = b"", True
-        elif isinstance(value, bytearray | memoryview):
-            payload = bytes(value)
-        elif isinstance(value, str):
-            payload = value.encode()
         else:
-            raise TypeError(f"a message value must be bytes, str or None, not {type(value).__name__}")
+            data = to_bytes(value, self._value_serializer, "value")
+            payload, null_value = (b"", True) if data is None else (data, False)
+        if key is not None and (self._key_serializer is not None or type(key) is not bytes):
+            key = to_bytes(key, self._key_serializer, "key")
         partition_text, partition_key, key_b64 = _partition_key(key)
         properties = _properties(headers) if headers else None
         ordering = None if ordering_key is None else _ordering_key(ordering_key)
@@ -262,30 +268,36 @@ class Producer:
                 )
             await producer.wait_for_space()
 
-    async def flush(self) -> None:
-        """Send every open batch and wait until all messages sent so far are confirmed (or failed)."""
-        await asyncio.gather(*(p.flush() for p in self._producers))
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send every open batch and wait until all messages sent so far are confirmed (or failed).
+
+        ``timeout`` (seconds; None waits as long as it takes) ends the wait with ``RequestTimeoutError``;
+        the messages stay buffered and go on being sent.
+        """
+        waiting = asyncio.gather(*(p.flush() for p in self._producers))
+        if timeout is None:
+            await waiting
+            return
+        try:
+            await asyncio.wait_for(waiting, timeout)
+        except TimeoutError:
+            raise RequestTimeoutError(f"producer on {self.topic}: flush did not end within {timeout:g} s") from None
 
     def __repr__(self) -> str:
         return f"Producer(topic={self.topic!r}, name={self.producer_name!r}, partitions={self.partitions})"
 
 
 # ------------------------------------------------------------------------------------- arguments
-def _partition_key(key: Key) -> tuple[str | None, bytes | None, bool]:
+def _partition_key(key: bytes | None) -> tuple[str | None, bytes | None, bool]:
     """The key as routed (text), as written (UTF-8) and whether it is base64 of binary bytes."""
     if key is None:
         return None, None, False
-    if isinstance(key, str):
-        return key, key.encode(), False
-    if isinstance(key, bytes | bytearray | memoryview):
-        raw = bytes(key)
-        try:
-            return raw.decode(), raw, False
-        except UnicodeDecodeError:
-            # Binary keys travel as base64 text, as the Java client's keyBytes() sends them.
-            text = base64.b64encode(raw).decode()
-            return text, text.encode(), True
-    raise TypeError(f"a message key must be str or bytes, not {type(key).__name__}")
+    try:
+        return key.decode(), key, False
+    except UnicodeDecodeError:
+        # Binary keys travel as base64 text, as the Java client's keyBytes() sends them.
+        text = base64.b64encode(key).decode()
+        return text, text.encode(), True
 
 
 def _properties(headers: Mapping[str, bytes | str]) -> Properties:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Literal
 
+from mqwire.common.contract import Deserializer
 from mqwire.common.options import check_bool, check_int_range, check_str
 from pulsarwire.client import Client
 from pulsarwire.consumer import Subscriber
@@ -16,8 +18,10 @@ from pulsarwire.topic_consumer import TopicConsumer
 class Reader(Subscriber):
     """Reads a topic from ``start``: ``async with client.reader(topic, start="earliest") as reader``.
 
-    ``start`` is "earliest", "latest" or a MessageId (topics without partitions; the message itself is
-    included when ``start_inclusive``). Other options: ``receiver_queue_size`` (1000), ``reader_name``,
+    ``start`` is "latest" (the default, as for consumers), "earliest" or a MessageId (a send ``Receipt``
+    too; topics without partitions; the message itself is included when ``start_inclusive``). Other
+    options: ``key_deserializer`` and ``value_deserializer`` (as for consumers), ``receiver_queue_size``
+    (1000), ``reader_name``,
     ``subscription_role_prefix`` ("reader"), ``read_compacted``. After a reconnection the reader goes on
     after the last message it handed out.
     """
@@ -27,15 +31,17 @@ class Reader(Subscriber):
         client: Client,
         topic: str,
         *,
-        start: str | MessageId = "earliest",
+        start: Literal["latest", "earliest"] | MessageId = "latest",
         start_inclusive: bool = False,
         receiver_queue_size: int = 1000,
         reader_name: str | None = None,
         subscription_role_prefix: str = "reader",
         read_compacted: bool = False,
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
     ) -> None:
         if isinstance(start, MessageId):
-            self._start = start
+            self._start = MessageId(*start)
         elif isinstance(start, str) and start.lower() in ("earliest", "latest"):
             self._start = EARLIEST if start.lower() == "earliest" else LATEST
         else:
@@ -49,7 +55,14 @@ class Reader(Subscriber):
             consumer_name=None if reader_name is None else check_str("reader_name", reader_name),
             read_compacted=check_bool("read_compacted", read_compacted),
         )
-        super().__init__(client, [topic], options, f"reader of {topic}")
+        super().__init__(
+            client,
+            [topic],
+            options,
+            f"reader of {topic}",
+            key_deserializer=key_deserializer,
+            value_deserializer=value_deserializer,
+        )
         self.topic = self.topics[0]
 
     async def __aenter__(self) -> Reader:

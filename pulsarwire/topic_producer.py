@@ -24,7 +24,7 @@ from pulsarwire.client import Client
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.handler import TopicHandler, close_remote
-from pulsarwire.message import MessageId
+from pulsarwire.message import Receipt, receipt
 from pulsarwire.options import ProducerOptions
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import PROPERTIES_TAG as ENTRY_PROPERTIES_TAG
@@ -54,7 +54,7 @@ class _Op:
         highest_sequence_id: int,
         count: int,
         frames: list[bytes],
-        futures: list[asyncio.Future[MessageId]],
+        futures: list[asyncio.Future[Receipt]],
         batch: bool,
         deadline: float,
     ) -> None:
@@ -80,16 +80,20 @@ class _KeyedBatch:
         self.first = first
         self.last = first
         self.entries: list[bytes] = []
-        self.futures: list[asyncio.Future[MessageId]] = []
+        self.futures: list[asyncio.Future[Receipt]] = []
         self.size = 0
 
 
 class TopicProducer(TopicHandler):
     """The producer of one partition (or of a topic without partitions)."""
 
-    def __init__(self, client: Client, topic: str, partition: int, options: ProducerOptions) -> None:
+    def __init__(
+        self, client: Client, topic: str, partition: int, options: ProducerOptions, receipt_topic: str | None = None
+    ) -> None:
         super().__init__(client, topic, f"producer on {topic}")
         self.partition = partition
+        # The topic receipts name: the partitioned topic's own name, not the partition's.
+        self.receipt_topic = topic if receipt_topic is None else receipt_topic
         self.options = options
         self.producer_id = client.next_producer_id()
         self.producer_name = options.producer_name
@@ -105,7 +109,7 @@ class TopicProducer(TopicHandler):
         self._closed = False
         # The batch being filled.
         self._entries: list[bytes] = []
-        self._entry_futures: list[asyncio.Future[MessageId]] = []
+        self._entry_futures: list[asyncio.Future[Receipt]] = []
         self._batch_bytes = 0
         self._batch_first_sequence_id = 0
         self._batch_publish_time = 0
@@ -118,7 +122,7 @@ class TopicProducer(TopicHandler):
         self._pending: deque[_Op] = deque()
         # A chunked message confirmed chunk by chunk: how many receipts its head op still waits for.
         self._chunk_receipts_left = 0
-        self._chunk_first_id: MessageId | None = None
+        self._chunk_first_id: Receipt | None = None
         self._pending_messages = 0
         self._space_waiters: deque[asyncio.Future[None]] = deque()
         self._timeout_timer: asyncio.TimerHandle | None = None
@@ -148,7 +152,7 @@ class TopicProducer(TopicHandler):
         event_time: int,
         deliver_at: int | None,
         null_value: bool,
-    ) -> asyncio.Future[MessageId] | None:
+    ) -> asyncio.Future[Receipt] | None:
         """Buffer one message; its future completes with the receipt. None when the pending queue is full."""
         if self._error is not None:
             raise self._error
@@ -157,7 +161,7 @@ class TopicProducer(TopicHandler):
         if self._pending_messages >= self.options.max_pending_messages:
             return None
         options = self.options
-        future: asyncio.Future[MessageId] = self._loop.create_future()
+        future: asyncio.Future[Receipt] = self._loop.create_future()
         if not options.batching_enabled or deliver_at is not None:
             # Delayed messages travel alone, as the reference clients send them.
             if len(value) > self.max_message_size and not options.compression and not options.chunking_enabled:
@@ -214,7 +218,7 @@ class TopicProducer(TopicHandler):
     def _add_keyed(
         self,
         entry: bytes,
-        future: asyncio.Future[MessageId],
+        future: asyncio.Future[Receipt],
         sequence_id: int,
         partition_key: bytes | None,
         key_b64: bool,
@@ -348,7 +352,7 @@ class TopicProducer(TopicHandler):
         event_time: int,
         deliver_at: int | None,
         null_value: bool,
-        future: asyncio.Future[MessageId],
+        future: asyncio.Future[Receipt],
     ) -> None:
         sequence_id = self._next_sequence_id
         self._next_sequence_id = sequence_id + 1
@@ -464,7 +468,7 @@ class TopicProducer(TopicHandler):
             # One receipt per chunk; the message id is the first chunk's, as the Java client reports it.
             if self._chunk_receipts_left == 0:
                 self._chunk_receipts_left = len(op.frames)
-                self._chunk_first_id = MessageId(ledger, entry, -1, self.partition)
+                self._chunk_first_id = receipt(self.receipt_topic, ledger, entry, -1, self.partition, 0)
             self._chunk_receipts_left -= 1
             if self._chunk_receipts_left:
                 return
@@ -477,15 +481,16 @@ class TopicProducer(TopicHandler):
         else:
             self._pending.popleft()
             partition = self.partition
+            topic = self.receipt_topic
             if op.batch:
                 count = op.count
                 for index, future in enumerate(op.futures):
                     if not future.done():
-                        future.set_result(MessageId(ledger, entry, index, partition, count))
+                        future.set_result(receipt(topic, ledger, entry, index, partition, count))
             else:
                 future = op.futures[0]
                 if not future.done():
-                    future.set_result(MessageId(ledger, entry, -1, partition))
+                    future.set_result(receipt(topic, ledger, entry, -1, partition, 0))
         self._release(op.count)
         if not self._pending and self._timeout_timer is not None:
             self._timeout_timer.cancel()
@@ -654,7 +659,7 @@ class TopicProducer(TopicHandler):
             self._release(count)
 
     @staticmethod
-    def _fail_futures(futures: list[asyncio.Future[MessageId]], error: MqwireError) -> None:
+    def _fail_futures(futures: list[asyncio.Future[Receipt]], error: MqwireError) -> None:
         for future in futures:
             if not future.done():
                 future.set_exception(error)

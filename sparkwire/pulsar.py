@@ -15,7 +15,7 @@ import base64
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
@@ -143,7 +143,7 @@ async def _id_ranges(options: dict[str, str]) -> list[IdRange]:
 
 async def read_range(url: str, part: IdRange) -> list[pa.RecordBatch]:
     end = RangeEnd(MessageId.deserialize(part.end))
-    start: MessageId | str = "earliest" if part.start is None else MessageId.deserialize(part.start)
+    start: MessageId | Literal["earliest"] = "earliest" if part.start is None else MessageId.deserialize(part.start)
     batches: list[pa.RecordBatch] = []
     rows: list[Any] = []
     async with pulsarwire.connect(url) as client, client.reader(part.topic, start=start) as reader:

@@ -32,7 +32,7 @@ async def test_chunked_from_ours_read_by_pulsar_client(pulsar_broker: PulsarBrok
             pulsarwire.connect(pulsar_broker.url) as client,
             client.producer(topic, batching_enabled=False, chunking_enabled=True) as producer,
         ):
-            await producer.send(big, key="big", headers={"h": "v"}, event_time=1_700_000_000_123)
+            await producer.send(big, key=b"big", headers={"h": "v"}, event_time=1_700_000_000_123)
             await producer.send(b"small")
         first = await asyncio.to_thread(consumer.receive, 30_000)
         second = await asyncio.to_thread(consumer.receive, 30_000)

@@ -64,7 +64,7 @@ async def test_produce_and_consume_exact_contents(pulsar_broker: PulsarBroker, b
     ):
         async with client.producer(topic, batching_enabled=batching) as producer:
             sent = await produce_n(producer, count)
-            single = await producer.send(b"last", key="k", ordering_key=b"ok")
+            single = await producer.send(b"last", key=b"k", ordering_key=b"ok")
         messages = await receive_n(consumer, count + 1)
     assert [(m.value, m.key, m.headers) for m in messages[:count]] == [expected(i) for i in range(count)]
     assert [m.message_id for m in messages[:count]] == sent
@@ -113,7 +113,7 @@ async def test_each_compression_round_trips(pulsar_broker: PulsarBroker, compres
             await produce_n(producer, 100)
             await producer.send(big)
         async with client.producer(topic, compression_type=compression, batching_enabled=False) as producer:
-            await producer.send(big, key="unbatched")
+            await producer.send(big, key=b"unbatched")
         messages = await receive_n(consumer, 102)
     assert [(m.value, m.key, m.headers) for m in messages[:100]] == [expected(i) for i in range(100)]
     assert messages[100].value == big and messages[101].value == big and messages[101].key == b"unbatched"
@@ -144,7 +144,7 @@ async def test_keyed_messages_stay_on_their_partition_in_order(pulsar_broker: Pu
         client.consumer(topic, group="g", start="earliest") as consumer,
     ):
         async with client.producer(topic, hashing_scheme=scheme) as producer:
-            futures = [await producer.enqueue(f"{k}/{n}".encode(), key=k) for n, k in enumerate(keys)]
+            futures = [await producer.enqueue(f"{k}/{n}".encode(), key=k.encode()) for n, k in enumerate(keys)]
             ids = [await f for f in futures]
         messages = await receive_n(consumer, len(keys))
     assert [i.partition for i in ids] == [hash_of(k) % 5 for k in keys]
@@ -316,7 +316,7 @@ async def test_chunked_message_over_the_broker_limit(pulsar_broker: PulsarBroker
             with pytest.raises(pulsarwire.MessageTooBigError):
                 await producer.send(big)
         async with client.producer(topic, batching_enabled=False, chunking_enabled=True) as producer:
-            message_id = await producer.send(big, key="big", headers={"h": b"v"})
+            message_id = await producer.send(big, key=b"big", headers={"h": b"v"})
             await producer.send(b"small")
         first, second = await receive_n(consumer, 2)
     assert first.value == big and first.key == b"big" and first.headers == {"h": b"v"}
@@ -612,7 +612,7 @@ async def test_key_routing_matches_the_java_client(pulsar_broker: PulsarBroker, 
         assert result.returncode == 0, result.stderr[-3000:]
         messages = await receive_n(consumer, len(ROUTING_KEYS), timeout=30)
         async with client.producer(topic, hashing_scheme=scheme, batching_enabled=False) as producer:
-            ours = {key: (await producer.send(key.encode(), key=key)).partition for key in ROUTING_KEYS}
+            ours = {key: (await producer.send(key.encode(), key=key.encode())).partition for key in ROUTING_KEYS}
     java_placement = {m.value.decode(): m.partition for m in messages}
     assert java_placement == ours
     assert len(set(ours.values())) > 1

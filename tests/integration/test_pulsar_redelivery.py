@@ -11,7 +11,7 @@ import pulsar
 import pytest
 
 import pulsarwire
-from mqwire.common.errors import RequestTimeoutError
+from mqwire.common.errors import ReceiveTimeoutError
 from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import Message
 
@@ -28,7 +28,7 @@ async def drain(consumer: pulsarwire.Consumer, quiet: float) -> list[Message]:
     while True:
         try:
             seen.append(await consumer.receive(timeout=quiet))
-        except RequestTimeoutError:
+        except ReceiveTimeoutError:
             return seen
 
 
@@ -194,7 +194,7 @@ async def test_reconsume_later_goes_through_the_retry_topic_then_to_the_dead_let
     ):
         assert consumer.dead_letters is not None
         assert f"{topic}-g-RETRY" in consumer.topics
-        await producer.send(b"later", key="k", headers={"h": b"v"})
+        await producer.send(b"later", key=b"k", headers={"h": b"v"})
         seen = []
         for _ in range(3):
             message = await consumer.receive(timeout=20)

@@ -126,7 +126,7 @@ async def round_trip(client: pulsarwire.Client, topic: str) -> bytes:
         client.consumer(topic, group="g", start="earliest") as consumer,
         client.producer(topic) as producer,
     ):
-        await producer.send(b"secret payload", key="k")
+        await producer.send(b"secret payload", key=b"k")
         message = await consumer.receive(timeout=20)
         await consumer.ack(message)
         return message.value

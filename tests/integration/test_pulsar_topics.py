@@ -13,7 +13,7 @@ import pulsar
 import pytest
 
 import pulsarwire
-from mqwire.common.errors import RequestTimeoutError
+from mqwire.common.errors import ReceiveTimeoutError
 from mqwire.testing import pulsar_admin
 from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import Message
@@ -65,7 +65,7 @@ async def test_regex_subscription_follows_topics_created_and_deleted(pulsar_brok
         message = (await receive_all(consumer, 1))[0]
         assert (message.value, message.topic) == (b"to-later", later)
         assert later in consumer.topics
-        with pytest.raises(RequestTimeoutError):
+        with pytest.raises(ReceiveTimeoutError):
             await consumer.receive(timeout=1.5)  # the unmatched topic's message never comes
 
 
@@ -134,7 +134,7 @@ async def test_key_based_batches_reach_key_shared_consumers_of_both_clients_per_
             for consumer in ours:
                 await consumer.start()
             async with client.producer(topic, batcher_builder="key_based", batching_max_publish_delay_ms=50) as p:
-                futures = [await p.enqueue(value, key=key) for key, value in values]
+                futures = [await p.enqueue(value, key=key.encode()) for key, value in values]
                 ids = [await future for future in futures]
             # Batched: several messages per entry, and every entry holds one key.
             per_entry: dict[Any, set[str]] = defaultdict(set)

@@ -1,0 +1,180 @@
+"""Topic administration over the broker's admin REST API (``/admin/v2``), as ``pulsar-admin topics`` does it.
+
+``async with client.admin() as admin`` (the client needs ``admin_url``, e.g. ``http://host:8080``, or pass
+it to ``admin()``). Every call is one HTTP request on its own connection (see ``admin_http``), so an admin
+holds nothing open between calls.
+"""
+
+from __future__ import annotations
+
+import ssl as _ssl
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, TypedDict
+
+from mqwire.common.errors import BrokerError, FatalBrokerError, ProtocolError, RetriableBrokerError
+from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.options import check_int_range, check_positive
+from pulsarwire.admin_http import HttpEndpoint, Response, request
+from pulsarwire.errors import TopicNotFoundError
+from pulsarwire.topics import DEFAULT_NAMESPACE, complete_name
+
+__all__ = ["Admin", "AdminConfig", "AdminError", "TopicAlreadyExistsError"]
+
+_MAX_PARTITIONS = 100_000
+
+
+class AdminConfig(TypedDict, total=False):
+    """The options of ``client.admin`` (each defaults to the client's option of the same name)."""
+
+    admin_url: str | None
+    admin_timeout: float
+
+
+class AdminError(FatalBrokerError):
+    """The admin API refused a request; ``code`` is the HTTP status."""
+
+
+class RetriableAdminError(RetriableBrokerError):
+    """The admin API answered a status that may pass (5xx, 429); ``code`` is the HTTP status."""
+
+
+class TopicAlreadyExistsError(AdminError):
+    """``create_topic`` on a topic that exists (pass ``exist_ok=True`` to accept it)."""
+
+
+class Admin:
+    """Lists, creates, deletes and describes topics through ``admin_url``; see ``Client.admin``."""
+
+    def __init__(
+        self,
+        admin_url: str,
+        *,
+        timeout: float,
+        ssl: _ssl.SSLContext | None = None,
+        token: Callable[[], Awaitable[str | None]] | None = None,
+    ) -> None:
+        self._endpoint = HttpEndpoint.parse(admin_url)
+        self.admin_url = admin_url
+        self._timeout = check_positive("admin_timeout", timeout)
+        self._ssl = ssl
+        self._token = token
+        self._life = Lifecycle(f"Pulsar admin of {admin_url}")
+
+    async def __aenter__(self) -> Admin:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Refuse further calls (nothing is held open between calls)."""
+        await self._life.close()
+
+    # ------------------------------------------------------------------------------------------ topics
+    async def list_topics(self, namespace: str = DEFAULT_NAMESPACE) -> list[str]:
+        """The persistent topics of ``tenant/namespace``: each topic without partitions and each partition."""
+        reply = await self._call("GET", f"/admin/v2/persistent/{_namespace(namespace)}", f"list topics of {namespace}")
+        return [str(name) for name in reply.json() or []]
+
+    async def list_partitioned_topics(self, namespace: str = DEFAULT_NAMESPACE) -> list[str]:
+        """The partitioned topics of ``tenant/namespace`` (their own names, not their partitions')."""
+        path = f"/admin/v2/persistent/{_namespace(namespace)}/partitioned"
+        reply = await self._call("GET", path, f"list partitioned topics of {namespace}")
+        return [str(name) for name in reply.json() or []]
+
+    async def create_topic(self, topic: str, partitions: int = 0, *, exist_ok: bool = False) -> str:
+        """Create ``topic`` with ``partitions`` (0: a topic without partitions); returns its complete name.
+
+        An existing topic raises TopicAlreadyExistsError unless ``exist_ok``.
+        """
+        check_int_range("partitions", partitions, 0, _MAX_PARTITIONS)
+        name = complete_name(topic)
+        path = _topic_path(name)
+        if partitions > 0:
+            reply = await self._call("PUT", f"{path}/partitions", f"create {name}", body=partitions, conflict=exist_ok)
+        else:
+            reply = await self._call("PUT", path, f"create {name}", conflict=exist_ok)
+        del reply
+        return name
+
+    async def delete_topic(self, topic: str, *, force: bool = False) -> None:
+        """Delete ``topic`` (with its partitions); ``force`` deletes it even with producers or subscriptions."""
+        name = complete_name(topic)
+        path = _topic_path(name)
+        params = {"force": "true" if force else "false"}
+        if await self.partitions(name) > 0:
+            await self._call("DELETE", f"{path}/partitions", f"delete {name}", params=params)
+        else:
+            await self._call("DELETE", path, f"delete {name}", params=params)
+
+    async def partitions(self, topic: str) -> int:
+        """The partition count of ``topic`` (0 for a topic without partitions, and for one that does not exist)."""
+        name = complete_name(topic)
+        reply = await self._call("GET", f"{_topic_path(name)}/partitions", f"partitions of {name}")
+        data = reply.json()
+        count = data.get("partitions") if isinstance(data, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise AdminError(f"partitions of {name}: unexpected answer {reply.text(200)!r}", code=reply.status)
+        return count
+
+    # ------------------------------------------------------------------------------------------ requests
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        conflict: bool = False,
+    ) -> Response:
+        self._life.check_open()
+        headers = {}
+        if self._token is not None:
+            token = await self._token()
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+        reply = await request(
+            self._endpoint, method, path, body=body, params=params, headers=headers, timeout=self._timeout,
+            ssl=self._ssl,
+        )
+        if reply.ok or (conflict and reply.status == 409):
+            return reply
+        raise _error(reply, what)
+
+
+def _error(reply: Response, what: str) -> BrokerError:
+    data = None
+    try:
+        data = reply.json()
+    except ProtocolError:  # a body that is not JSON is shown as text
+        data = None
+    reason = data.get("reason") if isinstance(data, dict) else None
+    text = f"{what}: HTTP {reply.status}: {reason or reply.text(300)}"
+    if reply.status == 404:
+        return TopicNotFoundError(text, code=reply.status)
+    if reply.status == 409:
+        return TopicAlreadyExistsError(text, code=reply.status)
+    if reply.status >= 500 or reply.status == 429:
+        return RetriableAdminError(text, code=reply.status)
+    return AdminError(text, code=reply.status)
+
+
+def _namespace(namespace: str) -> str:
+    parts = namespace.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"a namespace is tenant/namespace, got {namespace!r}")
+    return "/".join(urllib.parse.quote(part, safe="") for part in parts)
+
+
+def _topic_path(name: str) -> str:
+    """``persistent://tenant/ns/topic`` -> ``/admin/v2/persistent/tenant/ns/topic`` (each part quoted)."""
+    domain, rest = name.split("://", 1)
+    parts = rest.split("/")
+    if len(parts) != 3:
+        raise ValueError(f"the admin API needs a tenant/namespace/topic name, got {name!r}")
+    return f"/admin/v2/{domain}/" + "/".join(urllib.parse.quote(part, safe="") for part in parts)
