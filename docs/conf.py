@@ -6,7 +6,7 @@ import mqwire
 
 project = "mqwire"
 author = "The mqwire authors"
-copyright = "the mqwire authors, Apache License 2.0"  # noqa: A001 - Sphinx's name for it
+copyright = "the mqwire authors, Apache License 2.0"
 release = mqwire.__version__
 version = release
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 import mqwire.common
 from mqwire.common.contract import Client, Consumer, Message
@@ -32,10 +33,14 @@ def system(request: pytest.FixtureRequest) -> System:
     return System(name, PACKAGES[name], broker.url)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="function")
 async def client(system: System) -> AsyncIterator[Client[Any]]:
     async with system.connect() as connected:
         yield connected
+
+
+def json_bytes(value: object) -> bytes:
+    return json.dumps(value).encode()
 
 
 def marked(run: str, index: int) -> bytes:
@@ -90,7 +95,7 @@ async def test_serializers_both_ways(system: System, client: Client[Any]) -> Non
             key_deserializer=bytes.decode,
             value_deserializer=json.loads,
         ) as consumer,
-        client.producer(topic, key_serializer=str.encode, value_serializer=lambda v: json.dumps(v).encode()) as producer,
+        client.producer(topic, key_serializer=str.encode, value_serializer=json_bytes) as producer,
     ):
         receipt = await producer.send({"run": run, "n": 1}, key="key-1", headers={"h": b"v"})
         assert receipt.partition >= 0 or system.name == "pulsar"
@@ -133,7 +138,7 @@ async def test_a_failing_deserializer_holds_its_message_until_the_application_sk
 
     def strict(data: bytes) -> str:
         text = data.decode()
-        if text.endswith(":bad"):
+        if text == f"{run}:bad":
             raise ValueError("not a good message")
         return text
 
@@ -202,7 +207,8 @@ async def test_closing_a_producer_delivers_what_it_buffered(system: System, clie
 
 async def test_a_restarted_group_member_resumes_where_it_stopped(system: System, client: Client[Any]) -> None:
     """Kafka commits what was delivered (as aiokafka and the Java client do), so a consumer that never calls
-    ``ack`` does not read it again; Pulsar and TubeMQ redeliver what was not acknowledged, and what was is gone."""
+    ``ack`` does not read it again after a restart. Pulsar and TubeMQ keep what is delivered but not
+    acknowledged and deliver it again; what was acknowledged does not come back in any of the three."""
     topic = system.topic("group")
     group = system.group("group")
     run = secrets.token_hex(4)
@@ -211,17 +217,21 @@ async def test_a_restarted_group_member_resumes_where_it_stopped(system: System,
             await producer.send(marked(run, index))
     async with client.consumer(topic, group=group, start="earliest") as consumer:
         got = await receive_marked(consumer, run, 4, system.receive_timeout)
+        assert [m.value for m in got] == [marked(run, i) for i in range(4)]
         if system.name != "kafka":
-            for message in got[:2]:  # these two are done; the other two were only delivered
+            for message in got:
                 await consumer.ack(message)
     async with client.producer(topic) as producer:
         await producer.send(marked(run, 4))
     async with client.consumer(topic, group=group, start="earliest") as consumer:
-        expected = [marked(run, 4)] if system.name == "kafka" else [marked(run, i) for i in (2, 3, 4)]
-        got = await receive_marked(consumer, run, len(expected), system.receive_timeout)
-        assert sorted(m.value for m in got) == expected
-        for message in got:
-            await consumer.ack(message)
+        (fifth,) = await receive_marked(consumer, run, 1, system.receive_timeout)
+        assert fifth.value == marked(run, 4)  # nothing of the first four again
+        # Delivered, never acknowledged.
+    async with client.consumer(topic, group=group, start="earliest") as consumer:
+        if system.name != "kafka":
+            (again,) = await receive_marked(consumer, run, 1, system.receive_timeout)
+            assert again.value == marked(run, 4)
+            await consumer.ack(again)
         with pytest.raises(ReceiveTimeoutError):
             extra = await consumer.receive(timeout=3)
             pytest.fail(f"read again after the restart: {extra.value!r}")
