@@ -21,7 +21,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a venv wit
     raise ModuleNotFoundError(
         "the mqwire command needs the 'cli' extra (rich is not installed): pip install 'mqwire[cli]'",
         name="rich",
-    ) from exc
+    ) from None  # the one line that matters, without the chained traceback
 
 from mqwire import commands
 from mqwire.common.errors import MqwireError
