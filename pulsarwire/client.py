@@ -1,42 +1,21 @@
-"""The public Pulsar client: options, connections per broker, lookups, and the factories."""
+"""The public Pulsar client: ``connect(url, ...)`` and the factories of producers, consumers, readers and admins."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-import logging
 import re
-import ssl as _ssl
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Protocol, TypeVar, Unpack
+from typing import Unpack
 
-from mqwire.common.errors import AuthenticationError, ClosedError, ConnectError, RetriableError
-from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
-from mqwire.common.policy import AddressRotation, Backoff
-from mqwire.common.pool import ConnectionPool
-from mqwire.common.transport import Address
-from mqwire.common.urls import parse_service_url
-from pulsarwire.connection import PulsarConnection
-from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
-from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig, ReaderConfig
-from pulsarwire.tls import tls_context
+from pulsarwire.admin import Admin, AdminConfig
+from pulsarwire.consumer import Consumer
+from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig, ReaderConfig, check_names
+from pulsarwire.producer import Producer
+from pulsarwire.reader import Reader
+from pulsarwire.session import Session
+from pulsarwire.topics import complete_name, partition_name
 
-if TYPE_CHECKING:
-    from pulsarwire.admin import Admin, AdminConfig
-    from pulsarwire.consumer import Consumer
-    from pulsarwire.producer import Producer
-    from pulsarwire.reader import Reader
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-CLIENT_VERSION = "mqwire-pulsar-0.1.0"
-
-
-class _Closable(Protocol):
-    async def close(self) -> None: ...
+__all__ = ["Client", "connect"]
 
 
 class Client:
@@ -56,79 +35,10 @@ class Client:
     (``http://host:8080``), and ``admin_timeout`` (seconds per request; 30).
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        operation_timeout: float = 30.0,
-        connect_timeout: float = 10.0,
-        keepalive_interval: float = 30.0,
-        max_lookup_redirects: int = 20,
-        initial_backoff_interval: float = 0.1,
-        max_backoff_interval: float = 60.0,
-        listener_name: str | None = None,
-        auth_token: str | Callable[[], Awaitable[str]] | None = None,
-        tls_ca_file: str | None = None,
-        tls_cert_file: str | None = None,
-        tls_key_file: str | None = None,
-        tls_validate_hostname: bool = True,
-        tls_allow_insecure_connection: bool = False,
-        ssl_context: _ssl.SSLContext | None = None,
-        client_version: str = CLIENT_VERSION,
-        admin_url: str | None = None,
-        admin_timeout: float = 30.0,
-    ) -> None:
-        self._url = parse_service_url(url, schemes=SCHEMES)
-        self.service_url = url
-        self.operation_timeout = check_positive("operation_timeout", operation_timeout)
-        self.connect_timeout = check_positive("connect_timeout", connect_timeout)
-        self.keepalive_interval = check_positive("keepalive_interval", keepalive_interval)
-        self.max_lookup_redirects = check_int_range("max_lookup_redirects", max_lookup_redirects, 0, 1000)
-        self.initial_backoff_interval = check_positive("initial_backoff_interval", initial_backoff_interval)
-        self.max_backoff_interval = check_positive("max_backoff_interval", max_backoff_interval)
-        if self.max_backoff_interval < self.initial_backoff_interval:
-            raise ValueError("option max_backoff_interval must not be below initial_backoff_interval")
-        self.listener_name = None if listener_name is None else check_str("listener_name", listener_name)
-        self._auth_data: bytes | None = None
-        self._auth_token_callback: Callable[[], Awaitable[str]] | None = None
-        if callable(auth_token):
-            self._auth_token_callback = auth_token
-        elif auth_token is not None:
-            self._auth_data = check_str("auth_token", auth_token).encode()
-        self.client_version = check_str("client_version", client_version)
-        self.admin_url = None if admin_url is None else check_str("admin_url", admin_url)
-        self.admin_timeout = check_positive("admin_timeout", admin_timeout)
-        check_bool("tls_validate_hostname", tls_validate_hostname)
-        check_bool("tls_allow_insecure_connection", tls_allow_insecure_connection)
-        if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
-            raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
-        if self._url.tls and ssl_context is None:
-            ssl_context = tls_context(
-                ca_file=tls_ca_file,
-                cert_file=tls_cert_file,
-                key_file=tls_key_file,
-                validate_hostname=tls_validate_hostname,
-                allow_insecure=tls_allow_insecure_connection,
-            )
-        elif not self._url.tls and any(f is not None for f in (tls_ca_file, tls_cert_file, tls_key_file)):
-            raise ValueError("options tls_ca_file, tls_cert_file and tls_key_file need a pulsar+ssl:// URL")
-        self._ssl = ssl_context if self._url.tls else None
-        self._service = AddressRotation(self._url.addresses)
-        self._pool: ConnectionPool[tuple[str, Address], PulsarConnection] = ConnectionPool(self._open)
-        self.lookup = Lookup(
-            self._connection,
-            self._service_address,
-            tls=self._url.tls,
-            timeout=self.operation_timeout,
-            max_redirects=self.max_lookup_redirects,
-            listener_name=self.listener_name,
-        )
-        self._producer_ids = itertools.count()
-        self._consumer_ids = itertools.count()
-        self._children: set[_Closable] = set()
-        self._closed = False
+    def __init__(self, url: str, /, **options: Unpack[ClientConfig]) -> None:
+        check_names("client", options, ClientConfig)
+        self._session = Session(url, **options)
 
-    # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Client:
         await self.start()
         return self
@@ -140,160 +50,54 @@ class Client:
 
     async def start(self) -> None:
         """Connect to the service URL, so that a wrong address fails here rather than at first use."""
-        self._check_open()
-        await self.retrying(lambda: self._connection(self._service_address()), "connect to the service URL")
+        await self._session.start()
 
     async def close(self) -> None:
         """Close every producer (after it flushed), consumer and reader of this client, then the connections."""
-        if self._closed:
-            return
-        children, self._children = list(self._children), set()
-        for child in children:
-            try:
-                await child.close()
-            except Exception:
-                log.exception("closing %r failed", child)
-        self._closed = True
-        await self._pool.close()
+        await self._session.close()
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether ``close`` has begun."""
+        return self._session.closed
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ClosedError("Pulsar client is closed")
-
-    def adopt(self, child: _Closable) -> None:
-        """Remember a producer, consumer or reader so that closing the client closes it too."""
-        self._check_open()
-        self._children.add(child)
-
-    def release(self, child: _Closable) -> None:
-        self._children.discard(child)
+    @property
+    def service_url(self) -> str:
+        """The URL given to ``connect``."""
+        return self._session.service_url
 
     # ---------------------------------------------------------------------------------- factories
     def producer(self, topic: str, /, **options: Unpack[ProducerConfig]) -> Producer:
         """A producer for ``topic`` (partitioned or not); use ``async with``. See :class:`Producer`."""
-        from pulsarwire.producer import Producer
-
-        return Producer(self, topic, **options)
+        return Producer(self._session, topic, **options)
 
     def consumer(
         self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerConfig]
     ) -> Consumer:
         """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``."""
-        from pulsarwire.consumer import Consumer
-
-        return Consumer(self, topics, **options)
+        return Consumer(self._session, topics, **options)
 
     def reader(self, topic: str, /, **options: Unpack[ReaderConfig]) -> Reader:
         """A reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); use ``async with``."""
-        from pulsarwire.reader import Reader
-
-        return Reader(self, topic, **options)
+        return Reader(self._session, topic, **options)
 
     def admin(self, **options: Unpack[AdminConfig]) -> Admin:
         """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's)."""
-        from pulsarwire.admin import Admin, AdminConfig
-        from pulsarwire.options import check_names
-
         check_names("admin", options, AdminConfig)
-        self._check_open()
-        url = options.get("admin_url", self.admin_url)
+        session = self._session
+        session.check_open()
+        url = options.get("admin_url", session.admin_url)
         if url is None:
             raise ValueError("client.admin() needs option admin_url (the broker's admin API, http://host:8080)")
         return Admin(
-            url,
-            timeout=options.get("admin_timeout", self.admin_timeout),
-            ssl=self._ssl,
-            token=self._admin_token,
+            url, timeout=options.get("admin_timeout", session.admin_timeout), ssl=session.ssl, token=session.auth_token
         )
 
-    async def _admin_token(self) -> str | None:
-        if self._auth_token_callback is not None:
-            return (await self._token()).decode()
-        return None if self._auth_data is None else self._auth_data.decode()
-
-    # -------------------------------------------------------------------------------- connections
-    def next_producer_id(self) -> int:
-        return next(self._producer_ids)
-
-    def next_consumer_id(self) -> int:
-        return next(self._consumer_ids)
-
-    def new_backoff(self) -> Backoff:
-        return Backoff(initial=self.initial_backoff_interval, maximum=self.max_backoff_interval)
-
-    def _service_address(self) -> BrokerAddress:
-        host, port = address = self._service.current()
-        return BrokerAddress(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", address)
-
-    async def _token(self) -> bytes:
-        """The token from the callback given as ``auth_token`` (asked for each connection and challenge)."""
-        assert self._auth_token_callback is not None
-        token = await self._auth_token_callback()
-        if not isinstance(token, str) or not token:
-            raise AuthenticationError(f"the auth_token callback must return a non-empty str, not {token!r}")
-        return token.encode()
-
-    async def _open(self, key: tuple[str, Address]) -> PulsarConnection:
-        logical, physical = key
-        address = BrokerAddress(logical, physical)
-        auth_data = self._auth_data
-        refresh = None
-        if self._auth_token_callback is not None:
-            auth_data, refresh = await self._token(), self._token
-        return await PulsarConnection.open(
-            physical,
-            ssl=self._ssl,
-            connect_timeout=self.connect_timeout,
-            keepalive_interval=self.keepalive_interval,
-            client_version=self.client_version,
-            auth_method=None if auth_data is None else "token",
-            auth_data=auth_data,
-            auth_refresh=refresh,
-            proxy_to_broker_url=logical if address.proxied else None,
-        )
-
-    async def _connection(self, address: BrokerAddress) -> PulsarConnection:
-        self._check_open()
-        try:
-            return await self._pool.get((address.logical, address.physical))
-        except ConnectError:
-            if address.physical == self._service.current():
-                # The next attempt tries the next host of the service URL.
-                self._service.advance()
-            raise
-
-    async def service_connection(self) -> PulsarConnection:
-        """A connection to the broker (or proxy) at the service URL."""
-        return await self._connection(self._service_address())
-
-    async def connection_for(self, topic: str) -> PulsarConnection:
-        """A connection to the broker serving ``topic`` (a complete topic or partition name)."""
-        address = await self.lookup.find_broker(topic)
-        return await self._connection(address)
-
-    async def partitions_for(self, topic: str) -> int:
-        """The partition count of ``topic`` (0 when it has none), retrying within ``operation_timeout``."""
-        return await self.retrying(lambda: self.lookup.partitions(topic), f"partition metadata of {topic}")
-
-    async def retrying(self, operation: Callable[[], Awaitable[T]], what: str) -> T:
-        """Run ``operation`` until it succeeds, a fatal error, or ``operation_timeout`` runs out."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.operation_timeout
-        backoff = Backoff(initial=self.initial_backoff_interval, maximum=min(self.max_backoff_interval, 5.0))
-        while True:
-            self._check_open()
-            try:
-                return await operation()
-            except RetriableError as exc:
-                delay = backoff.next_delay()
-                if loop.time() + delay >= deadline:
-                    raise
-                log.debug("%s failed (%s); retrying in %.2f s", what, exc, delay)
-                await asyncio.sleep(delay)
+    async def get_topic_partitions(self, topic: str) -> list[str]:
+        """The complete names of the partitions of ``topic``, or its own complete name when it has none."""
+        name = complete_name(topic)
+        count = await self._session.partitions_for(name)
+        return [partition_name(name, index) for index in range(count)] if count else [name]
 
 
 def connect(url: str, /, **options: Unpack[ClientConfig]) -> Client:

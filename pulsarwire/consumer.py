@@ -12,15 +12,16 @@ from typing import Any, Unpack
 
 from mqwire.common.contract import Deserializer
 from mqwire.common.errors import MqwireError, ReceiveTimeoutError
+from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_non_negative
 from mqwire.common.serde import Deserializing
-from pulsarwire.client import Client
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerConfig, ConsumerOptions
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.receive_queue import ReceiveQueue
+from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 from pulsarwire.topic_pattern import TopicPattern, TopicWatch
 from pulsarwire.topics import complete_name, partition_name
@@ -33,7 +34,7 @@ class Subscriber:
 
     def __init__(
         self,
-        client: Client,
+        session: Session,
         topics: Sequence[str],
         options: ConsumerOptions,
         name: str,
@@ -42,8 +43,10 @@ class Subscriber:
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
     ) -> None:
-        self.client = client
+        self._session = session
         self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _position)
+        # Messages are held only when a deserializer fails: without deserializers the gate is skipped entirely.
+        self._gated = key_deserializer is not None or value_deserializer is not None
         self.options = options
         self._topics = [(topic, complete_name(topic)) for topic in topics]
         if len({full for _, full in self._topics}) != len(self._topics):
@@ -56,12 +59,10 @@ class Subscriber:
         # Per subscribed topic: its partition count (0: none) and its sub-consumers.
         self._partitions: dict[str, int] = {}
         self._by_topic: dict[str, list[TopicConsumer]] = {}
+        # True once started: the hot path tests this flag rather than asking the lifecycle.
         self._started = False
-        self._closed = False
-        self._starting: asyncio.Lock | None = None
-        self._watcher: asyncio.Task[None] | None = None
+        self._life = Lifecycle(name)
         self._topic_watch: TopicWatch | None = None
-        self._topic_changes: set[asyncio.Task[None]] = set()
         self._topics_lock = asyncio.Lock()
         self.dead_letters: DeadLetters | None = None
 
@@ -77,7 +78,7 @@ class Subscriber:
 
     def _make(self, given: str, topic: str, partition: int, queue_size: int) -> TopicConsumer:
         return TopicConsumer(
-            self.client,
+            self._session,
             self._queue,
             topic,
             given,
@@ -88,38 +89,39 @@ class Subscriber:
             dead_letters=self.dead_letters,
         )
 
+    @property
+    def _closed(self) -> bool:
+        return self._life.closed
+
     async def start(self) -> None:
         """Subscribe on every partition (done by ``async with`` or the first receive)."""
-        if self._closed:
-            raise ConsumerClosedError("consumer is closed")
-        if self._started:
-            return
-        if self._starting is None:
-            self._starting = asyncio.Lock()
-        async with self._starting:
-            if self._started:
-                return
-            self.client.adopt(self)
-            try:
-                topics = list(self._topics)
-                if self._pattern is not None:
-                    topics += [(t, t) for t in await self._pattern.matching(self.client) if t not in dict(topics)]
-                await asyncio.gather(*(self._subscribe(given, topic) for given, topic in topics))
-            except BaseException:
-                await asyncio.gather(*(c.close() for c in self._consumers), return_exceptions=True)
-                self._consumers, self._owners, self._by_topic, self._partitions = [], set(), {}, {}
-                self.client.release(self)
-                raise
-            self._started = True
+        if self._life.closed:
+            raise ConsumerClosedError(f"{self._name} is closed")
+        if not self._started:
+            await self._life.start(self._begin)
+
+    async def _begin(self) -> None:
+        self._session.adopt(self)
+        try:
+            topics = list(self._topics)
             if self._pattern is not None:
-                await self._start_topic_watch(self._pattern)
-            if self._pattern is not None or self.options.auto_update_partitions:
-                self._watcher = asyncio.create_task(self._watch())
+                topics += [(t, t) for t in await self._pattern.matching(self._session) if t not in dict(topics)]
+            await asyncio.gather(*(self._subscribe(given, topic) for given, topic in topics))
+        except BaseException:
+            await asyncio.gather(*(c.close() for c in self._consumers), return_exceptions=True)
+            self._consumers, self._owners, self._by_topic, self._partitions = [], set(), {}, {}
+            self._session.release(self)
+            raise
+        self._started = True
+        if self._pattern is not None:
+            await self._start_topic_watch(self._pattern)
+        if self._pattern is not None or self.options.auto_update_partitions:
+            self._life.tasks.spawn(self._watch(), name="topic and partition watch")
 
     async def _start_topic_watch(self, pattern: TopicPattern) -> None:
         """Have the broker push topic changes (where it can); the periodic check stays as a fallback."""
         try:
-            watch = await TopicWatch.start(self.client, pattern, self._topics_changed, self._topic_watch_lost)
+            watch = await TopicWatch.start(self._session, pattern, self._topics_changed, self._topic_watch_lost)
         except MqwireError as exc:
             log.warning("%s: no topic-list watch (%s); checking every %g s", self._name, exc,
                         self.options.pattern_auto_discovery_period)
@@ -136,9 +138,7 @@ class Subscriber:
     def _topics_changed(self, added: list[str], removed: list[str]) -> None:
         if self._closed or not (added or removed):
             return
-        task = asyncio.ensure_future(self._apply_topic_changes(added, removed))
-        self._topic_changes.add(task)
-        task.add_done_callback(self._topic_changes.discard)
+        self._life.tasks.spawn(self._apply_topic_changes(added, removed), name="topic changes")
 
     async def _apply_topic_changes(self, added: list[str], removed: list[str]) -> None:
         fixed = {topic for _, topic in self._topics}
@@ -156,7 +156,7 @@ class Subscriber:
     async def _subscribe(self, given: str, topic: str) -> None:
         """Subscribe to ``topic``, or to the partitions it gained since; raises when any subscription fails."""
         known = self._partitions.get(topic)
-        partitions = await self.client.partitions_for(topic)
+        partitions = await self._session.partitions_for(topic)
         if known is not None and (known == 0 or partitions <= known):
             return
         if partitions == 0:
@@ -224,7 +224,7 @@ class Subscriber:
                             self._name, exc)
 
     async def _recheck_pattern(self, pattern: TopicPattern) -> None:
-        matching = set(await pattern.matching(self.client))
+        matching = set(await pattern.matching(self._session))
         fixed = {topic for _, topic in self._topics}
         for topic in matching - set(self._partitions):
             await self._subscribe(topic, topic)
@@ -233,31 +233,34 @@ class Subscriber:
 
     async def close(self) -> None:
         """Send the pending acknowledgements and close every sub-consumer; receivers get ConsumerClosedError."""
-        if self._closed:
-            return
-        self._closed = True
+        await self._life.close(self._close)
+
+    async def _close(self, unsubscribe: bool = False) -> None:
         await self._stop_watching()
         try:
-            await asyncio.gather(*(c.close() for c in self._consumers), return_exceptions=True)
+            results = await asyncio.gather(
+                *(c.close(unsubscribe=unsubscribe) for c in self._consumers), return_exceptions=True
+            )
+            failure = next((r for r in results if isinstance(r, BaseException)), None)
+            if unsubscribe and failure is not None:
+                raise failure
+        finally:
             if self.dead_letters is not None:
                 await self.dead_letters.close()
-        finally:
             self._queue.close()
-            self.client.release(self)
+            self._session.release(self)
 
     async def _stop_watching(self) -> None:
-        watcher, self._watcher = self._watcher, None
-        tasks = [*self._topic_changes, *([watcher] if watcher is not None else [])]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # The watches end first, so that no sub-consumer is added while closing.
+        await self._life.tasks.cancel_all()
         watch, self._topic_watch = self._topic_watch, None
         if watch is not None:
-            await watch.close(self.client.operation_timeout)
+            await watch.close(self._session.operation_timeout)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether ``close`` has begun."""
+        return self._life.closed
 
     def _partition_failed(self, consumer: TopicConsumer, error: MqwireError) -> None:
         log.error("%s failed: %s", consumer.label, error)
@@ -272,8 +275,8 @@ class Subscriber:
         """
         if not self._started:
             await self.start()
-        gate = self._gate
-        if gate.active:
+        if self._gated:
+            gate = self._gate
             held = gate.take_held(1)
             return gate.one(held[0] if held else await self._take(timeout))
         return await self._take(timeout)
@@ -321,7 +324,7 @@ class Subscriber:
                 break
             message._owner.dequeued(message)
             messages.append(message)
-        return gate.many(messages) if gate.active else messages
+        return gate.many(messages) if self._gated else messages
 
     async def batch_receive(self, *, timeout: float = 0, max_records: int | None = None) -> list[Message]:
         """``getmany`` under the name of the pulsar-client method."""
@@ -409,7 +412,7 @@ class Consumer(Subscriber):
     """
 
     def __init__(
-        self, client: Client, topics: str | Sequence[str] | re.Pattern[str], **options: Unpack[ConsumerConfig]
+        self, session: Session, topics: str | Sequence[str] | re.Pattern[str], **options: Unpack[ConsumerConfig]
     ) -> None:
         pattern = None
         if isinstance(topics, re.Pattern):
@@ -428,11 +431,11 @@ class Consumer(Subscriber):
                                     policy.retry_letter_topic is None)):
                 raise ValueError("option dead_letter_policy: name dead_letter_topic (and retry_letter_topic) "
                                  "when the consumer has several topics or a pattern")
-            dead_letters = DeadLetters(client, policy, names[0] if names else "-", built.subscription)
+            dead_letters = DeadLetters(session, policy, names[0] if names else "-", built.subscription)
             if built.retry_enable and dead_letters.retry_topic not in {complete_name(n) for n in names}:
                 names.append(dead_letters.retry_topic)
         super().__init__(
-            client,
+            session,
             names,
             built,
             f"consumer {built.subscription}",
@@ -508,17 +511,9 @@ class Consumer(Subscriber):
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on every partition, and close."""
-        if self._closed:
+        if self._life.closed:
             raise ConsumerClosedError(f"consumer {self.subscription} is closed")
-        self._closed = True
-        await self._stop_watching()
-        try:
-            await asyncio.gather(*(c.close(unsubscribe=True) for c in self._consumers))
-        finally:
-            if self.dead_letters is not None:
-                await self.dead_letters.close()
-            self._queue.close()
-            self.client.release(self)
+        await self._life.close(lambda: self._close(unsubscribe=True))
 
     def __repr__(self) -> str:
         return f"Consumer(topics={self.topics!r}, subscription={self.subscription!r})"

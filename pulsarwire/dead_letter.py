@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.message import Message
 from pulsarwire.options import DLQ_SUFFIX, RETRY_SUFFIX, DeadLetterPolicy
+from pulsarwire.producer import Producer
 from pulsarwire.topics import complete_name
 
 if TYPE_CHECKING:
-    from pulsarwire.client import Client
-    from pulsarwire.producer import Producer
+    from pulsarwire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ DELAY_TIME = "DELAY_TIME"
 class DeadLetters:
     """The retry and dead-letter producers of one consumer, created when first needed."""
 
-    def __init__(self, client: Client, policy: DeadLetterPolicy, topic: str, subscription: str) -> None:
+    def __init__(self, client: Session, policy: DeadLetterPolicy, topic: str, subscription: str) -> None:
         self._client = client
         self.policy = policy
         base = complete_name(topic)
@@ -56,8 +56,12 @@ class DeadLetters:
             if producer is None:
                 initial = self.policy.initial_subscription_name if topic == self.dead_letter_topic else None
                 # One message per entry, as the reference clients do: each can be consumed and acked alone.
-                producer = self._client.producer(
-                    topic, batching_enabled=False, initial_subscription_name=initial, auto_update_partitions=False
+                producer = Producer(
+                    self._client,
+                    topic,
+                    batching_enabled=False,
+                    initial_subscription_name=initial,
+                    auto_update_partitions=False,
                 )
                 await producer.start()
                 self._producers[topic] = producer

@@ -16,10 +16,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from mqwire.common.errors import MqwireError, RetriableError
-from pulsarwire.client import Client
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.protocol.frames import Frame
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand
+from pulsarwire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 class TopicHandler(ABC):
     """Base of the per-topic producer and consumer: the connection they use and its replacement."""
 
-    def __init__(self, client: Client, topic: str, label: str) -> None:
+    def __init__(self, client: Session, topic: str, label: str) -> None:
         self.client = client
         self.topic = topic
         self.label = label

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -13,12 +12,13 @@ from types import TracebackType
 from typing import Any, Unpack
 
 from mqwire.common.errors import MqwireError, RequestTimeoutError
+from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.serde import check_serializer, to_bytes
-from pulsarwire.client import Client
 from pulsarwire.client_errors import ProducerClosedError, ProducerQueueIsFullError
 from pulsarwire.message import Receipt
 from pulsarwire.options import ProducerConfig, ProducerOptions
 from pulsarwire.routing import PartitionRouter
+from pulsarwire.session import Session
 from pulsarwire.topic_producer import Properties, TopicProducer
 from pulsarwire.topics import complete_name, partition_name
 
@@ -49,8 +49,8 @@ class Producer:
     to the topic meanwhile get a producer and take part in routing.
     """
 
-    def __init__(self, client: Client, topic: str, **options: Unpack[ProducerConfig]) -> None:
-        self.client = client
+    def __init__(self, session: Session, topic: str, **options: Unpack[ProducerConfig]) -> None:
+        self._session = session
         self.topic = complete_name(topic)
         self.options = ProducerOptions.build(dict(options))
         self._key_serializer = check_serializer("key_serializer", options.get("key_serializer"))
@@ -65,10 +65,9 @@ class Producer:
         )
         self._producers: list[TopicProducer] = []
         self._partitioned = False
+        # True once started: the hot path tests this flag rather than asking the lifecycle.
         self._started = False
-        self._closed = False
-        self._starting: asyncio.Lock | None = None
-        self._watcher: asyncio.Task[None] | None = None
+        self._life = Lifecycle(f"producer on {self.topic}")
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Producer:
@@ -80,40 +79,41 @@ class Producer:
     ) -> None:
         await self.close()
 
+    @property
+    def _closed(self) -> bool:
+        return self._life.closed
+
     async def start(self) -> None:
         """Find the partitions and create a producer on each (done by ``async with`` or the first send)."""
-        if self._closed:
+        if self._life.closed:
             raise ProducerClosedError(f"producer on {self.topic} is closed")
-        if self._started:
-            return
-        if self._starting is None:
-            self._starting = asyncio.Lock()
-        async with self._starting:
-            if self._started:
-                return
-            self.client.adopt(self)
-            try:
-                partitions = await self.client.partitions_for(self.topic)
-                if partitions == 0:
-                    producers = [TopicProducer(self.client, self.topic, -1, self.options)]
-                else:
-                    producers = [
-                        TopicProducer(self.client, partition_name(self.topic, index), index, self.options, self.topic)
-                        for index in range(partitions)
-                    ]
-                results = await asyncio.gather(*(p.start() for p in producers), return_exceptions=True)
-                failure = next((r for r in results if isinstance(r, BaseException)), None)
-                if failure is not None:
-                    await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
-                    raise failure
-            except BaseException:
-                self.client.release(self)
-                raise
-            self._producers = producers
-            self._partitioned = partitions > 0
-            self._started = True
-            if self._partitioned and self.options.auto_update_partitions:
-                self._watcher = asyncio.create_task(self._watch_partitions())
+        if not self._started:
+            await self._life.start(self._begin)
+
+    async def _begin(self) -> None:
+        self._session.adopt(self)
+        try:
+            partitions = await self._session.partitions_for(self.topic)
+            if partitions == 0:
+                producers = [TopicProducer(self._session, self.topic, -1, self.options)]
+            else:
+                producers = [
+                    TopicProducer(self._session, partition_name(self.topic, index), index, self.options, self.topic)
+                    for index in range(partitions)
+                ]
+            results = await asyncio.gather(*(p.start() for p in producers), return_exceptions=True)
+            failure = next((r for r in results if isinstance(r, BaseException)), None)
+            if failure is not None:
+                await asyncio.gather(*(p.close() for p in producers), return_exceptions=True)
+                raise failure
+        except BaseException:
+            self._session.release(self)
+            raise
+        self._producers = producers
+        self._partitioned = partitions > 0
+        self._started = True
+        if self._partitioned and self.options.auto_update_partitions:
+            self._life.tasks.spawn(self._watch_partitions(), name="partition watch")
 
     async def _watch_partitions(self) -> None:
         """Look for partitions added to the topic; new ones get a producer and take part in routing."""
@@ -126,11 +126,11 @@ class Producer:
 
     async def _add_partitions(self) -> None:
         known = len(self._producers)
-        partitions = await self.client.partitions_for(self.topic)
+        partitions = await self._session.partitions_for(self.topic)
         if partitions <= known or self._closed:
             return
         new = [
-            TopicProducer(self.client, partition_name(self.topic, index), index, self.options, self.topic)
+            TopicProducer(self._session, partition_name(self.topic, index), index, self.options, self.topic)
             for index in range(known, partitions)
         ]
         results = await asyncio.gather(*(p.start() for p in new), return_exceptions=True)
@@ -145,22 +145,20 @@ class Producer:
 
     async def close(self) -> None:
         """Send what is buffered, wait (within the send timeout) for the receipts, and close."""
-        if self._closed:
-            return
-        self._closed = True
-        watcher, self._watcher = self._watcher, None
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+        await self._life.close(self._close)
+
+    async def _close(self) -> None:
+        # The partition watch ends first, so that no partition producer is added while closing.
+        await self._life.tasks.cancel_all()
         try:
             await asyncio.gather(*(p.close() for p in self._producers))
         finally:
-            self.client.release(self)
+            self._session.release(self)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """Whether ``close`` has begun."""
+        return self._life.closed
 
     @property
     def producer_name(self) -> str | None:

@@ -7,11 +7,11 @@ from typing import Literal
 
 from mqwire.common.contract import Deserializer
 from mqwire.common.options import check_bool, check_int_range, check_str
-from pulsarwire.client import Client
 from pulsarwire.consumer import Subscriber
 from pulsarwire.message import EARLIEST, LATEST, MessageId
 from pulsarwire.options import ConsumerOptions
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
+from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 
 
@@ -28,7 +28,7 @@ class Reader(Subscriber):
 
     def __init__(
         self,
-        client: Client,
+        session: Session,
         topic: str,
         *,
         start: Literal["latest", "earliest"] | MessageId = "latest",
@@ -56,7 +56,7 @@ class Reader(Subscriber):
             read_compacted=check_bool("read_compacted", read_compacted),
         )
         super().__init__(
-            client,
+            session,
             [topic],
             options,
             f"reader of {topic}",
@@ -74,7 +74,7 @@ class Reader(Subscriber):
         if partition >= 0 and start not in (EARLIEST, LATEST):
             raise ValueError(f"{self.topic} has partitions; a reader can start at a message id only without them")
         return TopicConsumer(
-            self.client,
+            self._session,
             self._queue,
             topic,
             given,

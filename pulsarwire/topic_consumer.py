@@ -19,7 +19,6 @@ from typing import Any
 from mqwire.common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
 from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position, UnackedTracker, bitset_words
 from pulsarwire.chunks import ChunkAssembler
-from pulsarwire.client import Client
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.dead_letter import DeadLetters
@@ -32,6 +31,7 @@ from pulsarwire.protocol.batch import decode_batch, decompress_payload
 from pulsarwire.protocol.frames import Frame, encode_command
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandAck, CommandSubscribe, MessageIdData
 from pulsarwire.receive_queue import ReceiveQueue
+from pulsarwire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class TopicConsumer(TopicHandler):
 
     def __init__(
         self,
-        client: Client,
+        client: Session,
         queue: ReceiveQueue,
         topic: str,
         given_topic: str,

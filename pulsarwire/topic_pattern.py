@@ -14,8 +14,8 @@ from pulsarwire.protocol.pulsar_api_pb2 import CommandGetTopicsOfNamespace
 from pulsarwire.topics import DEFAULT_NAMESPACE, PARTITION_SUFFIX
 
 if TYPE_CHECKING:
-    from pulsarwire.client import Client
     from pulsarwire.connection import PulsarConnection
+    from pulsarwire.session import Session
 
 _MODES = {
     "persistent": CommandGetTopicsOfNamespace.PERSISTENT,
@@ -53,7 +53,7 @@ class TopicPattern:
     def matches(self, topic: str) -> bool:
         return self.regex.fullmatch(topic) is not None
 
-    async def matching(self, client: Client) -> list[str]:
+    async def matching(self, client: Session) -> list[str]:
         """The complete names of the matching topics; partitions count as their partitioned topic."""
         names = await client.retrying(
             lambda: client.lookup.topics_of_namespace(self.namespace, self.mode), f"topics of {self.namespace}"
@@ -77,7 +77,7 @@ class TopicWatch:
     @classmethod
     async def start(
         cls,
-        client: Client,
+        client: Session,
         pattern: TopicPattern,
         on_change: Callable[[list[str], list[str]], None],
         on_lost: Callable[[], None],

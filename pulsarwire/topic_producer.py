@@ -20,7 +20,6 @@ from typing import Any
 
 from mqwire.common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
 from pulsarwire import errors
-from pulsarwire.client import Client
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.handler import TopicHandler, close_remote
@@ -33,6 +32,7 @@ from pulsarwire.protocol.frames import Frame, encode_payload_frame_raw
 from pulsarwire.protocol.metadata import PROPERTIES_TAG, encode_message_metadata, producer_name_field
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, ServerError
 from pulsarwire.protocol.wire import key_values
+from pulsarwire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class TopicProducer(TopicHandler):
     """The producer of one partition (or of a topic without partitions)."""
 
     def __init__(
-        self, client: Client, topic: str, partition: int, options: ProducerOptions, receipt_topic: str | None = None
+        self, client: Session, topic: str, partition: int, options: ProducerOptions, receipt_topic: str | None = None
     ) -> None:
         super().__init__(client, topic, f"producer on {topic}")
         self.partition = partition

@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 import pulsarwire
 from pulsarwire.message import MessageId
+from pulsarwire.topics import partition_of
 from sparkwire import options as opts
 from sparkwire.writing import ProducersByTopic, RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
 
@@ -117,7 +118,7 @@ async def partition_names(client: pulsarwire.Client, topics: list[str]) -> list[
     """``(full name, partition index)`` of every partition of ``topics`` (index -1: no partitions)."""
     names: list[tuple[str, int]] = []
     for topic in topics:
-        count = await client.lookup.partitions(topic)
+        count = sum(1 for name in await client.get_topic_partitions(topic) if partition_of(name) >= 0)
         names.extend([(f"{topic}-partition-{i}", i) for i in range(count)] if count else [(topic, -1)])
     return names
 

@@ -158,12 +158,12 @@ def test_client_url_and_tls() -> None:
     with pytest.raises(TypeError):
         pulsarwire.connect("pulsar://localhost", unknown_option=1)
     secure = pulsarwire.connect("pulsar+ssl://localhost")
-    assert secure._ssl is not None and secure._ssl.check_hostname
-    assert secure._ssl.verify_mode == ssl.CERT_REQUIRED
+    assert secure._session.ssl is not None and secure._session.ssl.check_hostname
+    assert secure._session.ssl.verify_mode == ssl.CERT_REQUIRED
     relaxed = pulsarwire.connect("pulsar+ssl://localhost", tls_validate_hostname=False)
-    assert relaxed._ssl is not None and not relaxed._ssl.check_hostname
+    assert relaxed._session.ssl is not None and not relaxed._session.ssl.check_hostname
     insecure = pulsarwire.connect("pulsar+ssl://localhost", tls_allow_insecure_connection=True)
-    assert insecure._ssl is not None and insecure._ssl.verify_mode == ssl.CERT_NONE
+    assert insecure._session.ssl is not None and insecure._session.ssl.verify_mode == ssl.CERT_NONE
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from pulsarwire.protocol.batch import (
 )
 from pulsarwire.protocol.frames import Frame, decode_frame, encode_payload_frame_raw
 from pulsarwire.receive_queue import ReceiveQueue
+from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 from pulsarwire.topic_producer import TopicProducer
 
@@ -172,12 +173,12 @@ class FakeBroker:
         return self.connections[-1]
 
 
-def fake_client(broker: FakeBroker, **options: Any) -> pulsarwire.Client:
-    client = pulsarwire.connect(
+def fake_client(broker: FakeBroker, **options: Any) -> Session:
+    session = Session(
         "pulsar://fake:6650", initial_backoff_interval=0.01, max_backoff_interval=0.02, operation_timeout=2, **options
     )
-    client.connection_for = broker.connection_for  # type: ignore[method-assign, assignment]
-    return client
+    session.connection_for = broker.connection_for  # type: ignore[method-assign, assignment]
+    return session
 
 
 def error(code: int) -> MqwireError:
