@@ -141,6 +141,10 @@ class Cluster:
             except MqwireError as exc:
                 log.warning("closing %r failed: %s", child, exc)
         self._closing = True
+        loading = [task for _, task in self._refreshes]
+        for task in loading:
+            task.cancel()
+        await asyncio.gather(*loading, return_exceptions=True)
         await self.lifecycle.tasks.cancel_all()
         await self._pool.close()
 
@@ -276,8 +280,8 @@ class Cluster:
             if covered is None or (wanted is not None and wanted <= covered):
                 await asyncio.shield(task)
                 return self.metadata
-        load = self._load_metadata(None if wanted is None else sorted(wanted))
-        task = self.lifecycle.tasks.spawn(load, name="metadata")
+        # Not an owned task: its failure belongs to the callers awaiting it; close cancels it with the others.
+        task = asyncio.ensure_future(self._load_metadata(None if wanted is None else sorted(wanted)))
         entry = (wanted, task)
         self._refreshes.append(entry)
         task.add_done_callback(lambda _t: self._refreshes.remove(entry) if entry in self._refreshes else None)
@@ -288,8 +292,13 @@ class Cluster:
         """Start a metadata refresh in the background (after a leader moved); failures are only logged."""
         if self._closing:
             return
-        task = self.lifecycle.tasks.spawn(self.refresh_metadata(topics), name="metadata update")
-        task.add_done_callback(_log_failure)
+        self.lifecycle.tasks.spawn(self._refresh_quietly(topics), name="metadata update")
+
+    async def _refresh_quietly(self, topics: Iterable[str] | None) -> None:
+        try:
+            await self.refresh_metadata(topics)
+        except MqwireError as exc:
+            log.debug("background metadata refresh failed: %s", exc)
 
     async def _load_metadata(self, topics: list[str] | None) -> None:
         body = MetadataRequest(
@@ -421,8 +430,3 @@ class Cluster:
             self.forget_coordinator(key, key_type)
             self._pool.discard(node.address)
             raise exc
-
-
-def _log_failure(task: asyncio.Future[ClusterMetadata]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.debug("background metadata refresh failed: %s", task.exception())

@@ -317,17 +317,22 @@ class Consumer:
         await self._add_partitions(assignment)
 
     async def _add_partitions(self, assignment: list[TopicPartition]) -> None:
-        for tp in assignment:
-            self._states.setdefault(tp, PartitionState(tp, reset=self.start_from))
-        if self.group is not None and assignment:
+        """Read ``assignment`` too, from the group's committed offsets where there are some, else from ``start``.
+
+        The fetcher sees a partition only once its starting point is known, so it never resets one the group
+        has a position for.
+        """
+        added = {tp: PartitionState(tp, reset=self.start_from) for tp in assignment if tp not in self._states}
+        if self.group is not None and added:
             committed = await fetch_committed(
-                self.client, self.group, assignment, require_stable=self._config.isolation_level == READ_COMMITTED
+                self.client, self.group, list(added), require_stable=self._config.isolation_level == READ_COMMITTED
             )
             for tp, value in committed.items():
-                if value is not None and tp in self._states:
-                    self._states[tp].position = value.offset
-                    self._states[tp].reset = None
+                if value is not None and tp in added:
+                    added[tp].position = value.offset
+                    added[tp].reset = None
                     self._committed[tp] = value
+        self._states.update(added)
         self._fetcher.wake()
 
     def _new_membership(self, group: str, topics: list[str]) -> GroupMembership | HeartbeatMembership:
