@@ -130,14 +130,14 @@ class Admin:
     """Use as ``async with client.admin() as admin``."""
 
     def __init__(self, client: Cluster, *, timeout_ms: float = 60_000) -> None:
-        self.client = client
+        self._cluster = client
         self.timeout = check_positive("timeout_ms", timeout_ms) / 1000
         self._closed = False
 
     async def __aenter__(self) -> Admin:
         if self._closed:
             raise ClosedError("admin is closed")
-        self.client.adopt(self)
+        self._cluster.adopt(self)
         return self
 
     async def __aexit__(
@@ -148,7 +148,7 @@ class Admin:
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self.client.release(self)
+            self._cluster.release(self)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -157,20 +157,20 @@ class Admin:
     async def _controller(self, body: Any) -> Any:
         """Send ``body`` to the controller, retrying (with fresh metadata) when it moved or was unreachable."""
         self._check_open()
-        backoff = self.client.new_backoff()
+        backoff = self._cluster.new_backoff()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         while True:
-            controller = self.client.metadata.controller_id
+            controller = self._cluster.metadata.controller_id
             try:
                 if controller < 0:
-                    return await self.client.request_any(body, timeout=self.timeout)
-                return await self.client.request(controller, body, timeout=self.timeout)
+                    return await self._cluster.request_any(body, timeout=self.timeout)
+                return await self._cluster.request(controller, body, timeout=self.timeout)
             except RetriableError:
                 if loop.time() > deadline:
                     raise
                 await asyncio.sleep(backoff.next_delay())
-                await self.client.refresh_metadata([])
+                await self._cluster.refresh_metadata([])
 
     # ---------------------------------------------------------------------------------- topics
     async def create_topic(
@@ -212,7 +212,7 @@ class Admin:
 
     async def _wait_for_leaders(self, names: list[str]) -> None:
         for name in names:
-            await self.client.partitions_for(name, timeout=self.timeout)
+            await self._cluster.partitions_for(name, timeout=self.timeout)
 
     async def delete_topics(self, names: Iterable[str]) -> None:
         """Delete topics by name; raises the first error after all were tried, and waits until they are gone."""
@@ -238,9 +238,9 @@ class Admin:
         gone = set(names)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
-        backoff = self.client.new_backoff()
+        backoff = self._cluster.new_backoff()
         while names and loop.time() < deadline:
-            response = await self.client.request_any(
+            response = await self._cluster.request_any(
                 MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=False)
             )
             names = {t.name for t in response.topics if t.error_code == 0 and t.name in names}
@@ -248,19 +248,19 @@ class Admin:
                 await asyncio.sleep(backoff.next_delay())
         for name in gone:
             # Forgotten without asking the broker: a Metadata request may auto-create the topic again.
-            self.client.metadata.forget_topic(name)
+            self._cluster.metadata.forget_topic(name)
 
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
         """The names of the cluster's topics, sorted."""
         self._check_open()
-        metadata = await self.client.refresh_metadata(None)
+        metadata = await self._cluster.refresh_metadata(None)
         return sorted(t for t in metadata.leaders if include_internal or t not in metadata.internal_topics)
 
     async def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicDescription]:
         """Partitions, leaders and replicas of ``names`` (or every topic); unknown topics raise."""
         self._check_open()
         wanted = None if names is None else list(names)
-        response = await self.client.request_any(
+        response = await self._cluster.request_any(
             MetadataRequest(
                 topics=None if wanted is None else [MetadataRequestTopic(name=n) for n in wanted],
                 allow_auto_topic_creation=False,
@@ -299,22 +299,22 @@ class Admin:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         for name, count in new_totals.items():
-            while len(await self.client.partitions_for(name, timeout=self.timeout)) < count:
+            while len(await self._cluster.partitions_for(name, timeout=self.timeout)) < count:
                 if loop.time() > deadline:
                     raise errors.LeaderNotAvailableError(f"topic {name!r} did not reach {count} partitions in time")
-                await asyncio.sleep(self.client.retry_backoff)
+                await asyncio.sleep(self._cluster.retry_backoff)
 
     # ---------------------------------------------------------------------------------- cluster
     async def describe_cluster(self) -> ClusterDescription:
         self._check_open()
-        connection = await self.client.any_connection()
+        connection = await self._cluster.any_connection()
         if connection.offers(DESCRIBE_CLUSTER_KEY):
             response = await connection.request(DescribeClusterRequest())
             if response.error_code:
                 raise errors.error_for(response.error_code, response.error_message)
             brokers = [BrokerNode(b.broker_id, b.host, b.port, b.rack) for b in response.brokers]
             return ClusterDescription(response.cluster_id, response.controller_id, sorted(brokers, key=_node_id))
-        metadata = await self.client.refresh_metadata([])
+        metadata = await self._cluster.refresh_metadata([])
         return ClusterDescription(
             metadata.cluster_id, metadata.controller_id, sorted(metadata.brokers.values(), key=_node_id)
         )
@@ -342,9 +342,9 @@ class Admin:
         for target, requested in by_target.items():
             body = DescribeConfigsRequest(resources=requested)
             if target is None:
-                response = await self.client.request_any(body)
+                response = await self._cluster.request_any(body)
             else:
-                response = await self.client.request(target, body)
+                response = await self._cluster.request(target, body)
             for result in response.results:
                 if result.error_code:
                     raise errors.error_for(result.error_code, result.error_message or result.resource_name)
@@ -376,17 +376,17 @@ class Admin:
         if isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError("isolation_level must be 'read_uncommitted' or 'read_committed'")
         return await list_offsets(
-            self.client, converted, isolation_level=1 if isolation_level == "read_committed" else 0
+            self._cluster, converted, isolation_level=1 if isolation_level == "read_committed" else 0
         )
 
     async def delete_records(self, before: Mapping[TopicPartition | tuple[str, int], int]) -> dict[TopicPartition, int]:
         """Delete records before the given offsets (-1: the high watermark); returns the new low watermarks."""
         self._check_open()
         wanted = {TopicPartition(*tp): offset for tp, offset in before.items()}
-        await self.client.refresh_metadata({tp.topic for tp in wanted})
+        await self._cluster.refresh_metadata({tp.topic for tp in wanted})
         by_leader: dict[int, dict[str, list[DeleteRecordsPartition]]] = {}
         for tp, offset in wanted.items():
-            leader = self.client.metadata.leader_id(*tp)
+            leader = self._cluster.metadata.leader_id(*tp)
             if leader < 0:
                 raise errors.LeaderNotAvailableError(f"no leader for {tp.topic}-{tp.partition}")
             by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
@@ -398,7 +398,7 @@ class Admin:
                 topics=[DeleteRecordsTopic(name=name, partitions=parts) for name, parts in topics.items()],
                 timeout_ms=int(self.timeout * 1000),
             )
-            response = await self.client.request(leader, body, timeout=self.timeout)
+            response = await self._cluster.request(leader, body, timeout=self.timeout)
             for topic in response.topics:
                 for partition in topic.partitions:
                     if partition.error_code:
@@ -410,10 +410,10 @@ class Admin:
     async def list_groups(self) -> list[GroupListing]:
         """Groups known to every broker (each coordinates some of them)."""
         self._check_open()
-        await self.client.refresh_metadata([])
+        await self._cluster.refresh_metadata([])
         listings: dict[str, GroupListing] = {}
-        for node in list(self.client.metadata.brokers):
-            response = await self.client.request(node, ListGroupsRequest())
+        for node in list(self._cluster.metadata.brokers):
+            response = await self._cluster.request(node, ListGroupsRequest())
             if response.error_code:
                 raise errors.error_for(response.error_code, f"list groups at broker {node}")
             for g in response.groups:
@@ -424,7 +424,7 @@ class Admin:
         self._check_open()
         out = []
         for group in group_ids:
-            response = await self.client.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
+            response = await self._cluster.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
             for g in response.groups:
                 if g.error_code:
                     raise errors.error_for(g.error_code, f"group {g.group_id!r}")
@@ -439,7 +439,7 @@ class Admin:
     ) -> dict[TopicPartition, int | None]:
         """The offsets ``group`` committed for ``partitions`` (None where it committed none)."""
         self._check_open()
-        found = await fetch_committed(self.client, group, [TopicPartition(*tp) for tp in partitions])
+        found = await fetch_committed(self._cluster, group, [TopicPartition(*tp) for tp in partitions])
         return {tp: None if v is None else v.offset for tp, v in found.items()}
 
 

@@ -100,7 +100,7 @@ class Consumer:
         on_revoked: PartitionsCallback | None = None,
         on_lost: PartitionsCallback | None = None,
     ) -> None:
-        self.client = client
+        self._cluster = client
         self.topics = _topics(topics)
         if group is not None and (not isinstance(group, str) or not group):
             raise TypeError("option group must be a non-empty str or None")
@@ -201,7 +201,7 @@ class Consumer:
             raise
 
     async def _start(self) -> None:
-        self.client.adopt(self)
+        self._cluster.adopt(self)
         self._fetcher.start()
         await self._apply_subscription()
         if self.enable_auto_commit:
@@ -223,9 +223,9 @@ class Consumer:
                     await self._commit(self._auto_offsets())
             except MqwireError as exc:
                 log.warning("final commit for group %r failed: %s", self.group, exc)
-        self.client.untrack(self._tracked)
+        self._cluster.untrack(self._tracked)
         self._tracked = []
-        self.client.release(self)
+        self._cluster.release(self)
 
     @property
     def closed(self) -> bool:
@@ -294,7 +294,7 @@ class Consumer:
                     log.warning("commit for group %r failed: %s", self.group, exc)
             for tp in list(self._states):
                 self._forget(tp)
-        self.client.untrack(self._tracked)
+        self._cluster.untrack(self._tracked)
         self._tracked = []
 
     async def _take_up(self) -> None:
@@ -304,7 +304,7 @@ class Consumer:
         else:
             topics = list(self.topics)
         self._tracked = topics
-        self.client.track(topics)
+        self._cluster.track(topics)
         if self.group is not None and self._requested is None:
             if topics or self._pattern is not None:
                 self._membership = self._new_membership(self.group, topics)
@@ -325,7 +325,7 @@ class Consumer:
         added = {tp: PartitionState(tp, reset=self.start_from) for tp in assignment if tp not in self._states}
         if self.group is not None and added:
             committed = await fetch_committed(
-                self.client, self.group, list(added), require_stable=self._config.isolation_level == READ_COMMITTED
+                self._cluster, self.group, list(added), require_stable=self._config.isolation_level == READ_COMMITTED
             )
             for tp, value in committed.items():
                 if value is not None and tp in added:
@@ -339,7 +339,7 @@ class Consumer:
         if self._group_protocol == "consumer":
             # KIP-848: the broker assigns (and, for a pattern, matches topics); the member heartbeats and follows.
             return HeartbeatMembership(
-                self.client,
+                self._cluster,
                 group,
                 topics,
                 pattern=None if self._pattern is None else self._pattern.pattern,
@@ -353,7 +353,7 @@ class Consumer:
                 poll_watch=self._poll_watch,
             )
         return GroupMembership(
-            self.client,
+            self._cluster,
             group,
             topics,
             self._assignors,
@@ -370,13 +370,13 @@ class Consumer:
 
     async def _matching_topics(self) -> list[str]:
         assert self._pattern is not None
-        metadata = await self.client.refresh_metadata(None)
+        metadata = await self._cluster.refresh_metadata(None)
         return sorted(t for t in metadata.topic_names.values() if self._pattern.fullmatch(t))
 
     async def _watch_pattern(self, pattern: re.Pattern[str]) -> None:
         """Follow the topics matching ``pattern`` as they are created and deleted (every ``metadata_max_age_ms``)."""
         while self._pattern is pattern:
-            await asyncio.sleep(self.client.metadata_max_age)
+            await asyncio.sleep(self._cluster.metadata_max_age)
             if self._pattern is not pattern:
                 return
             try:
@@ -387,9 +387,9 @@ class Consumer:
             if topics == self._tracked:
                 continue
             log.info("pattern subscription %r now matches %s", pattern.pattern, topics)
-            self.client.untrack(self._tracked)
+            self._cluster.untrack(self._tracked)
             self._tracked = topics
-            self.client.track(topics)
+            self._cluster.track(topics)
             membership = self._membership
             if isinstance(membership, GroupMembership):
                 membership.set_topics(topics)
@@ -399,7 +399,7 @@ class Consumer:
     async def _all_partitions(self, topics: Iterable[str]) -> list[TopicPartition]:
         found: list[TopicPartition] = []
         for topic in topics:
-            found.extend(TopicPartition(topic, p) for p in await self.client.partitions_for(topic))
+            found.extend(TopicPartition(topic, p) for p in await self._cluster.partitions_for(topic))
         return found
 
     def _fail(self, error: BaseException) -> None:
@@ -571,7 +571,7 @@ class Consumer:
         if self.group is None:
             raise ConfigurationError("seek_to_committed needs a consumer created with group=")
         states = self._states_of(tps)
-        found = await fetch_committed(self.client, self.group, [state.tp for state in states])
+        found = await fetch_committed(self._cluster, self.group, [state.tp for state in states])
         result: dict[TopicPartition, int | None] = {}
         for state in states:
             value = found.get(state.tp)
@@ -592,7 +592,7 @@ class Consumer:
                 raise ValueError(f"timestamp for {tp} must be non-negative milliseconds, got {timestamp!r}")
             specs[TopicPartition(*tp)] = timestamp
         isolation = ISOLATION_LEVELS[self.isolation_level]
-        found = await list_offsets(self.client, specs, isolation_level=isolation)
+        found = await list_offsets(self._cluster, specs, isolation_level=isolation)
         return {tp: None if found[tp].offset < 0 else found[tp] for tp in specs}
 
     async def seek_to_timestamp(self, timestamp_ms: int, *tps: TopicPartition | tuple[str, int]) -> None:
@@ -709,18 +709,18 @@ class Consumer:
         if self._membership is not None and self._membership.member_id:
             member = self._membership.metadata
             await commit_offsets(
-                self.client, self.group, changed, generation=member.generation_id, member_id=member.member_id,
+                self._cluster, self.group, changed, generation=member.generation_id, member_id=member.member_id,
                 group_instance_id=member.group_instance_id,
             )
         else:
-            await commit_offsets(self.client, self.group, changed)
+            await commit_offsets(self._cluster, self.group, changed)
         self._committed.update(changed)
 
     async def committed(self, tp: TopicPartition | tuple[str, int]) -> int | None:
         """The offset the group has committed for ``tp``, asked of the coordinator (None if none)."""
         if self.group is None:
             raise ConfigurationError("committed needs a consumer created with group=")
-        found = await fetch_committed(self.client, self.group, [TopicPartition(*tp)])
+        found = await fetch_committed(self._cluster, self.group, [TopicPartition(*tp)])
         value = found.get(TopicPartition(*tp))
         return None if value is None else value.offset
 

@@ -86,7 +86,7 @@ class Producer:
     ) -> None:
         if topic is not None and (not isinstance(topic, str) or not topic):
             raise TypeError("topic must be a non-empty str or None")
-        self.client = client
+        self._cluster = client
         self.topic = topic
         self._key_serializer = check_serializer("key_serializer", key_serializer)
         self._value_serializer = check_serializer("value_serializer", value_serializer)
@@ -217,7 +217,7 @@ class Producer:
         """Start the sender at once (a send before ``start`` needs no await to begin)."""
         self._lifecycle.check_open()
         if not self._running:
-            self.client.adopt(self)
+            self._cluster.adopt(self)
             self._running = True
             self._sender.start()
 
@@ -240,8 +240,8 @@ class Producer:
             finally:
                 if self._transaction is not None:
                     await self._transaction.close()
-            self.client.untrack(self._tracked)
-            self.client.release(self)
+            self._cluster.untrack(self._tracked)
+            self._cluster.release(self)
 
     @property
     def closed(self) -> bool:
@@ -347,7 +347,7 @@ class Producer:
         if accumulator.used >= self.buffer_memory:
             await accumulator.wait_for_space(self.max_block)
         cached = self._topics.get(topic)
-        if cached is None or cached[0] != self.client.metadata.version:
+        if cached is None or cached[0] != self._cluster.metadata.version:
             await self._partitions(topic)
             cached = self._topics[topic]
         _, partitions, available = cached
@@ -463,13 +463,13 @@ class Producer:
         return topic
 
     async def _partitions(self, topic: str) -> None:
-        metadata = self.client.metadata
+        metadata = self._cluster.metadata
         partitions = metadata.partitions(topic)
         if not partitions:
-            partitions = await self.client.partitions_for(topic, timeout=self.max_block)
+            partitions = await self._cluster.partitions_for(topic, timeout=self.max_block)
             if topic not in self._tracked:
                 self._tracked.add(topic)
-                self.client.track([topic])
+                self._cluster.track([topic])
         self._topics[topic] = (metadata.version, partitions, metadata.available_partitions(topic))
 
     def __repr__(self) -> str:
