@@ -55,11 +55,12 @@ def node_ports(plan: Plan, node: str) -> list[int]:
 def _kinds() -> dict[str, ClusterKind]:
     # Imported here: each cluster module imports this one for ``node_ports``.
     from mqwire.testing.kafka_cluster import KafkaClusterKind
+    from mqwire.testing.tubemq_cluster import TubeMQClusterKind
 
-    return {"kafka-cluster": KafkaClusterKind()}
+    return {"kafka-cluster": KafkaClusterKind(), "tubemq-cluster": TubeMQClusterKind()}
 
 
-CLUSTER_NAMES = ("kafka-cluster",)
+CLUSTER_NAMES = ("kafka-cluster", "tubemq-cluster")
 
 
 @dataclass(frozen=True)
@@ -330,3 +331,60 @@ def _each(work: Any, items: Iterable[Any]) -> None:
         thread.join()
     if errors:
         raise errors[0]
+
+
+class RunningCluster:
+    """A started cluster and the means to hurt it one node at a time (what the test fixtures hand out).
+
+    The node operations block until done; from a coroutine call them through ``asyncio.to_thread``.
+    """
+
+    def __init__(self, launcher: ClusterLauncher, name: str) -> None:
+        self.launcher = launcher
+        self.name = name
+        self.status = launcher.get(name)
+
+    @property
+    def endpoint(self) -> Any:
+        """The cluster's endpoint record (``KafkaCluster``, ``TubeMQCluster``, ``PulsarCluster``)."""
+        return self.status.endpoint
+
+    @property
+    def url(self) -> str:
+        """The client URL naming every node that serves clients."""
+        return self.status.url
+
+    @property
+    def nodes(self) -> list[str]:
+        """The node names, in start order."""
+        return list(self.status.nodes)
+
+    def alive(self, node: str) -> bool:
+        """Whether ``node`` runs right now."""
+        return self.launcher.get(self.name).nodes[node]
+
+    def kill(self, node: str) -> None:
+        """SIGKILL ``node``."""
+        self.launcher.kill_node(self.name, node)
+
+    def stop(self, node: str) -> None:
+        """Stop ``node`` cleanly (SIGTERM, waiting until it is gone)."""
+        self.launcher.stop_node(self.name, node)
+
+    def start(self, node: str) -> float:
+        """Start ``node`` again and wait until it serves; the seconds it took."""
+        return self.launcher.start_node(self.name, node)
+
+    def restart(self, node: str) -> float:
+        """Stop ``node`` cleanly and start it again; the seconds the start took."""
+        return self.launcher.restart_node(self.name, node)
+
+    def ensure_all_up(self) -> None:
+        """Start every node that is down (a test that failed half-way leaves the next one a whole cluster)."""
+        for node, up in self.launcher.get(self.name).nodes.items():
+            if not up:
+                self.start(node)
+
+    def close(self) -> None:
+        """Stop the whole cluster and delete its data."""
+        self.launcher.stop(self.name)

@@ -1,1 +1,1 @@
-pytest_plugins = ["mqwire.testing.pytest_plugin"]
+pytest_plugins = ["mqwire.testing.pytest_plugin", "mqwire.testing.cluster_fixtures"]

@@ -1,0 +1,22 @@
+"""The cluster tests run only when named (``make test-cluster`` or ``pytest tests/cluster``): each starts
+clusters of several JVMs and kills their nodes, which takes far longer than the rest of the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _named(config: pytest.Config) -> bool:
+    for arg in config.args:
+        path = Path(str(arg).split("::", 1)[0]).resolve()
+        if path == HERE or HERE in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    return None if _named(config) else True

@@ -1,0 +1,229 @@
+"""A three-node Kafka cluster losing nodes while an idempotent producer writes and a two-member group reads.
+
+Faults, one after the other under steady traffic: the leader of a partition SIGKILLed, the leader of
+another stopped cleanly (controlled shutdown), the group coordinator SIGKILLed; each node comes back
+before the next fault. What must hold: every send acknowledged, each acknowledged record exactly once in
+the log and in send order per partition, every record delivered to the group, the group's commits at the
+end of the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+
+import kafkawire
+from kafkawire import TopicPartition
+from mqwire.common.errors import RetriableError
+from mqwire.testing.cluster import RunningCluster
+from mqwire.testing.kafka_cluster import KafkaCluster
+from tests.cluster.pauses import AckClock
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+PARTITIONS = 3
+KEYS = 30
+OFFSETS_PARTITIONS = 6  # offsets.topic.num.partitions of kafka-cluster
+SENDS_PER_SECOND = 200
+
+
+def java_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (the coordinator of a group is chosen by it)."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator_partition(group: str) -> int:
+    return (java_hash(group) & 0x7FFFFFFF) % OFFSETS_PARTITIONS
+
+
+@dataclass
+class Produced:
+    clock: AckClock = field(default_factory=AckClock)
+    futures: list[asyncio.Future[kafkawire.RecordMetadata]] = field(default_factory=list)
+    values: list[bytes] = field(default_factory=list)
+
+
+async def leader_of(admin: kafkawire.Admin, topic: str, partition: int) -> int:
+    (description,) = await admin.describe_topics([topic])
+    return next(p.leader for p in description.partitions if p.partition == partition)
+
+
+async def wait_fully_replicated(admin: kafkawire.Admin, topics: list[str], replicas: int, timeout: float = 120) -> None:
+    """Every partition of ``topics`` has a leader and ``replicas`` in sync again."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            descriptions = await admin.describe_topics(topics)
+            if all(p.leader >= 0 and len(p.isr) == replicas for d in descriptions for p in d.partitions):
+                return
+        except RetriableError:
+            pass
+        assert time.monotonic() < deadline, f"{topics} not back to {replicas} in-sync replicas in {timeout} s"
+        await asyncio.sleep(0.5)
+
+
+async def produce(producer: kafkawire.Producer, out: Produced, stop: asyncio.Event) -> None:
+    """Keyed records at a steady rate; each value is ``key:sequence`` so order per key can be checked."""
+    sequence: collections.Counter[int] = collections.Counter()
+    i = 0
+    started = time.monotonic()
+    while not stop.is_set():
+        key = i % KEYS
+        value = b"%d:%d" % (key, sequence[key])
+        sequence[key] += 1
+        future = await producer.enqueue(value, key=b"%d" % key)
+        future.add_done_callback(lambda f: out.clock.ack() if not f.cancelled() and f.exception() is None else None)
+        out.futures.append(future)
+        out.values.append(value)
+        i += 1
+        # Paced by the clock, not by acknowledgements: the load goes on while a partition has no leader.
+        ahead = i / SENDS_PER_SECOND - (time.monotonic() - started)
+        if ahead > 0:
+            await asyncio.sleep(ahead)
+
+
+async def consume(consumer: kafkawire.Consumer, seen: list[tuple[int, int, bytes]], stop: asyncio.Event) -> None:
+    """Read, acknowledge and commit after each batch; a failed commit is covered by the next one."""
+    while not stop.is_set():
+        batch = await consumer.getmany(timeout=0.5, max_records=500)
+        for message in batch:
+            seen.append((message.partition, message.offset, message.value or b""))
+            await consumer.ack(message)
+        if batch:
+            with contextlib.suppress(RetriableError):
+                await consumer.commit()
+
+
+async def run_faults(cluster: RunningCluster, admin: kafkawire.Admin, topic: str, group: str, clock: AckClock) -> None:
+    endpoint = cluster.endpoint
+    assert isinstance(endpoint, KafkaCluster)
+    offsets_topic = "__consumer_offsets"
+    watched = [topic, offsets_topic]
+
+    # 1. The leader of partition 0 SIGKILLed.
+    victim = endpoint.node_of(await leader_of(admin, topic, 0))
+    clock.event(f"leader SIGKILL ({victim})")
+    await asyncio.to_thread(cluster.kill, victim)
+    await asyncio.sleep(3)
+    await asyncio.to_thread(cluster.start, victim)
+    await wait_fully_replicated(admin, watched, 3)
+    await asyncio.sleep(2)
+
+    # 2. The leader of partition 1 stopped cleanly: controlled shutdown moves its leaderships first.
+    victim = endpoint.node_of(await leader_of(admin, topic, 1))
+    clock.event(f"controlled shutdown ({victim})")
+    await asyncio.to_thread(cluster.stop, victim)
+    await asyncio.sleep(3)
+    await asyncio.to_thread(cluster.start, victim)
+    await wait_fully_replicated(admin, watched, 3)
+    await asyncio.sleep(2)
+
+    # 3. The group coordinator SIGKILLed.
+    victim = endpoint.node_of(await leader_of(admin, offsets_topic, coordinator_partition(group)))
+    clock.event(f"coordinator SIGKILL ({victim})")
+    await asyncio.to_thread(cluster.kill, victim)
+    await asyncio.sleep(3)
+    await asyncio.to_thread(cluster.start, victim)
+    await wait_fully_replicated(admin, watched, 3)
+    await asyncio.sleep(2)
+
+
+def group_member(client: kafkawire.Client, topic: str, group: str) -> kafkawire.Consumer:
+    """A member that commits what it has processed itself, and is declared dead 10 s after its last heartbeat."""
+    return client.consumer(
+        topic,
+        group=group,
+        start="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=1_000,
+    )
+
+
+async def read_log(url: str, topic: str) -> dict[int, list[bytes]]:
+    """Every record of the topic, partition by partition, in log order."""
+    by_partition: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+    async with kafkawire.connect(url) as client:
+        async with client.admin() as admin:
+            ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(PARTITIONS)})
+        total = sum(end.offset for end in ends.values())
+        async with client.consumer(topic, start="earliest") as consumer:
+            count = 0
+            async with asyncio.timeout(120):
+                while count < total:
+                    for message in await consumer.getmany(timeout=0.5):
+                        by_partition[message.partition].append(message.value or b"")
+                        count += 1
+    return by_partition
+
+
+async def test_idempotent_producer_and_group_through_leader_and_coordinator_failures(
+    kafka_cluster: RunningCluster,
+) -> None:
+    await asyncio.to_thread(kafka_cluster.ensure_all_up)
+    topic = f"failover-{uuid.uuid4().hex[:8]}"
+    group = f"failover-group-{uuid.uuid4().hex[:8]}"
+    produced = Produced()
+    seen: list[tuple[int, int, bytes]] = []
+    async with kafkawire.connect(kafka_cluster.url, request_timeout_ms=10_000) as client, client.admin() as admin:
+        await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+        async with (
+            client.producer(topic, enable_idempotence=True, linger_ms=5, delivery_timeout_ms=120_000) as producer,
+            group_member(client, topic, group) as first,
+            group_member(client, topic, group) as second,
+        ):
+            stop_producing, stop_consuming = asyncio.Event(), asyncio.Event()
+            consumers = [
+                asyncio.create_task(consume(first, seen, stop_consuming)),
+                asyncio.create_task(consume(second, seen, stop_consuming)),
+            ]
+            producing = asyncio.create_task(produce(producer, produced, stop_producing))
+            await asyncio.sleep(5)
+            await run_faults(kafka_cluster, admin, topic, group, produced.clock)
+            stop_producing.set()
+            await producing
+            outcomes = await asyncio.wait_for(asyncio.gather(*produced.futures, return_exceptions=True), 150)
+            pairs = zip(produced.values, outcomes, strict=True)
+            failed = [(v, o) for v, o in pairs if isinstance(o, BaseException)]
+            assert not failed, f"{len(failed)} sends failed, first: {failed[:3]}"
+            acknowledged = set(produced.values)
+            # The group goes on until it has had every record.
+            async with asyncio.timeout(120):
+                while not acknowledged <= {value for _, _, value in seen}:
+                    await asyncio.sleep(0.5)
+            stop_consuming.set()
+            await asyncio.gather(*consumers)
+            await first.commit()
+            await second.commit()
+        ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(PARTITIONS)})
+        committed = await admin.list_consumer_group_offsets(group, list(ends))
+
+    log = await read_log(kafka_cluster.url, topic)
+    in_log = [value for values in log.values() for value in values]
+    duplicates = [v for v, n in collections.Counter(in_log).items() if n > 1]
+    assert not duplicates, f"{len(duplicates)} records twice in the log, e.g. {duplicates[:5]}"
+    assert set(in_log) == acknowledged, f"{len(acknowledged - set(in_log))} acknowledged records missing"
+    for partition, values in log.items():
+        last: dict[bytes, int] = {}
+        for value in values:
+            key, sequence = value.split(b":")
+            assert int(sequence) > last.get(key, -1), f"partition {partition}: {value!r} after {last[key]}"
+            last[key] = int(sequence)
+    for tp, end in ends.items():
+        assert committed[tp] == end.offset, f"{tp}: committed {committed[tp]}, end {end.offset}"
+    delivered = collections.Counter((p, o) for p, o, _ in seen)
+    redelivered = sum(n - 1 for n in delivered.values())
+    pauses = produced.clock.pauses_after_events()
+    print(
+        f"\nkafkawire on kafka-cluster: {len(acknowledged)} records, redelivered to the group {redelivered}, "
+        f"longest pause between acknowledgements {produced.clock.longest_pause():.2f} s; per fault: {pauses}"
+    )
