@@ -32,10 +32,14 @@ __all__ = [
 ]
 
 Serializer = Callable[[Any], bytes | None]
-"""Turns an application object into the bytes sent (``key_serializer``, ``value_serializer``)."""
+"""Turns an application object into the bytes sent (``key_serializer``, ``value_serializer``).
+
+A ``None`` key or value is sent as none without calling the serializer (a Kafka tombstone stays one)."""
 
 Deserializer = Callable[[bytes], Any]
-"""Turns received bytes into an application object (``key_deserializer``, ``value_deserializer``)."""
+"""Turns received bytes into an application object (``key_deserializer``, ``value_deserializer``).
+
+It is not called for a missing key or a null value: those stay ``None``."""
 
 Start = Literal["latest", "earliest"]
 """Where a consumer without a stored position begins. ``"latest"`` by default, as in the reference clients."""
@@ -129,7 +133,10 @@ class Consumer(Protocol[MessageT]):
         """Mark the message processed (Kafka: its offset; Pulsar: an ack; TubeMQ: a confirm)."""
 
     def skip(self, message: MessageT, /) -> None:
-        """Go on past a message whose deserializer failed (``DeserializationError.message``)."""
+        """Go on past a message whose deserializer failed (``DeserializationError.message``).
+
+        The message counts as processed: Kafka commits past it, Pulsar acknowledges it, TubeMQ confirms it.
+        """
 
     async def seek_to_beginning(self) -> None:
         """Read the assigned partitions again from their first retained message."""

@@ -7,6 +7,8 @@ the same way everywhere.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MqwireError(Exception):
     """Base of every error raised by the clients."""
@@ -108,12 +110,12 @@ class DeserializationError(FatalError):
     deserializer's exception.
     """
 
-    def __init__(self, message: object, *, field: str, topic: str, partition: int, position: object) -> None:
+    def __init__(self, message: Any, *, field: str, topic: str, partition: int, position: object) -> None:
         super().__init__(
             f"{field}_deserializer failed on the message at {position} of {topic} partition {partition}"
             f" (consumer.skip(error.message) goes on with the next one)"
         )
-        self.message = message
+        self.message: Any = message  # the consumer's own message class, as received
         self.field = field
         self.topic = topic
         self.partition = partition

@@ -27,9 +27,11 @@ def check_serializer(option: str, value: object) -> Callable[[Any], Any] | None:
 
 def to_bytes(obj: object, serializer: Callable[[Any], Any] | None, field: Field) -> bytes | None:
     """``obj`` as the bytes to send: through ``serializer`` if there is one, else it must already be bytes."""
+    if obj is None:
+        return None  # no key, or a null value (a Kafka tombstone): not something to serialize
     if serializer is None:
         # The common case first: no serializer and bytes given.
-        if obj is None or type(obj) is bytes:
+        if type(obj) is bytes:
             return obj
         if isinstance(obj, bytes | bytearray | memoryview):
             return bytes(obj)

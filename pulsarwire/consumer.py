@@ -331,9 +331,9 @@ class Subscriber:
         return await self.getmany(timeout=timeout, max_records=max_records)
 
     def skip(self, message: object) -> None:
-        """Go on past the message of a DeserializationError (``error.message``, typed ``object`` there).
+        """Go on past the message of a DeserializationError (``error.message``).
 
-        It is not acknowledged: ``ack`` it as well (or ``negative_ack`` it) to settle it on the broker.
+        A consumer also acknowledges it (see ``Consumer.skip``); a reader just moves on.
         """
         if not isinstance(message, Message):
             raise TypeError(f"skip() takes a Message, not {type(message).__name__}")
@@ -449,6 +449,16 @@ class Consumer(Subscriber):
     async def __aenter__(self) -> Consumer:
         await self.start()
         return self
+
+    def skip(self, message: object) -> None:
+        """Go on past the message of a DeserializationError (``error.message``) and acknowledge it.
+
+        Skipping is the application saying the message is dealt with, as in the other two clients; a message
+        that should come back later is ``negative_ack``-ed instead.
+        """
+        super().skip(message)
+        assert isinstance(message, Message)  # checked by the base class
+        self._owner_of(message).ack(message)
 
     async def ack(self, message: Message) -> None:
         """Acknowledge one message (sent within ``ack_group_time_ms``; a batch once all of it is acked)."""

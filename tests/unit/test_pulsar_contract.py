@@ -22,9 +22,13 @@ class Owner:
 
     def __init__(self) -> None:
         self.dequeued_ids: list[MessageId] = []
+        self.acked_ids: list[MessageId] = []
 
     def dequeued(self, message: Message) -> None:
         self.dequeued_ids.append(message.message_id)
+
+    def ack(self, message: Message) -> None:
+        self.acked_ids.append(message.message_id)
 
 
 def message(owner: Owner, entry: int, value: bytes, key: str | None = None) -> Message:
@@ -34,7 +38,9 @@ def message(owner: Owner, entry: int, value: bytes, key: str | None = None) -> M
 def started(**options: object) -> tuple[pulsarwire.Consumer, Owner]:
     consumer = client().consumer("t", group="g", **options)  # type: ignore[arg-type]
     consumer._started = True  # as if subscribed: messages are pushed into its queue below
-    return consumer, Owner()
+    owner = Owner()
+    consumer._owner_of = lambda message: owner  # type: ignore[method-assign,assignment,return-value]
+    return consumer, owner
 
 
 def test_misspelled_options_name_themselves() -> None:
@@ -99,6 +105,7 @@ async def test_deserializer_failure_holds_the_message_until_skipped() -> None:
     with pytest.raises(ValueError):
         consumer.skip(good[0])
     consumer.skip(caught.value.message)
+    assert owner.acked_ids == [MessageId(1, 2)]  # skipped on purpose: acknowledged
     assert (await consumer.receive(timeout=1)).value == 3
     assert [m.value for m in await consumer.getmany()] == [4]
     # Every message was taken from the queue once, the failed one included.
