@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist
+.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist test-cluster
 
 all: test
 
@@ -40,6 +40,11 @@ test: $(STAMP) brokers-classpath
 	$(VENV)/bin/mypy
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is broken" >&2; exit 1; fi; exit $$rc
+
+# Clusters (Kafka, Pulsar, TubeMQ) of the tests' own, with nodes killed under traffic: tests/cluster, run only here.
+test-cluster: $(STAMP) brokers-classpath
+	$(PY) -m pytest tests/cluster -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no cluster tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
 demo: $(STAMP) brokers-classpath
 	$(PY) examples/demo.py

@@ -48,9 +48,8 @@ def tubemq_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
 
     Module-scoped: the clusters of the different TubeMQ modules do not run at the same time.
     """
-    yield from _cluster(
-        tmp_path_factory, "tubemq-cluster", {"mem_store": False, "topics": {"cluster_failover": 2, "cluster_durable": 2}}
-    )
+    topics = {"cluster_failover": 2, "cluster_durable": 2}
+    yield from _cluster(tmp_path_factory, "tubemq-cluster", {"mem_store": False, "topics": topics})
 
 
 @pytest.fixture(scope="module")
