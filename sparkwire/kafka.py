@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -20,38 +19,13 @@ from pyspark.sql.types import StructType
 
 import kafkawire
 from sparkwire import options as opts
+from sparkwire.kafka_read import OffsetRange, read_range
 from sparkwire.writing import RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
     "headers map<string, binary>"
 )
-ARROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("headers", pa.map_(pa.string(), pa.binary())),
-    ]
-)
-FETCH_TIMEOUT_MS = 1000
-# A fetch that keeps coming back empty before the end offset means the range can no longer be read.
-MAX_EMPTY_FETCHES = 30
-
-
-@dataclass(frozen=True)
-class OffsetRange(InputPartition):
-    """Records ``[start, end)`` of one topic partition."""
-
-    topic: str
-    partition: int
-    start: int
-    end: int
-
-
 class KafkaDataSource(DataSource):
     """Short name ``kafkawire``."""
 
@@ -121,50 +95,6 @@ async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
     return ranges
 
 
-async def _read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
-    client = kafkawire.connect(url)
-    await client.start()
-    batches: list[pa.RecordBatch] = []
-    try:
-        consumer = client.consumer(part.topic, partitions=[(part.topic, part.partition)], enable_auto_commit=False)
-        try:
-            await consumer.start()
-            consumer.seek((part.topic, part.partition), part.start)
-            position, empty = part.start, 0
-            while position < part.end:
-                messages = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS)
-                rows = [m for m in messages if part.start <= m.offset < part.end]
-                if not messages:
-                    empty += 1
-                    if empty >= MAX_EMPTY_FETCHES:
-                        raise TimeoutError(f"{part.topic}/{part.partition}: offset {position} never arrived")
-                    continue
-                empty = 0
-                position = max(m.offset for m in messages) + 1
-                if rows:
-                    batches.append(_to_batch(rows))
-        finally:
-            await consumer.close()
-    finally:
-        await client.close()
-    return batches
-
-
-def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([m.key for m in messages], pa.binary()),
-            pa.array([m.value for m in messages], pa.binary()),
-            pa.array([m.topic for m in messages], pa.string()),
-            pa.array([m.partition for m in messages], pa.int32()),
-            pa.array([m.offset for m in messages], pa.int64()),
-            pa.array([m.timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
-            pa.array([list(m.headers.items()) for m in messages], pa.map_(pa.string(), pa.binary())),
-        ],
-        schema=ARROW_SCHEMA,
-    )
-
-
 class KafkaBatchReader(DataSourceReader):
     """One input partition per topic partition, split by ``maxRecordsPerPartition``."""
 
@@ -179,7 +109,7 @@ class KafkaBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange)
         # The client is opened and closed inside this call, so reused Python workers hold no connection.
-        yield from asyncio.run(_read_range(opts.kafka_url(self.options), partition))
+        yield from asyncio.run(read_range(opts.kafka_url(self.options), partition))
 
 
 async def _write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:

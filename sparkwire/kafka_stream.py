@@ -11,7 +11,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 import kafkawire
 from sparkwire import options as opts
-from sparkwire.kafka import OffsetRange, _read_range
+from sparkwire.kafka_read import OffsetRange, read_range
 
 Offsets = dict[str, dict[str, int]]
 
@@ -89,7 +89,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange)
-        yield from asyncio.run(_read_range(self.url, partition))
+        yield from asyncio.run(read_range(self.url, partition))
 
     def commit(self, end: Offsets) -> None:
         # Progress lives in Spark's checkpoint; the broker keeps no state for this reader.

@@ -1,0 +1,82 @@
+"""Reading one Kafka offset range into Arrow batches: what the batch and the streaming sources share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.datasource import InputPartition
+
+import kafkawire
+
+ARROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("headers", pa.map_(pa.string(), pa.binary())),
+    ]
+)
+FETCH_TIMEOUT_MS = 1000
+# A fetch that keeps coming back empty before the end offset means the range can no longer be read.
+MAX_EMPTY_FETCHES = 30
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):
+    """Records ``[start, end)`` of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+async def read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
+    """The records of ``part`` as Arrow batches, read with a client of its own."""
+    client = kafkawire.connect(url)
+    await client.start()
+    batches: list[pa.RecordBatch] = []
+    try:
+        consumer = client.consumer(part.topic, partitions=[(part.topic, part.partition)], enable_auto_commit=False)
+        try:
+            await consumer.start()
+            consumer.seek((part.topic, part.partition), part.start)
+            position, empty = part.start, 0
+            while position < part.end:
+                messages = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS)
+                rows = [m for m in messages if part.start <= m.offset < part.end]
+                if not messages:
+                    empty += 1
+                    if empty >= MAX_EMPTY_FETCHES:
+                        raise TimeoutError(f"{part.topic}/{part.partition}: offset {position} never arrived")
+                    continue
+                empty = 0
+                position = max(m.offset for m in messages) + 1
+                if rows:
+                    batches.append(_to_batch(rows))
+        finally:
+            await consumer.close()
+    finally:
+        await client.close()
+    return batches
+
+
+def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.key for m in messages], pa.binary()),
+            pa.array([m.value for m in messages], pa.binary()),
+            pa.array([m.topic for m in messages], pa.string()),
+            pa.array([m.partition for m in messages], pa.int32()),
+            pa.array([m.offset for m in messages], pa.int64()),
+            pa.array([m.timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
+            pa.array([list(m.headers.items()) for m in messages], pa.map_(pa.string(), pa.binary())),
+        ],
+        schema=ARROW_SCHEMA,
+    )
