@@ -211,6 +211,10 @@ class Consumer:
         """Stop fetching; with auto-commit, commit the positions delivered (or acknowledged) and leave the group."""
         await self._lifecycle.close(self._close)
 
+    async def stop(self) -> None:
+        """aiokafka's name for ``close``: commit (with auto-commit), leave the group, stop."""
+        await self.close()
+
     async def _close(self) -> None:
         started = self._lifecycle.started
         if self._membership is not None:

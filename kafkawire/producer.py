@@ -230,6 +230,10 @@ class Producer:
         """Flush, then stop. Records not delivered within ``delivery_timeout_ms`` fail as usual."""
         await self._lifecycle.close(self._close)
 
+    async def stop(self) -> None:
+        """aiokafka's name for ``close``: flush, then stop."""
+        await self.close()
+
     async def _close(self) -> None:
         if self._running:
             try:
@@ -281,15 +285,18 @@ class Producer:
 
     async def send_and_wait(
         self,
+        topic: str,
         value: Any = None,
-        *,
         key: Any = None,
-        headers: HeadersInput = None,
         partition: int | None = None,
         timestamp_ms: int | None = None,
-        topic: str | None = None,
+        headers: HeadersInput = None,
     ) -> RecordMetadata:
-        """aiokafka's name for ``send``: produce one record and wait for the broker's acknowledgement."""
+        """aiokafka's ``send_and_wait``, with its arguments in its order: the topic first, then the value.
+
+        Produces one record to ``topic`` and waits for the broker's acknowledgement; the same as
+        ``send(value, topic=topic, ...)``.
+        """
         return await self.send(
             value, key=key, headers=headers, partition=partition, timestamp_ms=timestamp_ms, topic=topic
         )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, is_typeddict
 
 import pytest
 
@@ -57,9 +58,26 @@ def test_every_option_is_declared_and_described(package: str, call: str) -> None
     for part in call.split("."):
         obj = getattr(obj, part)
     signature = inspect.signature(obj)
-    kinds = {p.kind for p in signature.parameters.values()}
-    assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{package}.{call} takes **options: declare them"
     doc = inspect.getdoc(obj) or ""
     options = [p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    for parameter in signature.parameters.values():
+        if parameter.kind is not inspect.Parameter.VAR_KEYWORD:
+            continue
+        # **options is allowed only as Unpack of a TypedDict, which declares every option to the type checker.
+        unpacked = re.fullmatch(r"Unpack\[(\w+)\]", str(parameter.annotation).strip("'\""))
+        assert unpacked, f"{package}.{call} takes **{parameter.name} without Unpack[TypedDict]: declare the options"
+        declared = typed_dict(package, call, unpacked[1])
+        options += sorted(declared.__required_keys__ | declared.__optional_keys__)
+        doc += inspect.getdoc(declared) or ""
     undescribed = [name for name in options if name not in doc]
     assert not undescribed, f"{package}.{call}: options not described in its docstring: {undescribed}"
+
+
+def typed_dict(package: str, call: str, name: str) -> Any:
+    obj: Any = importlib.import_module(package)
+    for part in call.split(".")[:-1]:
+        obj = getattr(obj, part)
+    module = importlib.import_module(getattr(obj, "__module__", package))
+    declared = getattr(module, name, None) or getattr(importlib.import_module(package), name, None)
+    assert declared is not None and is_typeddict(declared), f"{package}.{call}: {name} is not a TypedDict"
+    return declared

@@ -121,7 +121,7 @@ async def test_serializers_both_ways(client: kafkawire.Client) -> None:
         future = await producer.enqueue({"id": 2}, key="k2")
         await producer.flush(timeout=10)
         assert (await future).offset == 1
-        assert (await producer.send_and_wait(None, key="tombstone")).offset == 2
+        assert (await producer.send_and_wait(topic, None, key="tombstone")).offset == 2  # aiokafka order
     async with client.consumer(
         topic, start="earliest", key_deserializer=bytes.decode, value_deserializer=json.loads
     ) as consumer:
