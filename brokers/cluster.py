@@ -55,12 +55,17 @@ def node_ports(plan: Plan, node: str) -> list[int]:
 def _kinds() -> dict[str, ClusterKind]:
     # Imported here: each cluster module imports this one for ``node_ports``.
     from mqwire.testing.kafka_cluster import KafkaClusterKind
+    from mqwire.testing.pulsar_cluster import PulsarClusterKind
     from mqwire.testing.tubemq_cluster import TubeMQClusterKind
 
-    return {"kafka-cluster": KafkaClusterKind(), "tubemq-cluster": TubeMQClusterKind()}
+    return {
+        "kafka-cluster": KafkaClusterKind(),
+        "pulsar-cluster": PulsarClusterKind(),
+        "tubemq-cluster": TubeMQClusterKind(),
+    }
 
 
-CLUSTER_NAMES = ("kafka-cluster", "tubemq-cluster")
+CLUSTER_NAMES = ("kafka-cluster", "pulsar-cluster", "tubemq-cluster")
 
 
 @dataclass(frozen=True)

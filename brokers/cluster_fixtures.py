@@ -56,3 +56,9 @@ def tubemq_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
 def tubemq_cluster_mem_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     """The same cluster with the brokers' memory store on (the server's default), topic ``cluster_durable``."""
     yield from _cluster(tmp_path_factory, "tubemq-cluster", {"mem_store": True, "topics": {"cluster_durable": 2}})
+
+
+@pytest.fixture(scope="module")
+def pulsar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
+    """ZooKeeper (``zookeeper``), one bookie (``bookie``) and brokers ``broker-1``, ``broker-2``."""
+    yield from _cluster(tmp_path_factory, "pulsar-cluster")
