@@ -94,7 +94,9 @@ class Sender:
                 message.topic, self._partitions(message.topic), message.key, avoid=attempt.failed
             )
         except MqwireError as exc:
-            attempt.future.set_exception(exc)
+            # No partition to send to (e.g. right after a master failover, before the brokers have
+            # registered with the new master): retriable, so it takes the same retries as a failed write.
+            self._failed(attempt, None, exc)
             return
         connection = self._brokers.ready(partition.broker.address)
         if connection is not None:
@@ -164,13 +166,17 @@ class Sender:
         else:
             future.set_exception(error)
 
-    def _failed(self, attempt: _Attempt, partition: PartitionInfo, error: MqwireError) -> None:
+    def _failed(self, attempt: _Attempt, partition: PartitionInfo | None, error: MqwireError) -> None:
         if attempt.future.done():
             return
         if not error.retriable or attempt.number >= self._retries:
             attempt.future.set_exception(error)
             return
-        self._router.penalize(partition)
-        log.debug("TubeMQ send to %s failed (%s); retrying", partition.key, error)
-        retry = _Attempt(attempt.message, attempt.future, attempt.number + 1, (*attempt.failed, partition.key))
+        failed = attempt.failed
+        if partition is not None:
+            self._router.penalize(partition)
+            failed = (*failed, partition.key)
+        where = partition.key if partition is not None else attempt.message.topic
+        log.debug("TubeMQ send to %s failed (%s); retrying", where, error)
+        retry = _Attempt(attempt.message, attempt.future, attempt.number + 1, failed)
         asyncio.get_running_loop().call_later(self._retry_backoff * retry.number, self._try, retry)
