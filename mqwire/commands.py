@@ -7,13 +7,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
-from typing import IO, Any
+from collections.abc import Awaitable, Mapping
+from typing import IO
 
+import kafkawire
 from kafkawire import TopicPartition
+from mqwire.common.contract import Producer, Receipt
 from mqwire.formats import InputRecord, Template, read_records
 from mqwire.progress import Meter
-from mqwire.systems import ConsumerReceiver, UnsupportedError, connect, consumer_options, system_of
+from mqwire.systems import ConsumerReceiver, UnsupportedError, connect, open_consumer, system_of
 
 # Exit codes (documented in --help).
 OK, FAILED, USAGE, UNSUPPORTED, INCOMPLETE = 0, 1, 2, 3, 4
@@ -31,7 +33,7 @@ async def produce(
 ) -> int:
     started = time.monotonic()
     async with connect(url) as client, client.producer(topic) as producer:
-        futures: list[asyncio.Future[Any]] = []
+        futures: list[Awaitable[Receipt]] = []
         with Meter(f"produce {topic}") as meter:
             for record in read_records(source, fmt, key, headers):
                 futures.append(await _enqueue(producer, record))
@@ -53,8 +55,8 @@ async def produce(
     return OK
 
 
-async def _enqueue(producer: Any, record: InputRecord) -> asyncio.Future[Any]:
-    return await producer.enqueue(record.value, key=record.key, headers=record.headers or None)  # type: ignore[no-any-return]
+async def _enqueue(producer: Producer, record: InputRecord) -> Awaitable[Receipt]:
+    return await producer.enqueue(record.value, key=record.key, headers=record.headers or None)
 
 
 async def consume(
@@ -70,11 +72,12 @@ async def consume(
     quiet: bool,
 ) -> int:
     system = system_of(url)
-    async with connect(url) as client, client.consumer(topic, **consumer_options(system, group, start)) as consumer:
-        receiver = ConsumerReceiver(system, consumer)
+    async with connect(url) as client, open_consumer(client, system, topic, group, start) as consumer:
+        receiver = ConsumerReceiver(consumer)
         with Meter(f"consume {topic}", count) as meter:
             while count is None or meter.count < count:
-                row = await receiver.next(1.0 if follow else idle_timeout)
+                wanted = None if count is None else count - meter.count
+                row = await receiver.next(1.0 if follow else idle_timeout, wanted)
                 if row is None:
                     if follow:
                         continue
@@ -84,8 +87,6 @@ async def consume(
                 if group is not None:
                     await receiver.ack()
             out.flush()
-            if group is not None and system == "kafka":
-                await consumer.commit()
     if not quiet:
         meter.summary(f"consumed from {topic}")
     if count is not None and meter.count < count:
@@ -97,7 +98,7 @@ async def consume(
 async def topics(url: str, action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
     system = system_of(url)
     if system == "kafka":
-        async with connect(url) as client, client.admin() as admin:
+        async with kafkawire.connect(url) as client, client.admin() as admin:
             if action == "list":
                 for name in sorted(await admin.list_topics()):
                     out.write(name + "\n")
@@ -159,7 +160,7 @@ async def _pulsar_topics(
 async def groups(url: str, action: str, names: list[str], topic_names: list[str], out: IO[str]) -> int:
     if system_of(url) != "kafka":
         raise UnsupportedError("`groups` covers Kafka consumer groups")
-    async with connect(url) as client, client.admin() as admin:
+    async with kafkawire.connect(url) as client, client.admin() as admin:
         if action == "list":
             for group in await admin.list_groups():
                 out.write(f"{group.group_id}\t{group.state}\t{group.group_type}\n")
@@ -181,8 +182,8 @@ async def groups(url: str, action: str, names: list[str], topic_names: list[str]
                 )
         else:
             # Every partition of the given topics (default: all topics); rows where the group committed.
-            described = await admin.describe_topics(topic_names or None)
-            partitions = [TopicPartition(t.name, p.partition) for t in described for p in t.partitions]
+            topics_described = await admin.describe_topics(topic_names or None)
+            partitions = [TopicPartition(t.name, p.partition) for t in topics_described for p in t.partitions]
             ends = await admin.list_offsets({tp: "latest" for tp in partitions}) if partitions else {}
             for name in names:
                 committed = await admin.list_consumer_group_offsets(name, partitions)
@@ -210,12 +211,11 @@ async def bench(url: str, phase: str, topic: str, count: int, size: int) -> int:
                     await asyncio.gather(*futures)
                     meter.add(count - meter.count, (count - meter.count) * size)
         else:
-            options = consumer_options(system, None, "earliest")
-            async with client.consumer(topic, **options) as consumer:
-                receiver = ConsumerReceiver(system, consumer)
+            async with open_consumer(client, system, topic, None, "earliest") as consumer:
+                receiver = ConsumerReceiver(consumer)
                 with Meter(f"bench consume {topic}", count) as meter:
                     while meter.count < count:
-                        row = await receiver.next(10.0)
+                        row = await receiver.next(10.0, count - meter.count)
                         if row is None:
                             break
                         meter.add(1, len(row.value or b""))

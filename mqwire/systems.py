@@ -1,26 +1,34 @@
-"""The three clients behind one small interface: connect by URL, produce, receive with a timeout.
+"""The three clients as the commands see them: the shared contract (``mqwire.common.contract``) by URL.
 
-Only public client APIs are used here; what differs between the systems (how a consumer is named, how
-it waits for a message, what a message's position is called) is settled in this one place.
+Producing and consuming go through the contract only. What really differs between the systems is settled
+here: the name of a message's stored position (a Kafka offset, a Pulsar or TubeMQ message id) and whether a
+consumer may go without a group (Kafka reads without committing; Pulsar and TubeMQ need a subscription or
+group, so the command makes a throwaway one).
 """
 
 from __future__ import annotations
 
 import secrets
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from types import ModuleType
+from typing import Any
 
 import kafkawire
 import pulsarwire
 import tubemqwire
+from mqwire.common.contract import Client, Consumer, Message, Start
+from mqwire.common.errors import ReceiveTimeoutError
 
+PACKAGES: dict[str, ModuleType] = {"kafka": kafkawire, "pulsar": pulsarwire, "tubemq": tubemqwire}
 SCHEMES = {
     "kafka": "kafka",
     "kafka+ssl": "kafka",
     "pulsar": "pulsar",
     "pulsar+ssl": "pulsar",
     "tubemq": "tubemq",
+    "tubemq+ssl": "tubemq",
 }
 
 
@@ -33,23 +41,36 @@ class UnsupportedError(Exception):
 
 
 def system_of(url: str) -> str:
+    """``kafka``, ``pulsar`` or ``tubemq``, from the URL's scheme."""
     scheme = url.split("://", 1)[0] if "://" in url else ""
     try:
         return SCHEMES[scheme]
     except KeyError:
         raise UsageError(
-            f"unknown URL scheme in {url!r}: use kafka://, kafka+ssl://, pulsar://, pulsar+ssl://, tubemq://"
+            f"unknown URL scheme in {url!r}: use kafka://, kafka+ssl://, pulsar://, pulsar+ssl://, tubemq://,"
+            " tubemq+ssl://"
         ) from None
 
 
-def connect(url: str) -> Any:
+def connect(url: str) -> Client[Any]:
     """The client for ``url`` (an async context manager)."""
-    system = system_of(url)
-    if system == "kafka":
-        return kafkawire.connect(url)
-    if system == "pulsar":
-        return pulsarwire.connect(url)
-    return tubemqwire.connect(url)
+    client: Client[Any] = PACKAGES[system_of(url)].connect(url)
+    return client
+
+
+def consumer_group(system: str, group: str | None) -> str | None:
+    """The group a command's consumer joins: the one given, else none (Kafka) or a throwaway one."""
+    if group is not None or system == "kafka":
+        return group
+    return f"mqwire-cli-{secrets.token_hex(4)}"
+
+
+def open_consumer(client: Client[Any], system: str, topic: str, group: str | None, start: str) -> Consumer[Any]:
+    """A consumer of ``topic`` for a command (raw bytes: no deserializer)."""
+    if start not in ("latest", "earliest"):
+        raise UsageError(f"--from must be latest or earliest, not {start!r}")
+    begin: Start = "earliest" if start == "earliest" else "latest"
+    return client.consumer(topic, group=consumer_group(system, group), start=begin)
 
 
 @dataclass(frozen=True)
@@ -65,82 +86,51 @@ class Row:
     timestamp: int
 
 
-class Receiver(Protocol):
-    async def next(self, timeout: float) -> Row | None: ...
-
-    async def ack(self) -> None: ...
-
-
-def consumer_options(system: str, group: str | None, start: str) -> dict[str, Any]:
-    """Keyword options of ``client.consumer`` for a CLI consumer of ``system``."""
-    if system == "kafka":
-        return {"group": group, "start": start}
-    # Pulsar subscriptions and TubeMQ groups are mandatory: a throwaway one reads without disturbing others.
-    name = group or f"mqwire-cli-{secrets.token_hex(4)}"
-    if system == "pulsar":
-        return {"subscription": name, "start": start}
-    return {"group": name, "start": start}
+def position_of(message: Message) -> str:
+    """Where the message is stored: the Kafka offset, or the Pulsar / TubeMQ message id."""
+    offset = getattr(message, "offset", None)
+    return str(offset) if isinstance(offset, int) else str(getattr(message, "message_id", ""))
 
 
-def to_row(system: str, message: Any) -> Row:
-    if system == "kafka":
-        return Row(
-            message.topic,
-            message.partition,
-            str(message.offset),
-            message.key,
-            message.value,
-            message.headers,
-            message.timestamp,
-        )
-    if system == "pulsar":
-        key = message.partition_key.encode() if message.partition_key is not None else None
-        return Row(
-            message.topic,
-            message.partition,
-            str(message.message_id),
-            key,
-            message.value,
-            message.headers,
-            message.timestamp,
-        )
+def to_row(message: Message) -> Row:
+    """The template fields of a consumed message."""
     return Row(
         message.topic,
         message.partition,
-        str(message.message_id),
+        position_of(message),
         message.key,
         message.value,
         message.headers,
-        message.timestamp,
+        message.timestamp or 0,
     )
 
 
 class ConsumerReceiver:
-    """One message at a time from any of the three consumers, with a timeout; acks the last one."""
+    """One message at a time from any consumer of the contract, fetched in batches; acks the last one."""
 
-    def __init__(self, system: str, consumer: Any) -> None:
-        self.system = system
+    def __init__(self, consumer: Consumer[Any]) -> None:
         self.consumer = consumer
-        self._buffered: list[Any] = []
+        self._buffered: deque[Any] = deque()
         self._last: Any = None
 
-    async def next(self, timeout: float) -> Row | None:
-        message = await self._receive(timeout)
-        self._last = message
-        return None if message is None else to_row(self.system, message)
+    async def next(self, timeout: float, wanted: int | None = None) -> Row | None:
+        """The next message as a row, or None when nothing came within ``timeout`` seconds.
+
+        ``wanted`` is how many more the command will take: no more than that is taken from the consumer, since a
+        Kafka consumer commits what it delivered.
+        """
+        if not self._buffered:
+            try:
+                self._buffered.append(await self.consumer.receive(timeout=timeout))
+            except ReceiveTimeoutError:
+                return None
+            more = 499 if wanted is None else min(499, wanted - 1)
+            if more > 0:
+                self._buffered.extend(await self.consumer.getmany(timeout=0, max_records=more))
+        self._last = self._buffered.popleft()
+        return to_row(self._last)
 
     async def ack(self) -> None:
+        """Acknowledge the message last returned by ``next``."""
         if self._last is not None:
             await self.consumer.ack(self._last)
-
-    async def _receive(self, timeout: float) -> Any:
-        if self.system == "kafka":
-            if not self._buffered:
-                self._buffered = list(reversed(await self.consumer.getmany(timeout_ms=timeout * 1000)))
-            return self._buffered.pop() if self._buffered else None
-        try:
-            if self.system == "pulsar":
-                return await self.consumer.receive(timeout=timeout)
-            return await self.consumer.getone(timeout=timeout)
-        except TimeoutError:
-            return None

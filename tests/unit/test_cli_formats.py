@@ -8,7 +8,7 @@ import pytest
 
 from mqwire.cli import build_parser, main
 from mqwire.formats import InputRecord, Template, parse_header, read_records
-from mqwire.systems import Row, UsageError, consumer_options, system_of
+from mqwire.systems import Row, UsageError, consumer_group, system_of
 
 
 def test_lines_and_jsonl_and_raw() -> None:
@@ -47,9 +47,11 @@ def test_headers_systems_and_options() -> None:
     assert system_of("kafka+ssl://h:1") == "kafka"
     with pytest.raises(UsageError):
         system_of("http://h")
-    assert consumer_options("kafka", None, "earliest") == {"group": None, "start": "earliest"}
-    assert consumer_options("pulsar", "s", "latest") == {"subscription": "s", "start": "latest"}
-    assert consumer_options("tubemq", None, "earliest")["group"].startswith("mqwire-cli-")
+    assert system_of("tubemq+ssl://h:1") == "tubemq"
+    assert consumer_group("kafka", None) is None  # reads without committing
+    assert consumer_group("pulsar", "s") == "s"
+    group = consumer_group("tubemq", None)
+    assert group is not None and group.startswith("mqwire-cli-")
 
 
 def test_command_line_errors_exit_with_usage_code(capsys: pytest.CaptureFixture[str]) -> None:
