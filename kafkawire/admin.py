@@ -55,6 +55,9 @@ DEFAULT_CONFIG_SOURCE = 5
 
 @dataclass(frozen=True)
 class NewTopic:
+    """A topic to create: its name, number of partitions, replication factor (-1 for either: the broker's
+    default) and topic configs (``{"retention.ms": "3600000"}``)."""
+
     name: str
     num_partitions: int = 1
     replication_factor: int = 1
@@ -70,6 +73,9 @@ class NewTopic:
 
 @dataclass(frozen=True)
 class PartitionDescription:
+    """One partition of a described topic: its id, its leader's broker id (-1: none), the leader epoch, the
+    replicas' broker ids and the in-sync ones (``isr``)."""
+
     partition: int
     leader: int
     leader_epoch: int
@@ -79,6 +85,9 @@ class PartitionDescription:
 
 @dataclass(frozen=True)
 class TopicDescription:
+    """A described topic: its name, its topic id (a UUID, as text), whether it is internal (such as
+    ``__consumer_offsets``) and its partitions, by id."""
+
     name: str
     topic_id: str
     internal: bool
@@ -87,6 +96,8 @@ class TopicDescription:
 
 @dataclass(frozen=True)
 class ClusterDescription:
+    """The cluster: its id, the controller's broker id (-1: unknown) and the brokers, by id."""
+
     cluster_id: str | None
     controller_id: int
     brokers: list[BrokerNode]
@@ -94,6 +105,9 @@ class ClusterDescription:
 
 @dataclass(frozen=True)
 class ConfigEntry:
+    """One config of a topic or broker: its name and value (None when sensitive or unset), whether it is
+    read-only, whether it is the default (nobody set it) and whether it is sensitive."""
+
     name: str
     value: str | None
     read_only: bool
@@ -103,6 +117,10 @@ class ConfigEntry:
 
 @dataclass(frozen=True)
 class GroupListing:
+    """A group as listed by its coordinator: its id, protocol type (``"consumer"`` for consumer groups),
+    state (``"Stable"``, ``"Empty"``, ...) and type (``"classic"``, ``"consumer"``); state and type are
+    empty when the broker is too old to tell."""
+
     group_id: str
     protocol_type: str
     state: str
@@ -111,6 +129,9 @@ class GroupListing:
 
 @dataclass(frozen=True)
 class GroupMember:
+    """A member of a described group: its member id, static instance id (None if dynamic), client id and
+    host."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -119,6 +140,9 @@ class GroupMember:
 
 @dataclass(frozen=True)
 class GroupDescription:
+    """A described group: its id, state, protocol type, the protocol chosen (for consumer groups the
+    assignor, such as ``"range"``) and its members."""
+
     group_id: str
     state: str
     protocol_type: str
@@ -146,6 +170,8 @@ class Admin:
         await self.close()
 
     async def close(self) -> None:
+        """Stop using the admin client: later operations raise ``ClosedError``. The connections stay the
+        client's."""
         if not self._closed:
             self._closed = True
             self._cluster.release(self)
@@ -176,6 +202,7 @@ class Admin:
     async def create_topic(
         self, name: str, partitions: int = 1, replication_factor: int = 1, configs: Mapping[str, str] | None = None
     ) -> None:
+        """Create one topic (see ``create_topics``); returns once its partitions have leaders."""
         await self.create_topics([NewTopic(name, partitions, replication_factor, dict(configs or {}))])
 
     async def create_topics(self, topics: Iterable[NewTopic], *, validate_only: bool = False) -> None:
@@ -306,6 +333,7 @@ class Admin:
 
     # ---------------------------------------------------------------------------------- cluster
     async def describe_cluster(self) -> ClusterDescription:
+        """The cluster's id, controller and brokers (DescribeCluster, or the metadata on older brokers)."""
         self._check_open()
         connection = await self._cluster.any_connection()
         if connection.offers(DESCRIBE_CLUSTER_KEY):
@@ -360,7 +388,8 @@ class Admin:
     async def list_offsets(
         self, specs: Mapping[TopicPartition | tuple[str, int], int | str], *, isolation_level: str = "read_uncommitted"
     ) -> dict[TopicPartition, OffsetAndTimestamp]:
-        """Offsets for ``{tp: "earliest" | "latest" | timestamp_ms}``."""
+        """Offsets for ``{tp: "earliest" | "latest" | "max_timestamp" | timestamp_ms}``: for a timestamp, the
+        first record stamped at or after it (offset -1 when there is none)."""
         self._check_open()
         named = {"earliest": -2, "latest": -1, "max_timestamp": -3}
         converted: dict[TopicPartition, int] = {}
@@ -421,6 +450,7 @@ class Admin:
         return sorted(listings.values(), key=lambda g: g.group_id)
 
     async def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """State, protocol and members of each group in ``group_ids``, asked of its coordinator."""
         self._check_open()
         out = []
         for group in group_ids:

@@ -20,7 +20,9 @@ class TimestampType(IntEnum):
 
 
 class RecordMetadata(NamedTuple):
-    """Where the broker stored a record. ``offset`` is -1 when the broker does not tell (acks=0)."""
+    """Where the broker stored a record. ``offset`` is -1 when the broker does not tell (acks=0);
+    ``timestamp`` (ms since the epoch) is the broker's when the topic uses log append time, else the
+    record's own."""
 
     topic: str
     partition: int
@@ -29,6 +31,7 @@ class RecordMetadata(NamedTuple):
 
     @property
     def topic_partition(self) -> TopicPartition:
+        """The record's topic and partition."""
         return TopicPartition(self.topic, self.partition)
 
 
@@ -78,6 +81,7 @@ class Message:
 
     @property
     def headers(self) -> dict[str, bytes]:
+        """The headers by name: a repeated name keeps its last value, a null value reads as ``b""``."""
         # Built on first use: most consumers never look at headers, and most records have none.
         headers = self._headers
         if headers is None:
@@ -87,6 +91,7 @@ class Message:
 
     @property
     def topic_partition(self) -> TopicPartition:
+        """The record's topic and partition."""
         return TopicPartition(self.topic, self.partition)
 
     def __repr__(self) -> str:

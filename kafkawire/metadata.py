@@ -12,6 +12,8 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @dataclass(frozen=True, slots=True)
 class BrokerNode:
+    """A broker: its node id, host, port and rack (None when it has none)."""
+
     node_id: int
     host: str
     port: int
@@ -19,6 +21,7 @@ class BrokerNode:
 
     @property
     def address(self) -> tuple[str, int]:
+        """``(host, port)``."""
         return self.host, self.port
 
 

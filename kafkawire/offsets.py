@@ -53,6 +53,9 @@ READ_COMMITTED = 1
 
 @dataclass(frozen=True, slots=True)
 class OffsetAndTimestamp:
+    """An offset found by time or position: the offset, its record's timestamp (ms; -1 when not known)
+    and the leader epoch (None when the broker gives none)."""
+
     offset: int
     timestamp: int
     leader_epoch: int | None = None
@@ -60,6 +63,9 @@ class OffsetAndTimestamp:
 
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
+    """A committed (or to-be-committed) offset: the next offset to consume, a metadata string stored with
+    it, and the leader epoch of the last record consumed (None when not known)."""
+
     offset: int
     metadata: str = ""
     leader_epoch: int | None = None

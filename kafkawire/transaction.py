@@ -49,16 +49,24 @@ class GroupMetadataLike(Protocol):
     """What ``consumer.group_metadata()`` returns (any object with these attributes will do)."""
 
     @property
-    def group_id(self) -> str: ...
+    def group_id(self) -> str:
+        """The consumer group's id."""
+        ...
 
     @property
-    def generation_id(self) -> int: ...
+    def generation_id(self) -> int:
+        """The group generation the member belongs to (-1 outside a group rebalance)."""
+        ...
 
     @property
-    def member_id(self) -> str: ...
+    def member_id(self) -> str:
+        """The member's id in the group (empty outside a group rebalance)."""
+        ...
 
     @property
-    def group_instance_id(self) -> str | None: ...
+    def group_instance_id(self) -> str | None:
+        """The static member's instance id, or None."""
+        ...
 
 
 class ProducerIdentity(Protocol):
