@@ -26,7 +26,12 @@ _MAX_PARTITIONS = 100_000
 
 
 class AdminConfig(TypedDict, total=False):
-    """The options of ``client.admin`` (each defaults to the client's option of the same name)."""
+    """The options of ``client.admin``; each defaults to the client's option of the same name.
+
+    - ``admin_url`` — the broker's admin REST API, ``http://host:8080`` or ``https://...``; required here
+      when the client has none (Java admin's ``serviceHttpUrl``, pulsar-admin's ``--admin-url``).
+    - ``admin_timeout`` — seconds each admin request may take; default the client's, itself 30 by default.
+    """
 
     admin_url: str | None
     admin_timeout: float

@@ -21,18 +21,9 @@ __all__ = ["Client", "connect"]
 class Client:
     """A Pulsar cluster reached through its service URL. Use ``async with pulsarwire.connect(url) as client``.
 
-    Options (times in seconds): ``operation_timeout`` (lookups, producer and consumer creation, each
-    request; default 30), ``connect_timeout`` (TCP, TLS and CONNECT; 10), ``keepalive_interval`` (PING when
-    idle, connection dropped after twice that without traffic; 30), ``max_lookup_redirects`` (20),
-    ``initial_backoff_interval`` and ``max_backoff_interval`` (reconnection delays; 0.1 and 60),
-    ``listener_name`` (the broker's advertised listener to look up), ``auth_token`` (token authentication:
-    the token, or an async callable returning it, asked again for each connection and when the broker
-    challenges the credentials).
-    TLS (``pulsar+ssl://``): ``tls_ca_file``, ``tls_cert_file`` and ``tls_key_file`` (client certificate),
-    ``tls_validate_hostname`` (default True), ``tls_allow_insecure_connection`` (default False), or a
-    ready ``ssl_context``.
-    Administration (``client.admin()``): ``admin_url``, the broker's admin REST API
-    (``http://host:8080``), and ``admin_timeout`` (seconds per request; 30).
+    The options (timeouts, reconnection delays, authentication, TLS, the admin API) are those of
+    :class:`pulsarwire.ClientConfig`. Producers, consumers, readers and admins are made by the methods
+    below; closing the client closes every one of them.
     """
 
     def __init__(self, url: str, /, **options: Unpack[ClientConfig]) -> None:
@@ -68,21 +59,34 @@ class Client:
 
     # ---------------------------------------------------------------------------------- factories
     def producer(self, topic: str, /, **options: Unpack[ProducerConfig]) -> Producer:
-        """A producer for ``topic`` (partitioned or not); use ``async with``. See :class:`Producer`."""
+        """A producer for ``topic`` (partitioned or not); use ``async with``.
+
+        The options are described in :class:`pulsarwire.ProducerConfig`; see also :class:`Producer`.
+        """
         return Producer(self._session, topic, **options)
 
     def consumer(
         self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerConfig]
     ) -> Consumer:
-        """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``."""
+        """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``.
+
+        The options are described in :class:`pulsarwire.ConsumerConfig`; see also :class:`Consumer`.
+        """
         return Consumer(self._session, topics, **options)
 
     def reader(self, topic: str, /, **options: Unpack[ReaderConfig]) -> Reader:
-        """A reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); use ``async with``."""
+        """A reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); use ``async with``.
+
+        The options are described in :class:`pulsarwire.ReaderConfig`; see also :class:`Reader`.
+        """
         return Reader(self._session, topic, **options)
 
     def admin(self, **options: Unpack[AdminConfig]) -> Admin:
-        """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's)."""
+        """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's).
+
+        Options: ``admin_url`` and ``admin_timeout`` (seconds per request), each defaulting to the client's
+        option of the same name.
+        """
         check_names("admin", options, AdminConfig)
         session = self._session
         session.check_open()
@@ -103,6 +107,7 @@ class Client:
 def connect(url: str, /, **options: Unpack[ClientConfig]) -> Client:
     """A client for the cluster at ``url`` (``pulsar://host:port`` or ``pulsar+ssl://host:port``).
 
-    Use it as ``async with connect(url) as client``; the service URL is contacted on entering.
+    Use it as ``async with connect(url) as client``; the service URL is contacted on entering. The options
+    are described in :class:`pulsarwire.ClientConfig`.
     """
     return Client(url, **options)

@@ -388,23 +388,9 @@ class Subscriber:
 class Consumer(Subscriber):
     """A subscription; ``async with client.consumer(topics, group="name", **options) as consumer``.
 
-    Options, with the reference clients' names and defaults: ``group`` or ``subscription`` (the
-    subscription name, pulsar-client's ``subscription_name``; required), ``key_deserializer`` and
-    ``value_deserializer`` (callables applied to the key and value bytes as messages are delivered; one
-    that raises makes ``receive`` / ``getmany`` raise DeserializationError for that message until
-    ``skip(error.message)``), ``subscription_type`` ("Exclusive", "Shared", "Failover",
-    "Key_Shared"), ``start`` ("latest" or "earliest": where a new subscription begins),
-    ``receiver_queue_size`` (1000 per partition), ``max_total_receiver_queue_size_across_partitions``
-    (50000), ``consumer_name``, ``ack_group_time_ms`` (100; acks leave together) and
-    ``ack_group_max_size`` (1000), ``negative_ack_redelivery_delay_ms`` (60000), ``read_compacted``,
-    ``properties`` (consumer metadata), ``subscription_properties``, ``priority_level``,
-    ``key_shared_mode`` ("auto_split" or "sticky"), ``replicate_subscription_state``,
-    ``ack_timeout_ms`` (0: off; else unacknowledged messages come again after it),
-    ``batch_index_ack_enabled`` (acks of single messages of a batch reach the broker; the broker needs
-    ``acknowledgmentAtBatchIndexLevelEnabled``), ``dead_letter_policy`` (a DeadLetterPolicy or a mapping of
-    its fields; Shared and Key_Shared only), ``retry_enable`` (subscribe to the retry topic too and allow
-    ``reconsume_later``), ``auto_update_partitions`` (True) and ``auto_update_partitions_interval_ms``
-    (60000), ``pattern_auto_discovery_period_ms`` (60000).
+    ``group`` (or ``subscription``) names the subscription; it and the other options (subscription type,
+    starting position, deserializers, queue sizes, acknowledgement grouping and timeouts, dead letters and
+    retries, following partitions and patterns) are described in :class:`pulsarwire.ConsumerConfig`.
 
     ``topics`` is a name, a list of names, or a compiled regular expression over complete topic names of
     one namespace (``re.compile("persistent://public/default/orders-.*")``): the consumer subscribes to

@@ -33,6 +33,7 @@ class MessageId(NamedTuple):
     batch_size: int = 0
 
     def serialize(self) -> bytes:
+        """The id as the bytes the other Pulsar clients exchange (their ``MessageIdData`` encoding)."""
         data = MessageIdData(ledgerId=self.ledger_id & 0xFFFFFFFFFFFFFFFF, entryId=self.entry_id & 0xFFFFFFFFFFFFFFFF)
         if self.partition >= 0:
             data.partition = self.partition
@@ -44,6 +45,7 @@ class MessageId(NamedTuple):
 
     @classmethod
     def deserialize(cls, data: bytes) -> MessageId:
+        """The id that ``serialize`` (or another Pulsar client) turned into ``data``; ProtocolError if it is none."""
         parsed = MessageIdData()
         try:
             parsed.ParseFromString(data)
@@ -55,6 +57,7 @@ class MessageId(NamedTuple):
 
     @classmethod
     def from_data(cls, data: MessageIdData, partition: int | None = None) -> MessageId:
+        """The id in the protocol's ``MessageIdData``, with ``partition`` instead of its own when given."""
         return cls(
             _signed(data.ledgerId),
             _signed(data.entryId),

@@ -94,6 +94,7 @@ class DeadLetterPolicy:
 
     @classmethod
     def of(cls, value: object) -> DeadLetterPolicy | None:
+        """The policy ``value`` stands for: a DeadLetterPolicy as is, a mapping of its fields, or None."""
         if value is None or isinstance(value, DeadLetterPolicy):
             return value
         if isinstance(value, Mapping):
@@ -106,7 +107,51 @@ class DeadLetterPolicy:
 
 
 class ClientConfig(TypedDict, total=False):
-    """The options of ``pulsarwire.connect`` (see :class:`pulsarwire.Client`)."""
+    """The options of ``pulsarwire.connect`` and :class:`pulsarwire.Client`, all optional.
+
+    Times are in seconds; the reference clients' names are those of the Java client (and of the Python
+    client where it differs).
+
+    - ``operation_timeout`` — seconds each request to the broker may take (lookups, partition metadata,
+      creating producers and consumers, closing them), and how long ``start`` and partition lookups go on
+      retrying; default 30 (Java ``operationTimeout``, Python ``operation_timeout_seconds``).
+    - ``connect_timeout`` — seconds to open a connection: TCP, TLS handshake and CONNECT; default 10
+      (Java ``connectionTimeout``, Python ``connection_timeout_ms`` in milliseconds).
+    - ``keepalive_interval`` — seconds without anything received from the broker after which a PING is sent;
+      the connection is dropped after twice that; default 30 (Java ``keepAliveInterval``).
+    - ``max_lookup_redirects`` — how many redirects a topic lookup follows before it fails (0 to 1000);
+      default 20 (Java ``maxLookupRedirects``).
+    - ``initial_backoff_interval`` — seconds, the first delay before reconnecting a producer or consumer or
+      retrying a lookup; later delays double up to ``max_backoff_interval``; default 0.1 (Java
+      ``startingBackoffInterval``).
+    - ``max_backoff_interval`` — seconds, the longest delay between reconnection attempts, not below
+      ``initial_backoff_interval`` (retries within ``operation_timeout`` wait at most 5 s); default 60
+      (Java ``maxBackoffInterval``).
+    - ``listener_name`` — the broker's advertised listener whose address lookups return; default None, the
+      broker's default listener (Java ``listenerName``).
+    - ``auth_token`` — token authentication: the token (str), or an async callable returning it, called for
+      each new connection, each challenge of the broker and each admin request; default None, no
+      authentication (the reference clients' ``AuthenticationToken``).
+    - ``tls_ca_file`` — path of the PEM certificates trusted for the broker's certificate, with
+      ``pulsar+ssl://`` only; default None, the system's CAs (Java ``tlsTrustCertsFilePath``, Python
+      ``tls_trust_certs_file_path``).
+    - ``tls_cert_file`` — path of the client certificate (PEM) for TLS client authentication; default None
+      (Java ``tlsCertificateFilePath``, Python ``tls_certificate_file_path``).
+    - ``tls_key_file`` — path of the private key of ``tls_cert_file`` when that file lacks it; needs
+      ``tls_cert_file``; default None (Java ``tlsKeyFilePath``, Python ``tls_private_key_file_path``).
+    - ``tls_validate_hostname`` — check that the broker's certificate names the host connected to; default
+      True, where the reference clients default to False (Java ``enableTlsHostnameVerification``).
+    - ``tls_allow_insecure_connection`` — accept any broker certificate without verifying it; default False
+      (Java ``allowTlsInsecureConnection``).
+    - ``ssl_context`` — a ready ``ssl.SSLContext`` for ``pulsar+ssl://`` connections, used instead of the
+      ``tls_`` options above (they are then ignored); ignored with ``pulsar://``; default None.
+    - ``client_version`` — the client version sent to the broker in CONNECT (shown in its statistics);
+      default ``"mqwire-pulsar-0.1.0"``.
+    - ``admin_url`` — the broker's admin REST API (``http://host:8080`` or ``https://``) that
+      ``client.admin()`` uses; default None, ``client.admin()`` then needs it (Java admin's
+      ``serviceHttpUrl``, pulsar-admin's ``--admin-url``).
+    - ``admin_timeout`` — seconds each admin request may take; default 30.
+    """
 
     operation_timeout: float
     connect_timeout: float
@@ -128,7 +173,67 @@ class ClientConfig(TypedDict, total=False):
 
 
 class ProducerConfig(TypedDict, total=False):
-    """The options of ``client.producer`` (see :class:`pulsarwire.Producer`)."""
+    """The options of ``client.producer`` (see :class:`pulsarwire.Producer`), all optional.
+
+    Sizes are in bytes and times in milliseconds, as the ``_ms`` suffixes say; the reference clients' names are
+    those of the Java client (and of the Python client where it differs). Limits apply per partition.
+
+    - ``key_serializer`` — a callable turning each message key into bytes; default None: keys must be bytes
+      (or None).
+    - ``value_serializer`` — a callable turning each value into bytes; default None: values must be bytes
+      (or None, a null value).
+    - ``producer_name`` — the producer's name on the broker, unique on the topic (the broker deduplicates by
+      name and sequence id); default None: the broker assigns one (Java ``producerName``).
+    - ``initial_sequence_id`` — the sequence id before the first message (which gets this plus one), -1 or
+      more; default None: go on after the last sequence id the broker has stored for this producer name
+      (Java ``initialSequenceId``).
+    - ``send_timeout_ms`` — milliseconds within which the broker must confirm a message, else it and the
+      messages behind it fail with SendTimeoutError; also bounds the wait of ``close``; 0 waits forever;
+      default 30000 (Java ``sendTimeout``, Python ``send_timeout_millis``).
+    - ``compression`` — the name the other two packages use for ``compression_type``; give one of the two.
+    - ``compression_type`` — the codec of batches and messages: ``"NONE"``, ``"LZ4"``, ``"ZLIB"``,
+      ``"ZSTD"`` or ``"SNAPPY"`` (any case); default ``"NONE"`` (Java ``compressionType``).
+    - ``max_pending_messages`` — how many messages of a partition may await the broker's confirmation;
+      default 1000 (Java ``maxPendingMessages``).
+    - ``block_if_queue_full`` — when ``max_pending_messages`` await confirmation, True: ``send`` and
+      ``enqueue`` wait for room; False: they raise ProducerQueueIsFullError; default True, where the
+      reference clients default to False (Java ``blockIfQueueFull``).
+    - ``batching_enabled`` — gather messages into batches, one broker entry each (messages with
+      ``deliver_at`` or ``deliver_after`` always go alone); default True (Java ``enableBatching``).
+    - ``batching_max_messages`` — messages in a batch at most; default 1000 (Java ``batchingMaxMessages``).
+    - ``batching_max_allowed_size_in_bytes`` — bytes in a batch at most; default 131072, 128 KiB (Java
+      ``batchingMaxBytes``).
+    - ``batching_max_publish_delay_ms`` — milliseconds a batch waits for more messages before it is sent;
+      also how long round-robin routing stays on one partition; default 10 (Java
+      ``batchingMaxPublishDelay``).
+    - ``chunking_enabled`` — send a message larger than the broker's maximum message size (5 MiB unless the
+      broker says otherwise) as chunks that the consumer joins; needs ``batching_enabled=False``; default
+      False (Java ``enableChunking``).
+    - ``chunk_max_message_size`` — bytes in each chunk of such a message, at most the broker's maximum less
+      1 KiB; default None: that maximum (Java ``chunkMaxMessageSize``).
+    - ``hashing_scheme`` — how a keyed message picks its partition: ``"java_string_hash"`` (Java's
+      ``String.hashCode``) or ``"murmur3_32"``; default ``"java_string_hash"``, the Java client's default
+      (Java ``hashingScheme``).
+    - ``message_routing_mode`` — where messages without a key go: ``"round_robin"`` (over the partitions,
+      moving on once per batching delay when batching) or ``"single_partition"`` (one partition chosen at
+      random per producer); default ``"round_robin"`` (Java ``messageRoutingMode``).
+    - ``message_router`` — a callable ``(partition_key, partitions) -> partition`` that chooses the
+      partition of every message, keyed or not, instead of the two options above; default None (Java
+      ``messageRouter``).
+    - ``access_mode`` — ``"Shared"``, ``"Exclusive"`` or ``"ExclusiveWithFencing"`` (any case): whether
+      other producers may publish to the topic meanwhile; default ``"Shared"`` (Java ``accessMode``).
+    - ``properties`` — a mapping of str to str, the producer's metadata shown in the topic's statistics;
+      default None (Java ``properties``).
+    - ``batcher_builder`` — ``"default"``, or ``"key_based"``: one batch per key (the ordering key, else the
+      partition key), for Key_Shared subscriptions; default ``"default"`` (Java ``batcherBuilder``, Python
+      ``batching_type``).
+    - ``initial_subscription_name`` — a subscription the broker creates on the topic with the producer, so
+      that messages are kept before anyone subscribes; default None (Java ``initialSubscriptionName``).
+    - ``auto_update_partitions`` — look for partitions added to the topic; new ones get a producer and take
+      part in routing; default True (Java ``autoUpdatePartitions``).
+    - ``auto_update_partitions_interval_ms`` — milliseconds between those looks; default 60000 (Java
+      ``autoUpdatePartitionsInterval``).
+    """
 
     key_serializer: Serializer | None
     value_serializer: Serializer | None
@@ -157,7 +262,74 @@ class ProducerConfig(TypedDict, total=False):
 
 
 class ConsumerConfig(TypedDict, total=False):
-    """The options of ``client.consumer`` (see :class:`pulsarwire.Consumer`)."""
+    """The options of ``client.consumer`` (see :class:`pulsarwire.Consumer`); ``group`` is required.
+
+    Times are in milliseconds, as the ``_ms`` suffixes say; the reference clients' names are those of the
+    Java client (and of the Python client where it differs).
+
+    - ``group`` — the subscription name, under the name the other two packages use; required, unless
+      ``subscription`` is given.
+    - ``subscription`` — the same as ``group``, under the reference clients' name (Java
+      ``subscriptionName``, Python ``subscription_name``); give one of the two (or both alike).
+    - ``start`` — where a new subscription begins: ``"latest"`` or ``"earliest"`` (any case); an existing
+      subscription keeps its position; default ``"latest"`` (Java ``subscriptionInitialPosition``, Python
+      ``initial_position``).
+    - ``key_deserializer`` — a callable applied to each message's key bytes as it is delivered; one that
+      raises makes ``receive`` and ``getmany`` raise DeserializationError for that message until
+      ``skip(error.message)``; default None: keys stay bytes.
+    - ``value_deserializer`` — the same for each message's value; default None: values stay bytes.
+    - ``subscription_type`` — ``"Exclusive"``, ``"Shared"``, ``"Failover"`` or ``"Key_Shared"`` (any case);
+      default ``"Exclusive"`` (Java ``subscriptionType``, Python ``consumer_type``).
+    - ``receiver_queue_size`` — messages each partition may deliver ahead of the application (1 to 2**24);
+      on a partitioned topic at most ``max_total_receiver_queue_size_across_partitions`` divided by the
+      partition count; default 1000 (Java ``receiverQueueSize``).
+    - ``max_total_receiver_queue_size_across_partitions`` — the bound on those queues summed over the
+      partitions of a topic (1 to 2**30); default 50000 (Java
+      ``maxTotalReceiverQueueSizeAcrossPartitions``).
+    - ``consumer_name`` — the consumer's name, shown in the subscription's statistics; default None: the
+      broker assigns one (Java ``consumerName``).
+    - ``ack_group_time_ms`` — milliseconds acknowledgements are gathered before they leave together;
+      0 sends each at once; default 100 (Java ``acknowledgmentGroupTime``).
+    - ``ack_group_max_size`` — gathered acknowledgements that make them leave at once (1 to 2**20); default
+      1000 (Java ``maxAcknowledgmentGroupSize``).
+    - ``negative_ack_redelivery_delay_ms`` — milliseconds after ``negative_ack`` before the message comes
+      again; default 60000 (Java ``negativeAckRedeliveryDelay``).
+    - ``read_compacted`` — read the compacted topic (the latest message of each key) where it is
+      compacted; Exclusive and Failover subscriptions only; default False (Java ``readCompacted``, Python
+      ``is_read_compacted``).
+    - ``properties`` — a mapping of str to str, the consumer's metadata shown in the topic's statistics;
+      default None (Java ``properties``).
+    - ``subscription_properties`` — a mapping of str to str stored with the subscription when it is
+      created; default None (Java ``subscriptionProperties``).
+    - ``priority_level`` — on Shared subscriptions the broker dispatches to the consumers of the lowest
+      level first (0 to 2**31 - 1); default None: the broker's 0, the highest priority (Java
+      ``priorityLevel``).
+    - ``key_shared_mode`` — on Key_Shared subscriptions: ``"auto_split"`` (the broker shares the key hash
+      range among the consumers) or ``"sticky"`` (hash ranges the consumer declares; this client declares
+      none); default ``"auto_split"`` (Java ``keySharedPolicy``).
+    - ``replicate_subscription_state`` — with geo-replication, replicate the subscription's position to
+      the other clusters; default False (Java ``replicateSubscriptionState``).
+    - ``ack_timeout_ms`` — milliseconds after which a message handed out and not acknowledged comes again;
+      0 turns it off, else at least 100; default 0 (Java ``ackTimeout``, Python
+      ``unacked_messages_timeout_ms``).
+    - ``batch_index_ack_enabled`` — acknowledgements of single messages of a batch reach the broker, so
+      that a redelivery leaves them out (the broker needs ``acknowledgmentAtBatchIndexLevelEnabled``);
+      default False (Java ``enableBatchIndexAcknowledgment``).
+    - ``dead_letter_policy`` — a :class:`pulsarwire.DeadLetterPolicy` or a mapping of its fields: a message
+      redelivered ``max_redeliver_count`` times goes to the dead-letter topic at its next redelivery;
+      Shared and Key_Shared subscriptions only; with several topics or a pattern it must name
+      ``dead_letter_topic`` (and with ``retry_enable``, ``retry_letter_topic``); default None (Java
+      ``deadLetterPolicy``).
+    - ``retry_enable`` — also subscribe to the retry topic and allow ``reconsume_later``; needs
+      ``dead_letter_policy``; default False (Java ``enableRetry``).
+    - ``pattern_auto_discovery_period_ms`` — with a pattern of topics, milliseconds between looks for new
+      and deleted matching topics (besides the changes brokers push); default 60000 (Java
+      ``patternAutoDiscoveryPeriod``, Python ``pattern_auto_discovery_period`` in seconds).
+    - ``auto_update_partitions`` — look for partitions added to the topics; new ones are subscribed too;
+      default True (Java ``autoUpdatePartitions``).
+    - ``auto_update_partitions_interval_ms`` — milliseconds between those looks; default 60000 (Java
+      ``autoUpdatePartitionsInterval``).
+    """
 
     group: str | None
     subscription: str | None
@@ -187,7 +359,28 @@ class ConsumerConfig(TypedDict, total=False):
 
 
 class ReaderConfig(TypedDict, total=False):
-    """The options of ``client.reader`` (see :class:`pulsarwire.Reader`)."""
+    """The options of ``client.reader`` (see :class:`pulsarwire.Reader`), all optional.
+
+    The reference clients' names are those of the Java client (and of the Python client where it differs).
+
+    - ``start`` — where reading begins: ``"latest"``, ``"earliest"`` (any case) or a
+      :class:`pulsarwire.MessageId` (a send ``Receipt`` too; topics without partitions only); default
+      ``"latest"`` (Java ``startMessageId``, Python ``start_message_id``).
+    - ``start_inclusive`` — with a message id as ``start``, deliver that message too; default False (Java
+      ``startMessageIdInclusive``, Python ``start_message_id_inclusive``).
+    - ``receiver_queue_size`` — messages each partition may deliver ahead of the application (1 to 2**24);
+      default 1000 (Java ``receiverQueueSize``).
+    - ``reader_name`` — the reader's consumer name, shown in the topic's statistics; default None: the
+      broker assigns one (Java ``readerName``).
+    - ``subscription_role_prefix`` — the start of the name of the reader's non-durable subscription
+      (followed by a dash and ten random hex digits); default ``"reader"`` (Java
+      ``subscriptionRolePrefix``).
+    - ``read_compacted`` — read the compacted topic (the latest message of each key) where it is
+      compacted; default False (Java ``readCompacted``, Python ``is_read_compacted``).
+    - ``key_deserializer`` — a callable applied to each message's key bytes, as for consumers; default None:
+      keys stay bytes.
+    - ``value_deserializer`` — the same for each message's value; default None: values stay bytes.
+    """
 
     start: Literal["latest", "earliest"] | MessageId
     start_inclusive: bool

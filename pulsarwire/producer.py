@@ -34,19 +34,8 @@ class Producer:
     returning bytes) are given; anything else, a ``str`` included, is a ``SerializationError`` naming the
     option. ``send`` returns a :class:`Receipt` (the message's ``MessageId``, knowing its ``topic``).
 
-    Options, with the reference clients' names and defaults: ``producer_name``, ``initial_sequence_id``,
-    ``send_timeout_ms`` (30000; 0 waits forever), ``compression_type`` ("NONE", "LZ4", "ZLIB", "ZSTD",
-    "SNAPPY"), ``max_pending_messages`` (1000 per partition) and ``block_if_queue_full`` (True: ``enqueue``
-    waits for room; False: it raises ProducerQueueIsFullError), ``batching_enabled`` (True),
-    ``batching_max_messages`` (1000), ``batching_max_allowed_size_in_bytes`` (131072),
-    ``batching_max_publish_delay_ms`` (10), ``chunking_enabled`` (False; needs batching off),
-    ``chunk_max_message_size``, ``hashing_scheme`` ("java_string_hash", the Java client's default, or
-    "murmur3_32"), ``message_routing_mode`` ("round_robin" or "single_partition"), ``message_router``
-    (a callable ``(partition_key, partitions) -> partition``), ``access_mode`` ("Shared", "Exclusive",
-    "ExclusiveWithFencing"), ``properties`` (producer metadata shown in the topic's stats),
-    ``batcher_builder`` ("default", or "key_based": one batch per key, for Key_Shared subscriptions),
-    ``auto_update_partitions`` (True) and ``auto_update_partitions_interval_ms`` (60000): partitions added
-    to the topic meanwhile get a producer and take part in routing.
+    The options (naming, sequence ids, send timeout, compression, pending-message limit, batching,
+    chunking, partition routing, access mode) are described in :class:`pulsarwire.ProducerConfig`.
     """
 
     def __init__(self, session: Session, topic: str, **options: Unpack[ProducerConfig]) -> None:
@@ -167,6 +156,7 @@ class Producer:
 
     @property
     def producer_names(self) -> list[str | None]:
+        """The name of each partition's producer, in partition order (one name without partitions)."""
         return [p.producer_name for p in self._producers]
 
     @property
@@ -176,6 +166,12 @@ class Producer:
 
     @property
     def last_sequence_id(self) -> int:
+        """The highest sequence id given to a message so far, over the partitions.
+
+        Before the first message, the starting point: ``initial_sequence_id``, or the last id the broker
+        stored for the producer name; -1 before the producer started. The message with that id may still
+        await the broker's confirmation.
+        """
         return max((p.last_sequence_id for p in self._producers), default=-1)
 
     # ------------------------------------------------------------------------------------ sending

@@ -19,11 +19,10 @@ class Reader(Subscriber):
     """Reads a topic from ``start``: ``async with client.reader(topic, start="earliest") as reader``.
 
     ``start`` is "latest" (the default, as for consumers), "earliest" or a MessageId (a send ``Receipt``
-    too; topics without partitions; the message itself is included when ``start_inclusive``). Other
-    options: ``key_deserializer`` and ``value_deserializer`` (as for consumers), ``receiver_queue_size``
-    (1000), ``reader_name``,
-    ``subscription_role_prefix`` ("reader"), ``read_compacted``. After a reconnection the reader goes on
-    after the last message it handed out.
+    too; topics without partitions; the message itself is included when ``start_inclusive``). The options
+    are described in :class:`pulsarwire.ReaderConfig`. A reader needs no acknowledgements: its
+    subscription is non-durable. After a reconnection the reader goes on after the last message it handed
+    out.
     """
 
     def __init__(
