@@ -28,10 +28,8 @@ MsgTypes = str | Iterable[str] | Mapping[str, Iterable[str]] | None
 class Client:
     """A TubeMQ cluster reached through its masters. Use ``async with tubemqwire.connect(url) as client``.
 
-    Options: ``request_timeout_ms`` (each RPC; also sent to the server, which drops requests that waited
-    longer), ``connect_timeout_ms``, ``heartbeat_interval_ms`` (master and broker heartbeats of every
-    producer and consumer, default 13000), ``username`` and ``password`` (when the cluster authenticates
-    clients), ``ssl_context`` (``tubemq+ssl://`` makes a default one).
+    The options are those of :func:`tubemqwire.connect`, which describes them. Closing the client closes
+    every producer and consumer it made.
     """
 
     def __init__(
@@ -94,11 +92,22 @@ class Client:
     ) -> Producer:
         """A producer publishing ``topics`` (one name or several); use ``async with``.
 
-        ``key_serializer`` / ``value_serializer``: callables turning keys and values into bytes (without
-        one they must be bytes); ``max_in_flight``: sends outstanding before ``enqueue`` waits (1000);
-        ``retries``: tries on other partitions after a failure a retry can fix (3); ``retry_backoff_ms``:
-        pause before a retry (100); ``metadata_timeout_ms``: how long opening waits for the master to place
-        every topic (30000); ``checksum``: compute the CRC here so the broker verifies it (False).
+        Options (keyword only):
+
+        - ``key_serializer`` — callable turning a key into bytes (a None key is not passed to it: no key);
+          default None: keys must be bytes.
+        - ``value_serializer`` — callable turning a value into bytes; default None: values must be bytes.
+        - ``max_in_flight`` — sends outstanding (not yet acknowledged or failed) before ``enqueue`` waits
+          for one to finish; 1 to 1000000, default 1000.
+        - ``retries`` — further tries of a send that failed in a way a retry can fix (including finding
+          no partition), each on another partition while one remains (a keyed message keeps its key's
+          partition); 0 to 1000, default 3.
+        - ``retry_backoff_ms`` — pause before a retry, in ms, times the retry's number (100, 200, ...);
+          default 100.
+        - ``metadata_timeout_ms`` — how long opening the producer waits for the master to place every
+          topic's partitions on brokers, in ms, before ``TopicNoPartitionError``; default 30000.
+        - ``checksum`` — compute each message's CRC-32 here so the broker verifies it; default False (the
+          broker computes it, as it does for the Java producer).
         """
         producer = Producer(
             self._session,
@@ -128,16 +137,31 @@ class Client:
         msg_not_found_wait_ms: int = 400,
         rebalance_confirm_wait_ms: int = 3_000,
     ) -> Consumer:
-        """A consumer of ``topics`` in ``group``, balanced by the master; use ``async with``.
+        """A consumer of ``topics`` (one name or several) in ``group``, its partitions assigned by the
+        master; use ``async with``.
 
-        ``group``: the consumer group (None: a group of its own, ``mqwire_`` and random hex);
-        ``start``: "latest" (default) or "earliest", where a group without a stored position begins;
-        ``key_deserializer`` / ``value_deserializer``: callables applied to keys and values as messages
-        are delivered; ``msg_types``: consume only messages of these types (a str, an iterable, or a
-        mapping of topic to types); ``confirm_timeout_ms``: how long a delivered batch may stay
-        unacknowledged before it is given back (60000); ``msg_not_found_wait_ms``: pause after an empty
-        fetch (400); ``rebalance_confirm_wait_ms``: how long a partition being taken away waits for its
-        batch to be acknowledged (3000).
+        Options (keyword only):
+
+        - ``group`` — the consumer group; default None: a group of its own (``mqwire_`` and 16 random hex
+          digits), so the consumer reads alone and its position is not reused.
+        - ``start`` — where a partition begins when the group has no stored position in it: ``"latest"``
+          (only messages written from now on, the default) or ``"earliest"`` (the first message kept).
+          Java client: ``consumePosition``.
+        - ``key_deserializer`` — callable applied to each key (bytes) as messages are delivered; default
+          None: keys stay bytes.
+        - ``value_deserializer`` — callable applied to each value (bytes) as messages are delivered;
+          default None: values stay bytes.
+        - ``msg_types`` — consume only messages of these types (filtered by the broker): a str, an
+          iterable of str, or a mapping of topic to types (topics left out are not filtered); default
+          None: every message.
+        - ``confirm_timeout_ms`` — how long a delivered batch may stay not wholly acknowledged, in ms,
+          before it is given back and served again; default 60000. Java client:
+          ``pullProtectConfirmTimeoutMs``.
+        - ``msg_not_found_wait_ms`` — pause before fetching again from a partition that had no new
+          message, in ms; default 400. Java client: ``msgNotFoundWaitPeriodMs``.
+        - ``rebalance_confirm_wait_ms`` — how long a partition the master takes away waits for its
+          delivered batch to be acknowledged before releasing it, in ms; default 3000. Java client:
+          ``pullRebConfirmWaitPeriodMs``.
         """
         consumer = Consumer(
             self._session,
@@ -171,19 +195,38 @@ class Client:
         source_count: int = -1,
         node_id: int = -1,
     ) -> ClientBalanceConsumer:
-        """A consumer of ``topics`` in ``group`` that claims the partitions it is told to (``partitions``
-        option, ``connect_partition``) rather than those the master assigns; use ``async with``.
+        """A consumer of ``topics`` (one name or several) in ``group`` that claims the partitions it is
+        told to (the ``partitions`` option, ``connect_partition``) rather than those the master assigns;
+        use ``async with``.
 
-``group``: the consumer group (None: a group of its own, ``mqwire_`` and random hex);
-        ``start``: "latest" (default) or "earliest", where a group without a stored position begins;
-        ``key_deserializer`` / ``value_deserializer``: callables applied to keys and values as messages
-        are delivered; ``msg_types``: consume only messages of these types (a str, an iterable, or a
-        mapping of topic to types); ``confirm_timeout_ms``: how long a delivered batch may stay
-        unacknowledged before it is given back (60000); ``msg_not_found_wait_ms``: pause after an empty
-        fetch (400); ``rebalance_confirm_wait_ms``: how long a partition being taken away waits for its
-        batch to be acknowledged (3000). ``partitions``: keys to claim on start, or a mapping of
-        key to the offset to start from (None for the group's stored position); ``source_count`` and
-        ``node_id``: how many members the group has and which one this is (-1 when not used).
+        Options (keyword only):
+
+        - ``group`` — the consumer group; default None: a group of its own (``mqwire_`` and 16 random hex
+          digits). The master refuses to mix master-balanced and client-balanced members in one group.
+        - ``start`` — where a partition claimed without an offset begins when the group has no stored
+          position in it: ``"latest"`` (the default) or ``"earliest"``. Java client: ``consumePosition``.
+        - ``key_deserializer`` — callable applied to each key (bytes) as messages are delivered; default
+          None: keys stay bytes.
+        - ``value_deserializer`` — callable applied to each value (bytes) as messages are delivered;
+          default None: values stay bytes.
+        - ``msg_types`` — consume only messages of these types (filtered by the broker): a str, an
+          iterable of str, or a mapping of topic to types (topics left out are not filtered); default
+          None: every message.
+        - ``confirm_timeout_ms`` — how long a delivered batch may stay not wholly acknowledged, in ms,
+          before it is given back and served again; default 60000. Java client:
+          ``pullProtectConfirmTimeoutMs``.
+        - ``msg_not_found_wait_ms`` — pause before fetching again from a partition that had no new
+          message, in ms; default 400. Java client: ``msgNotFoundWaitPeriodMs``.
+        - ``rebalance_confirm_wait_ms`` — how long ``disconnect_partition`` waits for a delivered batch
+          to be acknowledged before releasing the partition, in ms, unless given ``confirm_wait``;
+          default 3000. Java client: ``pullRebConfirmWaitPeriodMs``.
+        - ``partitions`` — partitions to claim on start: keys (``brokerId:topic:partitionId``), or a
+          mapping of key to the index offset to start from (None: the group's stored position); default
+          None: none.
+        - ``source_count`` — how many members the group has, reported to the master; default -1: not
+          used. Java client: ``sourceCount`` of ``start``.
+        - ``node_id`` — which member this is, 0 to ``source_count`` - 1, reported to the master; ignored
+          (-1) unless ``source_count`` is positive; default -1. Java client: ``nodeId`` of ``start``.
         """
         consumer = ClientBalanceConsumer(
             self._session,
@@ -214,13 +257,29 @@ def connect(
     password: str | None = None,
     ssl_context: _ssl.SSLContext | None = None,
 ) -> Client:
-    """A client for the cluster at ``url`` (``tubemq://master1:port[,master2:port]`` or ``tubemq+ssl://``).
+    """A client for the cluster at ``url``; use it as ``async with connect(url) as client`` (a master is
+    contacted on entering).
 
-    Use it as ``async with connect(url) as client``; a master is contacted on entering.
-    ``request_timeout_ms``: each RPC (10000; also sent to the server, which drops requests that waited
-    longer); ``connect_timeout_ms`` (10000); ``heartbeat_interval_ms``: master and broker heartbeats of
-    every producer and consumer (13000, at most 25000); ``username`` and ``password``: when the cluster
-    authenticates clients; ``ssl_context``: for ``tubemq+ssl://`` (a default one when None).
+    ``url`` is ``tubemq://master1:port[,master2:port...]`` (master port 8715 by default) or
+    ``tubemq+ssl://...`` (TLS, master port 8716 by default).
+
+    Options (keyword only):
+
+    - ``request_timeout_ms`` — how long each request to a master or broker may take, in ms; also sent
+      with the request, so the server drops one that waited longer; default 10000. Java client:
+      ``rpcTimeoutMs``.
+    - ``connect_timeout_ms`` — how long opening a connection to a master or broker may take, in ms;
+      default 10000.
+    - ``heartbeat_interval_ms`` — period of the heartbeats every producer and consumer sends to the
+      master and the brokers, in ms; at most 25000 (the master drops a client after 30 s of silence);
+      default 13000. Java client: ``heartbeatPeriodMs``.
+    - ``username`` — user name, when the cluster authenticates clients; default None: no
+      authentication. Java client: ``usrName`` of ``setAuthenticInfo``.
+    - ``password`` — the user's password (needs ``username``); default None. Java client:
+      ``usrPassWord`` of ``setAuthenticInfo``.
+    - ``ssl_context`` — the ``ssl.SSLContext`` of the connections to masters and brokers (when given,
+      they use TLS whatever the scheme); default None: plain TCP, or for ``tubemq+ssl://`` a default
+      context (``ssl.create_default_context()``).
     """
     return Client(
         url,

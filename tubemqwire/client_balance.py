@@ -25,13 +25,19 @@ from tubemqwire.session import Session
 
 @dataclass(frozen=True, slots=True)
 class PartitionOffsets:
-    """Where the group reads in a partition (``position``) and where the partition ends, as index offsets
-    (the broker counts one index entry per message); None where the broker has not said yet."""
+    """Where the group reads in a partition and where the partition ends, as index offsets (the broker
+    counts one index entry per message).
+
+    - ``partition_key`` — the partition, ``brokerId:topic:partitionId``.
+    - ``position`` — the group's read position, or None where the broker has not said yet.
+    - ``end`` — where the partition ends (the broker's maximum offset), or None where it has not said yet.
+    - ``caught_up`` — True when the last fetch found nothing more to read: everything written so far was
+      delivered.
+    """
 
     partition_key: str
     position: int | None
     end: int | None
-    # The last fetch found nothing more to read: everything written so far was delivered.
     caught_up: bool = False
 
 
@@ -59,10 +65,8 @@ def _check_partitions(partitions: object) -> dict[str, int | None]:
 class ClientBalanceConsumer(Consumer):
     """Consumes the partitions it is told to; ``async with client.client_balance_consumer(...)``.
 
-    Options: those of :class:`~tubemqwire.consumer.Consumer`, and ``partitions`` (keys to claim on start,
-    or a mapping of key to the offset to start from, None for the group's stored position),
-    ``source_count`` and ``node_id`` (how many members the group has and which one this is, reported to
-    the master as the reference client does; -1 when not used).
+    Made by :meth:`tubemqwire.Client.client_balance_consumer`, which describes the options (those of
+    :meth:`tubemqwire.Client.consumer`, and ``partitions``, ``source_count`` and ``node_id``).
     """
 
     def __init__(
@@ -158,7 +162,8 @@ class ClientBalanceConsumer(Consumer):
         None, from the group's stored position (a group without one starts as ``start`` says).
 
         A partition held by another member raises PartitionOccupiedError; one not open for consuming,
-        PartitionUnsubscribableError.
+        PartitionUnsubscribableError. A partition this consumer holds already is left as it is (``offset``
+        does not move it: use ``seek``).
         """
         self._started_assignment()
         return await self._connect(partition_key, offset)

@@ -64,14 +64,9 @@ def _still_valid(message: Message) -> bool:
 class Consumer:
     """Consumes ``topics`` as a member of ``group``; ``async with client.consumer(...) as consumer``.
 
-    Options: ``group`` (the consumer group; None makes a group of its own, ``mqwire_`` and random hex, so
-    the consumer reads alone and its position is not reused), ``start`` ("earliest" or "latest", default
-    "latest": where a group without a stored position begins), ``key_deserializer`` /
-    ``value_deserializer`` (applied as messages are delivered), ``msg_types`` (consume only messages of
-    these types: a str, an iterable, or a mapping of topic to types), ``confirm_timeout_ms`` (default
-    60000), ``msg_not_found_wait_ms`` (pause after an empty fetch, default 400),
-    ``rebalance_confirm_wait_ms`` (how long a partition being taken away waits for its batch to be
-    acknowledged, default 3000).
+    Made by :meth:`tubemqwire.Client.consumer`, which describes the options. ``topics`` (sorted, without
+    duplicates) and ``group`` are readable attributes; ``client_id`` is the id the master and brokers know
+    this consumer by once started.
 
     Partitions are named by their keys, ``brokerId:topic:partitionId`` (``message.partition_key``).
     """

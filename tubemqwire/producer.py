@@ -92,12 +92,8 @@ def msg_time_text(msg_time: datetime | str | int | None) -> str | None:
 class Producer:
     """Publishes to one or more topics; ``async with client.producer("orders") as producer``.
 
-    Options: ``key_serializer`` / ``value_serializer`` (callables turning keys and values into bytes;
-    without one, keys and values must be bytes), ``max_in_flight`` (sends outstanding before ``enqueue``
-    waits, default 1000), ``retries`` (default 3), ``retry_backoff_ms`` (default 100),
-    ``metadata_timeout_ms`` (how long opening waits for the master to place every topic, default 30000),
-    ``checksum`` (compute the CRC here so the broker verifies it; default False: the broker computes it,
-    as the Java producer lets it).
+    Made by :meth:`tubemqwire.Client.producer`, which describes the options. ``topics`` (sorted, without
+    duplicates), ``max_in_flight`` and ``retries`` are readable attributes.
 
     TubeMQ has no message keys: a key is carried in the attribute ``mqwire.key`` (read back as
     ``message.key`` by tubemqwire consumers, see :mod:`tubemqwire.keys`) and picks the partition.

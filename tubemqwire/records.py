@@ -10,8 +10,10 @@ from typing import Any
 class Receipt:
     """The broker's acknowledgement of one message.
 
-    Partition ids are unique only within a broker, so ``partition_key`` (``brokerId:topic:partitionId``)
-    names the partition in the whole cluster.
+    ``message_id`` is the id the broker gave the message (-1 when it gave none); ``append_time`` (when the
+    broker stored it, ms since the epoch) and ``append_offset`` (where in the partition) are None from
+    brokers that do not report them. Partition ids are unique only within a broker, so ``partition_key``
+    (``brokerId:topic:partitionId``) names the partition in the whole cluster.
     """
 
     topic: str
@@ -37,7 +39,8 @@ class Message:
     those. ``timestamp`` is ``msg_time`` (``yyyyMMddHHmm``, the producer's local time) in milliseconds since
     the epoch, read in this machine's time zone as the Java client does, or None. TubeMQ messages carry no
     key of their own: ``key`` is what a tubemqwire producer carried in the attribute ``mqwire.key``, or
-    None. ``key`` and ``value`` are bytes unless the consumer has deserializers.
+    None. ``key`` and ``value`` are bytes unless the consumer has deserializers. ``message_id`` is the id
+    the broker gave the message; ``partition`` and ``broker_id`` name its partition (see ``partition_key``).
     """
 
     topic: str
