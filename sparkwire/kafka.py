@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
@@ -20,7 +19,7 @@ from pyspark.sql.types import StructType
 import kafkawire
 from sparkwire import options as opts
 from sparkwire.kafka_read import OffsetRange, read_range
-from sparkwire.writing import RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
+from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -40,7 +39,7 @@ class KafkaDataSource(DataSource):
         return KafkaBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), opts.kafka_url, _write_rows)
+        return RowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.kafka_stream import KafkaStreamReader
@@ -48,7 +47,7 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), opts.kafka_url, _write_rows)
+        return RowsStreamWriter(dict(self.options), opts.kafka_url, WRITE_ROWS)
 
 
 async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
@@ -112,11 +111,5 @@ class KafkaBatchReader(DataSourceReader):
         yield from asyncio.run(read_range(opts.kafka_url(self.options), partition))
 
 
-async def _write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
-    async with kafkawire.connect(url) as client, client.producer(default_topic) as producer:
-
-        async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
-            value, key = as_bytes(fields.get("value")), as_bytes(fields.get("key"))
-            return await producer.enqueue(value, key=key, headers=as_headers(fields.get("headers")), topic=topic)
-
-        return await send_rows(rows, default_topic, enqueue)
+# Rows go through the shared contract; a null value stays null (a tombstone).
+WRITE_ROWS = RowsSender(kafkawire.connect)

@@ -32,7 +32,7 @@ import pulsarwire
 from pulsarwire.message import MessageId
 from pulsarwire.topics import partition_of
 from sparkwire import options as opts
-from sparkwire.writing import ProducersByTopic, RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
+from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, message_id binary, timestamp timestamp, "
@@ -196,7 +196,7 @@ class PulsarDataSource(DataSource):
         return PulsarBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), pulsar_url, write_rows)
+        return RowsWriter(dict(self.options), pulsar_url, WRITE_ROWS)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.pulsar_stream import PulsarStreamReader
@@ -204,7 +204,7 @@ class PulsarDataSource(DataSource):
         return PulsarStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), pulsar_url, write_rows)
+        return RowsStreamWriter(dict(self.options), pulsar_url, WRITE_ROWS)
 
 
 class PulsarBatchReader(DataSourceReader):
@@ -225,17 +225,4 @@ class PulsarBatchReader(DataSourceReader):
         yield from asyncio.run(read_range(pulsar_url(self.options), partition))
 
 
-async def write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
-    async with pulsarwire.connect(url) as client:
-        producers = ProducersByTopic(client.producer)
-
-        async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
-            producer = await producers.get(topic)
-            value = as_bytes(fields.get("value")) or b""
-            key, headers = as_bytes(fields.get("key")), as_headers(fields.get("headers"))
-            return await producer.enqueue(value, key=key, headers=headers)
-
-        try:
-            return await send_rows(rows, default_topic, enqueue)
-        finally:
-            await producers.close()
+WRITE_ROWS = RowsSender(pulsarwire.connect, empty_for_null=True)

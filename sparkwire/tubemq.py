@@ -31,7 +31,7 @@ from pyspark.sql.types import StructType
 
 import tubemqwire
 from sparkwire import options as opts
-from sparkwire.writing import ProducersByTopic, RowsStreamWriter, RowsWriter, as_bytes, as_headers, send_rows
+from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, partition_key string, message_id long, "
@@ -188,7 +188,7 @@ class TubeMQDataSource(DataSource):
         return TubeMQBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), tubemq_url, write_rows)
+        return RowsWriter(dict(self.options), tubemq_url, WRITE_ROWS)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.tubemq_stream import TubeMQStreamReader
@@ -196,7 +196,7 @@ class TubeMQDataSource(DataSource):
         return TubeMQStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), tubemq_url, write_rows)
+        return RowsStreamWriter(dict(self.options), tubemq_url, WRITE_ROWS)
 
 
 class TubeMQBatchReader(DataSourceReader):
@@ -219,18 +219,10 @@ class TubeMQBatchReader(DataSourceReader):
         yield from asyncio.run(read_range(tubemq_url(self.options), partition))
 
 
-async def write_rows(url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
-    """Send every row (``value``; optional ``topic``, ``headers``, ``msg_type``) and wait for each receipt."""
-    async with tubemqwire.connect(url) as client:
-        producers = ProducersByTopic(client.producer)
+def tubemq_message_options(fields: dict[str, Any]) -> dict[str, Any]:
+    """TubeMQ's own per-message option from a row: the ``msg_type`` column, when there is one."""
+    msg_type = fields.get("msg_type")
+    return {} if msg_type is None else {"msg_type": msg_type}
 
-        async def enqueue(topic: str, fields: dict[str, Any]) -> asyncio.Future[Any]:
-            producer = await producers.get(topic)
-            value = as_bytes(fields.get("value")) or b""
-            headers, msg_type = as_headers(fields.get("headers")), fields.get("msg_type")
-            return await producer.enqueue(value, headers=headers, msg_type=msg_type)
 
-        try:
-            return await send_rows(rows, default_topic, enqueue)
-        finally:
-            await producers.close()
+WRITE_ROWS = RowsSender(tubemqwire.connect, tubemq_message_options, empty_for_null=True)

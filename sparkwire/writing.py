@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
+from mqwire.common.contract import Client, Producer, Receipt
 from sparkwire import options as opts
 
 
@@ -25,7 +26,7 @@ class WriteResult(WriterCommitMessage):
 
 
 # (topic, row fields) -> the future of the message's acknowledgement
-Enqueue = Callable[[str, dict[str, Any]], Awaitable["asyncio.Future[Any]"]]
+Enqueue = Callable[[str, dict[str, Any]], Awaitable[Awaitable[Receipt]]]
 # options -> the connect() URL
 UrlOf = Callable[[Mapping[str, str]], str]
 # (url, default topic, rows) -> how many were acknowledged
@@ -47,32 +48,59 @@ async def send_rows(rows: Iterator[Any], default_topic: str | None, enqueue: Enq
     return len(futures)
 
 
-class _Producer(Protocol):
-    async def start(self) -> None: ...
+class ProducersByTopic:
+    """One started producer per topic (producers of the contract are bound to a topic)."""
 
-    async def close(self) -> None: ...
+    def __init__(self, client: Client[Any]) -> None:
+        self._client = client
+        self._producers: dict[str, Producer] = {}
 
-
-P = TypeVar("P", bound=_Producer)
-
-
-class ProducersByTopic(Generic[P]):
-    """One started producer per topic, for clients whose producers are bound to a topic."""
-
-    def __init__(self, open_producer: Callable[[str], P]) -> None:
-        self._open = open_producer
-        self._producers: dict[str, P] = {}
-
-    async def get(self, topic: str) -> P:
+    async def get(self, topic: str) -> Producer:
+        """The producer of ``topic``, started on first use."""
         producer = self._producers.get(topic)
         if producer is None:
-            producer = self._producers[topic] = self._open(topic)
-            await producer.start()
+            producer = self._producers[topic] = await self._client.producer(topic).__aenter__()
         return producer
 
     async def close(self) -> None:
+        """Flush and close every producer."""
         for producer in self._producers.values():
             await producer.close()
+
+
+def no_options(fields: dict[str, Any]) -> dict[str, Any]:
+    """No per-message option beyond value, key and headers."""
+    return {}
+
+
+@dataclass(frozen=True)
+class RowsSender:
+    """Sends a task's rows through any client of the contract: ``value``, ``key``, ``headers`` and the
+    ``topic`` column (or the default topic); ``options_of`` adds a system's own per-message options.
+
+    Picklable (module-level functions only), as Spark ships writers to executors."""
+
+    connect: Callable[[str], Client[Any]]
+    options_of: Callable[[dict[str, Any]], dict[str, Any]] = no_options
+    # Pulsar and TubeMQ writers have always sent a missing value as empty bytes; Kafka keeps a null (tombstone).
+    empty_for_null: bool = False
+
+    async def __call__(self, url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
+        async with self.connect(url) as client:
+            producers = ProducersByTopic(client)
+
+            async def enqueue(topic: str, fields: dict[str, Any]) -> Awaitable[Receipt]:
+                producer = await producers.get(topic)
+                value = as_bytes(fields.get("value"))
+                if value is None and self.empty_for_null:
+                    value = b""
+                key, headers = as_bytes(fields.get("key")), as_headers(fields.get("headers"))
+                return await producer.enqueue(value, key=key, headers=headers, **self.options_of(fields))
+
+            try:
+                return await send_rows(rows, default_topic, enqueue)
+            finally:
+                await producers.close()
 
 
 def as_bytes(value: Any) -> bytes | None:
