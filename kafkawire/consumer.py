@@ -690,14 +690,15 @@ class Consumer:
         return offsets
 
     async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
-        """Commit the acknowledged offsets (or ``offsets``: partition -> next offset to consume)."""
+        """Commit the positions after the messages delivered so far, as aiokafka's ``commit()`` does (only the
+        acknowledged ones with ``commit_acknowledged_only``), or ``offsets``: partition -> next offset to consume."""
         if self.group is None:
             raise ConfigurationError("commit needs a consumer created with group=")
         self._lifecycle.check_open()
         if not self._lifecycle.started:
             return  # nothing consumed, nothing to commit
         if offsets is None:
-            to_commit = dict(self._acked)
+            to_commit = self._auto_offsets()
         else:
             to_commit = {
                 TopicPartition(*tp): value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)

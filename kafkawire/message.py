@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from enum import IntEnum
 from typing import Any, NamedTuple
 
@@ -101,7 +102,9 @@ class Message:
         )
 
 
-def _preview(value: bytes | None, limit: int = 64) -> str:
-    if value is None or len(value) <= limit:
+def _preview(value: object, limit: int = 64) -> str:
+    if not isinstance(value, bytes):
+        return reprlib.repr(value)  # a deserialized value: any object, shortened the same way
+    if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}...({len(value)} bytes)"

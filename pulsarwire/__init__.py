@@ -8,6 +8,7 @@
                 await consumer.ack(message)
 """
 
+from pulsarwire.admin import Admin, AdminConfig, AdminError, RetriableAdminError, TopicAlreadyExistsError
 from pulsarwire.client import Client, connect
 from pulsarwire.client_errors import *  # noqa: F403 - client-side errors are part of the public API
 from pulsarwire.client_errors import __all__ as _client_error_names
@@ -22,6 +23,9 @@ from pulsarwire.reader import Reader
 __all__ = [
     "EARLIEST",
     "LATEST",
+    "Admin",
+    "AdminConfig",
+    "AdminError",
     "Client",
     "ClientConfig",
     "Consumer",
@@ -34,6 +38,8 @@ __all__ = [
     "Reader",
     "ReaderConfig",
     "Receipt",
+    "RetriableAdminError",
+    "TopicAlreadyExistsError",
     "connect",
     *_client_error_names,
     *_error_names,
