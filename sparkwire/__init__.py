@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 try:  # checked here, before a data source imports them, to name the extra that brings them
-    import pyarrow  # noqa: F401
+    import pyarrow  # type: ignore[import-untyped]  # noqa: F401
     import pyspark  # noqa: F401
 except ModuleNotFoundError as exc:
     if exc.name not in ("pyspark", "pyarrow"):
