@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
 @dataclass
 class AckClock:
-    """Times of every acknowledgement (monotonic seconds), and the faults applied while they came."""
+    """Times of every acknowledgement, and the faults applied while they came (seconds on ``now``'s clock:
+    monotonic, or the wall clock when another process reports its acknowledgements)."""
 
     acks: list[float] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)
+    now: Callable[[], float] = time.monotonic
 
-    def ack(self) -> None:
-        self.acks.append(time.monotonic())
+    def ack(self, at: float | None = None) -> None:
+        """One acknowledgement, now or ``at``."""
+        self.acks.append(self.now() if at is None else at)
 
     def event(self, what: str) -> None:
-        self.events.append((time.monotonic(), what))
+        """A fault applied now."""
+        self.events.append((self.now(), what))
 
     def longest_pause(self) -> float:
         """The longest gap between consecutive acknowledgements (0.0 with fewer than two)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -227,3 +228,64 @@ async def test_idempotent_producer_and_group_through_leader_and_coordinator_fail
         f"\nkafkawire on kafka-cluster: {len(acknowledged)} records, redelivered to the group {redelivered}, "
         f"longest pause between acknowledgements {produced.clock.longest_pause():.2f} s; per fault: {pauses}"
     )
+
+
+def produce_with_librdkafka(bootstrap: str, topic: str, clock: AckClock, stop: threading.Event) -> dict[str, int]:
+    """The reference client (confluent-kafka, librdkafka) at the same rate with idempotence: its
+    acknowledgements go to ``clock``; returns the count of acknowledged and failed sends."""
+    import confluent_kafka  # the reference client is a test dependency only
+
+    outcome = {"acknowledged": 0, "failed": 0}
+
+    def delivered(error: object, message: object) -> None:
+        if error is None:
+            outcome["acknowledged"] += 1
+            clock.ack()
+        else:
+            outcome["failed"] += 1
+
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "delivery.timeout.ms": 120_000,
+            "request.timeout.ms": 10_000,
+        }
+    )
+    i = 0
+    started = time.monotonic()
+    while not stop.is_set():
+        producer.produce(topic, value=b"%d" % i, key=b"%d" % (i % KEYS), on_delivery=delivered)
+        i += 1
+        producer.poll(0)
+        ahead = i / SENDS_PER_SECOND - (time.monotonic() - started)
+        if ahead > 0:
+            producer.poll(ahead)
+    producer.flush(150)
+    return outcome
+
+
+async def test_failover_pause_of_the_reference_client(kafka_cluster: RunningCluster) -> None:
+    """The same faults under librdkafka's idempotent producer, for the pause to compare with ours."""
+    await asyncio.to_thread(kafka_cluster.ensure_all_up)
+    endpoint = kafka_cluster.endpoint
+    assert isinstance(endpoint, KafkaCluster)
+    topic = f"failover-ref-{uuid.uuid4().hex[:8]}"
+    clock = AckClock()
+    stop = threading.Event()
+    async with kafkawire.connect(kafka_cluster.url, request_timeout_ms=10_000) as client, client.admin() as admin:
+        await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+        producing = asyncio.create_task(
+            asyncio.to_thread(produce_with_librdkafka, endpoint.bootstrap_servers, topic, clock, stop)
+        )
+        await asyncio.sleep(5)
+        await run_faults(kafka_cluster, admin, topic, f"failover-ref-group-{uuid.uuid4().hex[:8]}", clock)
+        stop.set()
+        outcome = await producing
+    print(
+        f"\nlibrdkafka on kafka-cluster: {outcome}, longest pause between acknowledgements "
+        f"{clock.longest_pause():.2f} s; per fault: {clock.pauses_after_events()}"
+    )
+    assert outcome["failed"] == 0
+    assert outcome["acknowledged"] > 0
