@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist test-cluster
+.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist test-cluster docs
 
 all: test
 
@@ -34,8 +34,13 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
 
-# The whole suite: unit tests, then integration tests against real brokers started by the tests.
-test: $(STAMP) brokers-classpath
+# The guides and the API reference from the docstrings, into build/docs; any warning fails the build.
+docs: $(STAMP)
+	$(PY) -m sphinx -b html -q -W --keep-going docs build/docs
+
+# The whole suite: lint, types and the documentation, unit tests, then integration tests against real brokers
+# started by the tests.
+test: $(STAMP) brokers-classpath docs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
