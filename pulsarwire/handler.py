@@ -22,6 +22,8 @@ from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand
 from pulsarwire.session import Session
 
 log = logging.getLogger(__name__)
+# How long before a pending send's timeout the last reconnection attempt is made.
+RECONNECT_MARGIN = 0.1
 
 
 class TopicHandler(ABC):
@@ -74,9 +76,23 @@ class TopicHandler(ABC):
         if self._reconnect_task is None or self._reconnect_task.done():
             self._reconnect_task = asyncio.ensure_future(self._reconnect())
 
+    def _reconnect_deadline(self) -> float | None:
+        """Loop time by which the next reconnection attempt should be made (None: no limit)."""
+        return None
+
+    def _reconnect_delay(self) -> float:
+        """The next backoff delay, cut so that the attempt comes before ``_reconnect_deadline`` (as the Java
+        client stops its backoff short of a pending send's timeout), but never below the first delay."""
+        delay = self._backoff.next_delay()
+        deadline = self._reconnect_deadline()
+        if deadline is not None:
+            left = deadline - asyncio.get_running_loop().time() - RECONNECT_MARGIN
+            delay = min(delay, max(left, self._backoff.initial))
+        return delay
+
     async def _reconnect(self) -> None:
         while not self._closing:
-            await asyncio.sleep(self._backoff.next_delay())
+            await asyncio.sleep(self._reconnect_delay())
             if self._closing:
                 return
             try:

@@ -209,8 +209,9 @@ class ProducerConfig(TypedDict, total=False):
     - ``chunking_enabled`` — send a message larger than the broker's maximum message size (5 MiB unless the
       broker says otherwise) as chunks that the consumer joins; needs ``batching_enabled=False``; default
       False (Java ``enableChunking``).
-    - ``chunk_max_message_size`` — bytes in each chunk of such a message, at most the broker's maximum less
-      1 KiB; default None: that maximum (Java ``chunkMaxMessageSize``).
+    - ``chunk_max_message_size`` — bytes in each chunk, at most the broker's maximum less 1 KiB; with
+      chunking, a message larger than this goes in chunks even when the broker would take it whole, as in
+      the Java client; default None: that maximum (Java ``chunkMaxMessageSize``).
     - ``hashing_scheme`` — how a keyed message picks its partition: ``"java_string_hash"`` (Java's
       ``String.hashCode``) or ``"murmur3_32"``; default ``"java_string_hash"``, the Java client's default
       (Java ``hashingScheme``).

@@ -361,7 +361,12 @@ class TopicProducer(TopicHandler):
         publish_time = int(time.time() * 1000)
         props = key_values(PROPERTIES_TAG, properties) if properties else b""
         deadline = self._loop.time() + self.options.send_timeout
-        if len(body) <= self.max_message_size:
+        limit = self.max_message_size
+        if self.options.chunking_enabled and self.options.chunk_max_message_size:
+            # As in the Java client: a message above chunk_max_message_size goes in chunks, even one the
+            # broker would take whole.
+            limit = min(limit, self.options.chunk_max_message_size)
+        if len(body) <= limit:
             metadata = encode_message_metadata(
                 self._name_field,
                 sequence_id,
@@ -589,6 +594,12 @@ class TopicProducer(TopicHandler):
             pass  # lost again already; the close listener takes it from here
         self._chunk_receipts_left = 0
         self._chunk_first_id = None
+
+    def _reconnect_deadline(self) -> float | None:
+        # A reconnection backoff must not carry the oldest pending send past its timeout.
+        if self.options.send_timeout > 0 and self._pending:
+            return self._pending[0].deadline
+        return None
 
     def _detached(self, error: MqwireError) -> None:
         self._ready = False
