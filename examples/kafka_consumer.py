@@ -12,7 +12,7 @@ import kafkawire
 
 async def main(url: str, topic: str) -> None:
     async with kafkawire.connect(url) as client, client.consumer(topic, start="earliest") as consumer:
-        while messages := await consumer.getmany(timeout_ms=3000):
+        while messages := await consumer.getmany(timeout=3):
             for message in messages:
                 print(f"{message.partition}@{message.offset} key={message.key!r} value={message.value!r}")
 

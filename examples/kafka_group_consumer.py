@@ -16,7 +16,7 @@ async def main(url: str, topic: str, group: str) -> None:
     async with kafkawire.connect(url) as client:
         async with client.consumer(topic, group=group, start="earliest") as consumer:
             processed = 0
-            while messages := await consumer.getmany(timeout_ms=3000):
+            while messages := await consumer.getmany(timeout=3):
                 for message in messages:
                     processed += 1  # the work would go here
                     await consumer.ack(message)  # marks offset + 1 for the next commit

@@ -21,7 +21,7 @@ async def main(url: str, source: str, destination: str) -> None:
         client.producer(destination, transactional_id="uppercase-1") as producer,
     ):
         moved = 0
-        while messages := await consumer.getmany(timeout_ms=5000):
+        while messages := await consumer.getmany(timeout=5):
             async with producer.transaction():  # commits at the end of the block, aborts if it raises
                 for message in messages:
                     await producer.enqueue((message.value or b"").upper(), key=message.key)

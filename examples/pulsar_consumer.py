@@ -13,7 +13,7 @@ import pulsarwire
 async def main(url: str, topic: str, subscription: str) -> None:
     async with (
         pulsarwire.connect(url) as client,
-        client.consumer(topic, subscription=subscription, subscription_type="Shared", start="earliest") as consumer,
+        client.consumer(topic, group=subscription, subscription_type="Shared", start="earliest") as consumer,
     ):
         while True:
             try:

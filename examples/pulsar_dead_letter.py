@@ -16,13 +16,13 @@ async def main(url: str, topic: str) -> None:
         pulsarwire.connect(url) as client,
         client.consumer(
             topic,
-            subscription="work",
+            group="work",
             subscription_type="Shared",
             start="earliest",
             negative_ack_redelivery_delay_ms=200,
             dead_letter_policy=policy,
         ) as consumer,
-        client.consumer(f"{topic}-work-DLQ", subscription="inspect", start="earliest") as dead_letters,
+        client.consumer(f"{topic}-work-DLQ", group="inspect", start="earliest") as dead_letters,
     ):
         async with client.producer(topic, batching_enabled=False) as producer:
             await producer.send(b"good")

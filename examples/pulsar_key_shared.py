@@ -15,7 +15,7 @@ import pulsarwire
 async def main(url: str, topic: str) -> None:
     async with pulsarwire.connect(url) as client:
         consumers = [
-            client.consumer(topic, subscription="by-key", subscription_type="Key_Shared", start="earliest")
+            client.consumer(topic, group="by-key", subscription_type="Key_Shared", start="earliest")
             for _ in range(2)
         ]
         async with consumers[0] as first, consumers[1] as second:

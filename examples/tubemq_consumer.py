@@ -14,7 +14,7 @@ async def main(url: str, topic: str, group: str) -> None:
     async with tubemqwire.connect(url) as client, client.consumer(topic, group=group, start="earliest") as consumer:
         while True:
             try:
-                message = await consumer.getone(timeout=8)
+                message = await consumer.receive(timeout=8)
             except TimeoutError:
                 break
             print(f"partition {message.partition} {message.msg_type or '-'} {message.value!r} {message.headers}")

@@ -25,7 +25,7 @@ async def main(url: str, topic: str) -> None:
                     await producer.send(b"all quiet", msg_type="status")
                     await producer.send(b"overheating", msg_type="alarm")
                     try:
-                        message = await consumer.getone(timeout=3)
+                        message = await consumer.receive(timeout=3)
                     except TimeoutError:
                         continue
                     seen.append(message.value)
@@ -33,7 +33,7 @@ async def main(url: str, topic: str) -> None:
                     print(f"received {message.msg_type}: {message.value!r}")
             while True:
                 try:
-                    message = await consumer.getone(timeout=3)
+                    message = await consumer.receive(timeout=3)
                 except TimeoutError:
                     break
                 seen.append(message.value)

@@ -56,3 +56,12 @@ def test_tubemq_examples(tubemq_broker: TubeMQBroker) -> None:
     consumed = run("tubemq_consumer.py", tubemq_broker.url, TUBEMQ_TOPIC, f"g-{secrets.token_hex(4)}")
     assert consumed.count("temperature b'reading") >= 10
     assert "only alarms arrived" in run("tubemq_msg_type_filter.py", tubemq_broker.url, TUBEMQ_TOPIC)
+
+
+@pytest.mark.parametrize("system", ["kafka", "pulsar"])
+def test_copy_topic_runs_on_any_system(system: str, request: pytest.FixtureRequest) -> None:
+    broker: KafkaBroker | PulsarBroker = request.getfixturevalue(f"{system}_broker")
+    topic = f"ex-{secrets.token_hex(4)}"
+    assert run(f"{system}_producer.py", broker.url, topic).count("stored") == 10
+    assert "copied 10 messages" in run("copy_topic.py", broker.url, topic, f"{topic}-copy")
+
