@@ -10,176 +10,18 @@ Each task reads its partition with a non-durable reader, so reading leaves no su
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import json
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
-
-import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
-    InputPartition,
 )
 from pyspark.sql.types import StructType
 
 import pulsarwire
-from pulsarwire.message import MessageId
-from pulsarwire.topics import partition_of
-from sparkwire import options as opts
+from sparkwire.pulsar_read import SCHEMA, PulsarBatchReader, pulsar_url
+from sparkwire.pulsar_stream import PulsarStreamReader
 from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
-
-SCHEMA = (
-    "key binary, value binary, topic string, partition int, message_id binary, timestamp timestamp, "
-    "headers map<string, binary>"
-)
-ARROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("message_id", pa.binary()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("headers", pa.map_(pa.string(), pa.binary())),
-    ]
-)
-RECEIVE_TIMEOUT = 30.0  # seconds without a message before a range that should hold more is given up
-ROWS_PER_BATCH = 10_000
-
-
-@dataclass(frozen=True)
-class IdRange(InputPartition):
-    """Messages of one topic partition after ``start`` (None: from the first) up to ``end`` inclusive."""
-
-    topic: str  # the full name of the partition (``...-partition-N``) or of a topic without partitions
-    partition: int
-    start: bytes | None
-    end: bytes
-
-
-def pulsar_url(options: Mapping[str, str]) -> str:
-    url = opts.get(options, "url") or opts.get(options, "service.url")
-    if not url:
-        raise ValueError("option url (or service.url) is required")
-    return url
-
-
-def _position(spec: str, topic: str, name: str) -> MessageId | str:
-    """``earliest``/``latest``, or the id that JSON ``spec`` names for partition ``topic``."""
-    if spec in ("earliest", "latest"):
-        return spec
-    try:
-        mapping = json.loads(spec)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"option {name} must be earliest, latest or JSON, got {spec!r}") from exc
-    if not isinstance(mapping, dict):
-        raise ValueError(f"option {name} JSON must be an object of topic to base64 message id")
-    value = mapping.get(topic)
-    if value is None:
-        return "earliest" if name == "startingOffsets" else "latest"
-    if value in ("earliest", "latest"):
-        return str(value)
-    return MessageId.deserialize(base64.b64decode(value))
-
-
-class RangeEnd:
-    """The last message id of a range. Without a batch index it stands for the whole entry: every message
-    of that batch belongs to the range, and the range ends once the entry's messages are drained."""
-
-    def __init__(self, last: MessageId) -> None:
-        self.entry = (last.ledger_id, last.entry_id)
-        self.batch_index = last.batch_index
-
-    def beyond(self, message_id: MessageId) -> bool:
-        entry = (message_id.ledger_id, message_id.entry_id)
-        if entry != self.entry:
-            return entry > self.entry
-        return self.batch_index >= 0 and message_id.batch_index > self.batch_index
-
-    def reached(self, message_id: MessageId) -> bool:
-        """Whether ``message_id`` is the range's last message (or in its last entry, for a whole entry)."""
-        if (message_id.ledger_id, message_id.entry_id) != self.entry:
-            return False
-        return self.batch_index < 0 or message_id.batch_index >= self.batch_index
-
-
-async def last_id(client: pulsarwire.Client, topic: str) -> MessageId:
-    async with client.reader(topic, start="latest") as reader:
-        return await reader._consumers[0].get_last_message_id()
-
-
-async def partition_names(client: pulsarwire.Client, topics: list[str]) -> list[tuple[str, int]]:
-    """``(full name, partition index)`` of every partition of ``topics`` (index -1: no partitions)."""
-    names: list[tuple[str, int]] = []
-    for topic in topics:
-        count = sum(1 for name in await client.get_topic_partitions(topic) if partition_of(name) >= 0)
-        names.extend([(f"{topic}-partition-{i}", i) for i in range(count)] if count else [(topic, -1)])
-    return names
-
-
-async def _id_ranges(options: dict[str, str]) -> list[IdRange]:
-    starting = (opts.get(options, "startingOffsets") or "earliest").strip()
-    ending = (opts.get(options, "endingOffsets") or "latest").strip()
-    ranges: list[IdRange] = []
-    async with pulsarwire.connect(pulsar_url(options)) as client:
-        for name, index in await partition_names(client, opts.topics(options)):
-            last = await last_id(client, name)
-            end = _position(ending, name, "endingOffsets")
-            end_id = last if end == "latest" else end
-            if not isinstance(end_id, MessageId) or end_id.entry_id < 0:
-                continue  # nothing stored, or ending at the start: no rows
-            start = _position(starting, name, "startingOffsets")
-            if start == "latest":
-                continue
-            first = start.serialize() if isinstance(start, MessageId) else None
-            ranges.append(IdRange(name, index, first, end_id.serialize()))
-    return ranges
-
-
-async def read_range(url: str, part: IdRange) -> list[pa.RecordBatch]:
-    end = RangeEnd(MessageId.deserialize(part.end))
-    start: MessageId | Literal["earliest"] = "earliest" if part.start is None else MessageId.deserialize(part.start)
-    batches: list[pa.RecordBatch] = []
-    rows: list[Any] = []
-    async with pulsarwire.connect(url) as client, client.reader(part.topic, start=start) as reader:
-        done = False
-        while not done:
-            message: Any = await reader.receive(timeout=RECEIVE_TIMEOUT)
-            # A batch arrives whole: take what is already here before deciding whether the range is done.
-            while message is not None:
-                if end.beyond(message.message_id):
-                    done = True
-                    break
-                rows.append(message)
-                done = done or end.reached(message.message_id)
-                message = reader.receive_nowait()
-            if len(rows) >= ROWS_PER_BATCH:
-                batches.append(_to_batch(rows, part.partition))
-                rows = []
-    if rows:
-        batches.append(_to_batch(rows, part.partition))
-    return batches
-
-
-def _to_batch(messages: Sequence[Any], partition: int) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([m.key for m in messages], pa.binary()),
-            pa.array([m.value for m in messages], pa.binary()),
-            pa.array([m.topic_name for m in messages], pa.string()),
-            pa.array([partition] * len(messages), pa.int32()),
-            pa.array([m.message_id.serialize() for m in messages], pa.binary()),
-            pa.array([m.timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
-            pa.array([list(m.headers.items()) for m in messages], pa.map_(pa.string(), pa.binary())),
-        ],
-        schema=ARROW_SCHEMA,
-    )
 
 
 class PulsarDataSource(DataSource):
@@ -199,30 +41,11 @@ class PulsarDataSource(DataSource):
         return RowsWriter(dict(self.options), pulsar_url, WRITE_ROWS)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from sparkwire.pulsar_stream import PulsarStreamReader
-
         return PulsarStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return RowsStreamWriter(dict(self.options), pulsar_url, WRITE_ROWS)
 
-
-class PulsarBatchReader(DataSourceReader):
-    """One input partition per topic partition."""
-
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = options
-        pulsar_url(options)
-        opts.topics(options)
-
-    def partitions(self) -> Sequence[InputPartition]:
-        return asyncio.run(_id_ranges(self.options))
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, IdRange):
-            return  # Spark's single placeholder partition of a plan without any: nothing to read
-        # The client is opened and closed inside this call, so reused Python workers hold no connection.
-        yield from asyncio.run(read_range(pulsar_url(self.options), partition))
 
 
 WRITE_ROWS = RowsSender(pulsarwire.connect, empty_for_null=True)

@@ -19,7 +19,7 @@ from pyspark.sql.streaming.datasource import ReadLimit
 import pulsarwire
 from pulsarwire.message import MessageId
 from sparkwire import options as opts
-from sparkwire.pulsar import IdRange, last_id, partition_names, pulsar_url, read_range
+from sparkwire.pulsar_read import IdRange, last_id, partition_names, pulsar_url, read_range
 
 Positions = dict[str, str]
 EARLIEST = "earliest"

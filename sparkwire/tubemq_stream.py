@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
 from sparkwire import options as opts
-from sparkwire.tubemq import OffsetRange, partition_bounds, read_range, tubemq_url
+from sparkwire.tubemq_read import OffsetRange, partition_bounds, read_range, tubemq_url
 from tubemqwire.protocol.metadata import parse_partition_key
 
 Offsets = dict[str, int]
