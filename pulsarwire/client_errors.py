@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from mqwire.common.errors import ClosedError, FatalError, ReceiveTimeoutError, RequestTimeoutError, RetriableError
+from mqwire.common.errors import (
+    ClosedError,
+    DeserializationError,
+    FatalError,
+    ReceiveTimeoutError,
+    RequestTimeoutError,
+    RetriableError,
+    SerializationError,
+)
 
 
 class SendTimeoutError(RequestTimeoutError):
@@ -35,11 +43,13 @@ class ConsumerClosedError(ClosedError):
 
 __all__ = [
     "ConsumerClosedError",
+    "DeserializationError",
     "LookupFailedError",
     "MessageTooBigError",
     "ProducerClosedError",
     "ProducerQueueIsFullError",
     "ReceiveTimeoutError",
     "SendTimeoutError",
+    "SerializationError",
     "TooManyRedirectsError",
 ]
