@@ -17,6 +17,7 @@ from kafkawire.protocol import (
 )
 from kafkawire.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kafkawire.sasl import SaslSettings, mechanism_for
+from mqwire import __version__
 from mqwire.common.channel import Channel
 from mqwire.common.errors import AuthenticationError, ProtocolError, UnsupportedVersionError
 from mqwire.common.framing import LengthPrefixedSplitter
@@ -54,7 +55,7 @@ class KafkaConnection:
         connect_timeout: float = 10.0,
         request_timeout: float = 30.0,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        software_version: str = "0.1.0",
+        software_version: str = __version__,
         sasl: SaslSettings | None = None,
     ) -> KafkaConnection:
         channel: Channel[bytes] = await Channel.open(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mqwire import __version__
 from mqwire.common.channel import Channel
 from mqwire.common.errors import AuthenticationError, ChecksumError, ConnectionLostError, MqwireError
 from mqwire.common.transport import Address
@@ -72,7 +73,7 @@ class PulsarConnection:
         server_hostname: str | None = None,
         connect_timeout: float = 10.0,
         keepalive_interval: float = 30.0,
-        client_version: str = "mqwire-0.1.0",
+        client_version: str = f"mqwire-{__version__}",
         auth_method: str | None = None,
         auth_data: bytes | None = None,
         auth_refresh: Callable[[], Awaitable[bytes]] | None = None,

@@ -146,7 +146,7 @@ class ClientConfig(TypedDict, total=False):
     - ``ssl_context`` — a ready ``ssl.SSLContext`` for ``pulsar+ssl://`` connections, used instead of the
       ``tls_`` options above (they are then ignored); ignored with ``pulsar://``; default None.
     - ``client_version`` — the client version sent to the broker in CONNECT (shown in its statistics);
-      default ``"mqwire-pulsar-0.1.0"``.
+      default ``"mqwire-pulsar-"`` followed by ``mqwire.__version__``.
     - ``admin_url`` — the broker's admin REST API (``http://host:8080`` or ``https://``) that
       ``client.admin()`` uses; default None, ``client.admin()`` then needs it (Java admin's
       ``serviceHttpUrl``, pulsar-admin's ``--admin-url``).

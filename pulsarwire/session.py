@@ -12,6 +12,7 @@ import ssl as _ssl
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from mqwire import __version__
 from mqwire.common.errors import AuthenticationError, ConnectError, RetriableError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-CLIENT_VERSION = "mqwire-pulsar-0.1.0"
+CLIENT_VERSION = f"mqwire-pulsar-{__version__}"
 
 
 class _Closable(Protocol):

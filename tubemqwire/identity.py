@@ -10,10 +10,11 @@ import secrets
 import socket
 import time
 
+from mqwire import __version__
 from tubemqwire.protocol.messages import ipv4_to_int32
 
 CLIENT_NAME = "mqwire"
-CLIENT_VERSION = "0.1.0"
+CLIENT_VERSION = __version__
 # Free text the master logs for every registration (the Java client sends its JDK version here).
 CLIENT_DESCRIPTION = f"{CLIENT_NAME}-python-{CLIENT_VERSION}"
 
