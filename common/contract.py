@@ -106,7 +106,11 @@ class Producer(Protocol):
         """Buffer one message into the current batch; the returned future is its acknowledgement."""
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Wait until everything buffered so far is acknowledged or failed (seconds; None waits as long as it takes)."""
+        """Wait until everything buffered so far is acknowledged or failed.
+
+        ``timeout`` is in seconds (None waits as long as it takes); when it passes first, ``RequestTimeoutError``
+        (a ``TimeoutError``) is raised and the messages still go on being sent.
+        """
 
     async def close(self) -> None:
         """Flush, then release everything the producer holds."""

@@ -375,16 +375,20 @@ class Accumulator:
 
     # ----------------------------------------------------------------------------------- flushing
     async def flush(self, timeout: float | None = None) -> None:
-        """Make every batch ready now and wait until all that exist at this moment are done."""
+        """Make every batch ready now and wait until all that exist at this moment are done; raises
+        RequestTimeoutError (a TimeoutError) if ``timeout`` seconds pass first."""
         pending = [batch.done for batch in self._incomplete]
         if not pending:
             return
         self._flushing += 1
         self._on_ready()
         try:
-            await asyncio.wait(pending, timeout=timeout)
+            _, late = await asyncio.wait(pending, timeout=timeout)
         finally:
             self._flushing -= 1
+        if late:
+            # The batches go on being sent; only the wait is over, as asyncio's timeouts mean.
+            raise RequestTimeoutError(f"flush: {len(late)} batches not acknowledged within {timeout} s")
 
     def stats(self) -> dict[str, Any]:
         return {

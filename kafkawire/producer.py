@@ -222,8 +222,8 @@ class Producer:
             self._sender.start()
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now and wait until each of those records is acknowledged or failed
-        (at most ``timeout`` seconds)."""
+        """Send everything buffered now and wait until each of those records is acknowledged or failed;
+        raises RequestTimeoutError (a TimeoutError) if ``timeout`` seconds pass first."""
         await self._accumulator.flush(timeout)
 
     async def close(self) -> None:

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from mqwire.common.contract import Serializer
-from mqwire.common.errors import ClosedError, RetriableError
+from mqwire.common.errors import ClosedError, RequestTimeoutError, RetriableError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_non_negative, check_positive
 from mqwire.common.policy import Backoff
@@ -212,12 +212,15 @@ class Producer:
             self._lifecycle.tasks.spawn(brokers.connect_all(missing), name="connect brokers")
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Wait until every message enqueued so far is acknowledged or has failed, or ``timeout`` seconds
-        have passed (the sends still outstanding then go on; their futures settle later)."""
+        """Wait until every message enqueued so far is acknowledged or has failed; raises RequestTimeoutError
+        (a TimeoutError) if ``timeout`` seconds pass first (the sends still outstanding go on; their futures
+        settle later)."""
         pending = list(self._inflight)
         if pending:
             # wait() rather than gather(): cancelling a flush must not cancel the sends.
-            await asyncio.wait(pending, timeout=timeout)
+            _, late = await asyncio.wait(pending, timeout=timeout)
+            if late:
+                raise RequestTimeoutError(f"flush: {len(late)} sends not acknowledged within {timeout} s")
 
     async def close(self) -> None:
         """Wait for the outstanding sends, then deregister from the master."""
