@@ -14,6 +14,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -99,15 +100,40 @@ async def read_topic(client: pulsarwire.Client, topic: str, count: int, quiet: f
     return values
 
 
+async def run_faults(cluster: RunningCluster, topics: list[str], clock: AckClock) -> None:
+    """Every partition of ``topics`` unloaded three times, then the owner of the first one's partition 0
+    SIGKILLed and, 15 s later, started again."""
+    endpoint = cluster.endpoint
+    assert isinstance(endpoint, PulsarCluster)
+    partitions = [f"{t}-partition-{p}" for t in topics for p in range(PARTITIONS)]
+    for round_ in range(3):
+        clock.event(f"unload {round_ + 1}")
+        for partition in partitions:
+            await asyncio.to_thread(endpoint.unload, partition)
+        await asyncio.sleep(5)
+    victim = await asyncio.to_thread(endpoint.owner, f"{topics[0]}-partition-0")
+    assert victim is not None
+    clock.event(f"owner SIGKILL ({victim})")
+    await asyncio.to_thread(cluster.kill, victim)
+    await asyncio.sleep(15)
+    await asyncio.to_thread(cluster.start, victim)
+    await asyncio.sleep(5)
+
+
+async def dedup_namespace(endpoint: PulsarCluster, suffix: str) -> str:
+    namespace = f"public/dedup-{suffix}"
+    await asyncio.to_thread(pulsar_admin.create_namespace, endpoint.admin_url, namespace)
+    await asyncio.to_thread(pulsar_admin.set_namespace_deduplication, endpoint.admin_url, namespace, True)
+    return namespace
+
+
 async def test_bundle_unloads_and_a_broker_crash_under_every_subscription_type(pulsar_cluster: RunningCluster) -> None:
     await asyncio.to_thread(pulsar_cluster.ensure_all_up)
     endpoint = pulsar_cluster.endpoint
     assert isinstance(endpoint, PulsarCluster)
     suffix = uuid.uuid4().hex[:6]
-    dedup_ns, plain_ns = f"public/dedup-{suffix}", f"public/plain-{suffix}"
-    for namespace in (dedup_ns, plain_ns):
-        await asyncio.to_thread(pulsar_admin.create_namespace, endpoint.admin_url, namespace)
-    await asyncio.to_thread(pulsar_admin.set_namespace_deduplication, endpoint.admin_url, dedup_ns, True)
+    dedup_ns, plain_ns = await dedup_namespace(endpoint, suffix), f"public/plain-{suffix}"
+    await asyncio.to_thread(pulsar_admin.create_namespace, endpoint.admin_url, plain_ns)
     dedup_topic, plain_topic = f"persistent://{dedup_ns}/orders", f"persistent://{plain_ns}/orders"
     for topic in (dedup_topic, plain_topic):
         await asyncio.to_thread(pulsar_admin.create_partitioned_topic, endpoint.admin_url, topic, PARTITIONS)
@@ -135,19 +161,7 @@ async def test_bundle_unloads_and_a_broker_crash_under_every_subscription_type(p
                 asyncio.create_task(produce(plain_producer, plain_sent, stop_producing)),
             ]
             await asyncio.sleep(5)
-            partitions = [f"{t}-partition-{p}" for t in (dedup_topic, plain_topic) for p in range(PARTITIONS)]
-            for round_ in range(3):
-                dedup_sent.clock.event(f"unload {round_ + 1}")
-                for partition in partitions:
-                    await asyncio.to_thread(endpoint.unload, partition)
-                await asyncio.sleep(5)
-            victim = await asyncio.to_thread(endpoint.owner, f"{dedup_topic}-partition-0")
-            assert victim is not None
-            dedup_sent.clock.event(f"owner SIGKILL ({victim})")
-            await asyncio.to_thread(pulsar_cluster.kill, victim)
-            await asyncio.sleep(15)
-            await asyncio.to_thread(pulsar_cluster.start, victim)
-            await asyncio.sleep(5)
+            await run_faults(pulsar_cluster, [dedup_topic, plain_topic], dedup_sent.clock)
             stop_producing.set()
             await asyncio.gather(*producing)
             await settle(dedup_sent)
@@ -176,6 +190,8 @@ async def test_bundle_unloads_and_a_broker_crash_under_every_subscription_type(p
         f"{plain_twice} without; longest pause between acknowledgements {dedup_sent.clock.longest_pause():.2f} s; "
         f"per fault: {dedup_sent.clock.pauses_after_events()}"
     )
+    # A reconnection backoff stops short of the oldest pending send's timeout: no send times out.
+    assert not dedup_sent.failures and not plain_sent.failures, (dedup_sent.failures, plain_sent.failures)
     for kind, (missing, _) in report.items():
         assert not missing, f"{kind}: {missing} acknowledged messages never delivered"
     assert dedup_sent.acknowledged <= set(dedup_log), "acknowledged messages missing from the topic"
@@ -183,3 +199,69 @@ async def test_bundle_unloads_and_a_broker_crash_under_every_subscription_type(p
     assert dedup_twice == 0, f"{dedup_twice} messages twice in the topic despite deduplication"
     # Only a send in flight when its broker went away can be written twice: 4 unloads and a crash.
     assert plain_twice <= 4 * MAX_PENDING
+
+
+def produce_with_pulsar_client(
+    url: str, topic: str, name: str, clock: AckClock, stop: threading.Event
+) -> dict[str, int]:
+    """The reference client (pulsar-client, the C++ library) at the same rate and settings: its
+    acknowledgements go to ``clock``; returns the count of acknowledged and failed sends."""
+    import pulsar  # type: ignore[import-untyped]  # the reference client, a test dependency only
+
+    outcome = {"acknowledged": 0, "failed": 0}
+    guard = threading.Lock()
+
+    def delivered(result: object, message_id: object) -> None:
+        with guard:
+            if result == pulsar.Result.Ok:
+                outcome["acknowledged"] += 1
+                clock.ack()
+            else:
+                outcome["failed"] += 1
+
+    client = pulsar.Client(url, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(
+            topic,
+            producer_name=name,
+            send_timeout_millis=60_000,
+            max_pending_messages=MAX_PENDING,
+            block_if_queue_full=True,
+        )
+        i = 0
+        started = time.monotonic()
+        while not stop.is_set():
+            producer.send_async(b"m-%d" % i, delivered, partition_key=f"k-{i % 16}")
+            i += 1
+            ahead = i / SENDS_PER_SECOND - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+        producer.flush()
+        producer.close()
+    finally:
+        client.close()
+    return outcome
+
+
+async def test_failover_pause_of_the_reference_client(pulsar_cluster: RunningCluster) -> None:
+    """The same faults under the reference client's producer, for the pause to compare with ours."""
+    await asyncio.to_thread(pulsar_cluster.ensure_all_up)
+    endpoint = pulsar_cluster.endpoint
+    assert isinstance(endpoint, PulsarCluster)
+    suffix = uuid.uuid4().hex[:6]
+    topic = f"persistent://{await dedup_namespace(endpoint, suffix)}/orders"
+    await asyncio.to_thread(pulsar_admin.create_partitioned_topic, endpoint.admin_url, topic, PARTITIONS)
+    clock = AckClock()
+    stop = threading.Event()
+    producing = asyncio.create_task(
+        asyncio.to_thread(produce_with_pulsar_client, pulsar_cluster.url, topic, f"ref-{suffix}", clock, stop)
+    )
+    await asyncio.sleep(5)
+    await run_faults(pulsar_cluster, [topic], clock)
+    stop.set()
+    outcome = await producing
+    print(
+        f"\npulsar-client on pulsar-cluster: {outcome}, longest pause between acknowledgements "
+        f"{clock.longest_pause():.2f} s; per fault: {clock.pauses_after_events()}"
+    )
+    assert outcome["acknowledged"] > 0
