@@ -34,12 +34,14 @@ WriteRows = Callable[[str, "str | None", Iterator[Any]], Coroutine[Any, Any, int
 
 
 async def send_rows(rows: Iterator[Any], default_topic: str | None, enqueue: Enqueue) -> int:
-    """Every row to its topic (the row's ``topic`` column, else ``default_topic``); waits for every
+    """Every row to the ``topic`` option (``default_topic``), else to its ``topic`` column; waits for every
     acknowledgement and returns how many there were."""
     futures = []
     for row in rows:
         fields = row.asDict()
-        topic = fields.get("topic") or default_topic
+        # The option wins over the column, as in Spark's own Kafka sink: a DataFrame read from one topic and
+        # written with option("topic", ...) goes to that topic, not back to where it came from.
+        topic = default_topic or fields.get("topic")
         if topic is None:
             raise ValueError("no topic: set option topic or a topic column")
         futures.append(await enqueue(topic, fields))
@@ -75,8 +77,8 @@ def no_options(fields: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RowsSender:
-    """Sends a task's rows through any client of the contract: ``value``, ``key``, ``headers`` and the
-    ``topic`` column (or the default topic); ``options_of`` adds a system's own per-message options.
+    """Sends a task's rows through any client of the contract: ``value``, ``key``, ``headers``, to the ``topic``
+    option or else the row's ``topic`` column; ``options_of`` adds a system's own per-message options.
 
     Picklable (module-level functions only), as Spark ships writers to executors."""
 

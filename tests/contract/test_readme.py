@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import subprocess
@@ -43,3 +44,46 @@ def test_readme_example_runs_with_each_system(name: str, request: pytest.Fixture
     assert done.returncode == 0, done.stderr
     assert "stored in" in done.stdout
     assert "received b'k' {'id': 1} {'h': b'v'}" in done.stdout, done.stdout
+
+
+def test_readme_spark_blocks_run(kafka_broker: KafkaBroker, pulsar_broker: PulsarBroker, tmp_path: Path) -> None:
+    """README's Spark blocks, one after the other as a reader would paste them, on topics holding 50 records."""
+    import asyncio
+
+    import kafkawire
+    import pulsarwire
+
+    events, copy = f"events-{secrets.token_hex(4)}", f"copy-{secrets.token_hex(4)}"
+    pulsar_events = f"persistent://public/default/events-{secrets.token_hex(4)}"
+
+    async def fill() -> None:
+        async with kafkawire.connect(kafka_broker.url) as kafka, kafka.producer(events) as producer:
+            for index in range(50):
+                await producer.enqueue(b"event %d" % index)
+        async with pulsarwire.connect(pulsar_broker.url) as pulsar, pulsar.producer(pulsar_events) as producer:
+            for index in range(50):
+                await producer.enqueue(b"event %d" % index)
+
+    asyncio.run(fill())
+    spark_blocks = [b for b in python_blocks() if "sparkwire" in b or 'format("pulsarwire")' in b]
+    assert len(spark_blocks) == 2, "README's Spark blocks changed: update this test"
+    code = "\n".join(spark_blocks)
+    for old, new in (
+        ('"kafka://localhost:9092"', repr(kafka_broker.url)),
+        ('"pulsar://localhost:6650"', repr(pulsar_broker.url)),
+        ('"persistent://public/default/events"', repr(pulsar_events)),
+        ('"events"', repr(events)),
+        ('"copy"', repr(copy)),
+        ('"out"', repr(str(tmp_path / "out"))),
+        ('"chk"', repr(str(tmp_path / "chk"))),
+    ):
+        assert old in code, f"README's Spark blocks no longer have {old}"
+        code = code.replace(old, new)
+    # Spark's Python workers are this interpreter, as they are for a reader in an activated virtual environment.
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "50 rows copied; 50 rows streamed to parquet" in done.stdout, done.stdout
+    assert "50 rows read from Pulsar" in done.stdout, done.stdout
