@@ -216,7 +216,13 @@ class HeartbeatMembership:
         reply = await self._request(self._body(0 if self._joining else self.epoch))
         self._report_owned = False
         if reply.error_code:
-            error = errors.error_for(reply.error_code, reply.error_message or f"heartbeat of group {self.group!r}")
+            what = f"ConsumerGroupHeartbeat of group {self.group!r}"
+            if reply.error_code == errors.BrokerUnsupportedVersionError.error_code:
+                # Kafka 3.x answers so when the broker runs without the KIP-848 group coordinator.
+                what += ": the broker does not run the consumer group protocol; use group_protocol='classic'"
+            if reply.error_message:
+                what += f": {reply.error_message}"
+            error = errors.error_for(reply.error_code, what)
             if isinstance(error, errors.UnknownMemberIdError | errors.FencedMemberEpochError):
                 # Fenced: the partitions are already someone else's; join again from scratch.
                 lost, self.assignment = self.assignment, set()
