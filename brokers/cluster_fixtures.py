@@ -9,13 +9,16 @@ need it; it is never a skip.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
 from mqwire.testing.cluster import ClusterLauncher, RunningCluster
 from mqwire.testing.errors import BrokerError
+from mqwire.testing.procs import log_tails
+
+LOG_TAIL_LINES = 30
 
 
 def _cluster(
@@ -62,3 +65,15 @@ def tubemq_cluster_mem_store(tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def pulsar_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCluster]:
     """ZooKeeper (``zookeeper``), one bookie (``bookie``) and brokers ``broker-1``, ``broker-2``."""
     yield from _cluster(tmp_path_factory, "pulsar-cluster")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """A failed test that used a cluster gets the tail of every node's log in its report."""
+    report = yield
+    if report.failed:
+        for name, value in getattr(item, "funcargs", {}).items():
+            if isinstance(value, RunningCluster):
+                files = list(getattr(value.endpoint, "log_files", ()))
+                report.sections.append((f"{name} node log tails", log_tails(files, LOG_TAIL_LINES)))
+    return report
