@@ -181,7 +181,8 @@ class Message:
         self.topic_name = topic_name
         self.partition = partition
         self.message_id = message_id
-        self.value: Any = value
+        # A null value (the producer sent None) reads as None, as a Kafka tombstone does; payload keeps the bytes.
+        self.value: Any = None if null_value else value
         self.payload = value
         self._key: Any = _RAW
         self.headers = headers
