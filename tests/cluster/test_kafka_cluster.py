@@ -15,7 +15,9 @@ import contextlib
 import threading
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pytest
 
@@ -138,13 +140,17 @@ async def run_faults(cluster: RunningCluster, admin: kafkawire.Admin, topic: str
     await asyncio.sleep(2)
 
 
-def group_member(client: kafkawire.Client, topic: str, group: str) -> kafkawire.Consumer:
-    """A member that commits what it has processed itself, and is declared dead 10 s after its last heartbeat."""
+def group_member(
+    client: kafkawire.Client, topic: str, group: str, protocol: Literal["classic", "consumer"] = "classic"
+) -> kafkawire.Consumer:
+    """A member that commits what it has processed itself; a classic one is declared dead 10 s after its last
+    heartbeat (under KIP-848 the broker sets the session)."""
     return client.consumer(
         topic,
         group=group,
         start="earliest",
         enable_auto_commit=False,
+        group_protocol=protocol,
         session_timeout_ms=10_000,
         heartbeat_interval_ms=1_000,
     )
@@ -167,9 +173,40 @@ async def read_log(url: str, topic: str) -> dict[int, list[bytes]]:
     return by_partition
 
 
+Faults = Callable[[RunningCluster, kafkawire.Admin, str, str, AckClock], Awaitable[None]]
+
+
 async def test_idempotent_producer_and_group_through_leader_and_coordinator_failures(
     kafka_cluster: RunningCluster,
 ) -> None:
+    await produce_and_consume_through(kafka_cluster, run_faults, "classic")
+
+
+async def rolling_restart(
+    cluster: RunningCluster, admin: kafkawire.Admin, topic: str, group: str, clock: AckClock
+) -> None:
+    """Every node stopped cleanly and started again, one after the other, each back in sync before the next."""
+    for node in cluster.nodes:
+        clock.event(f"restart {node}")
+        await asyncio.to_thread(cluster.restart, node)
+        await wait_fully_replicated(admin, [topic, "__consumer_offsets"], 3)
+        await asyncio.sleep(2)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_rolling_restart_under_a_group(
+    kafka_cluster: RunningCluster, protocol: Literal["classic", "consumer"]
+) -> None:
+    """All three nodes restarted in turn under the idempotent producer and a group of the classic or the
+    KIP-848 (``consumer``) protocol."""
+    await produce_and_consume_through(kafka_cluster, rolling_restart, protocol)
+
+
+async def produce_and_consume_through(
+    kafka_cluster: RunningCluster, faults: Faults, group_protocol: Literal["classic", "consumer"]
+) -> None:
+    """Steady traffic through ``faults``, then the checks: every send acknowledged, each record once in the log
+    and in send order per partition, every record delivered to the group, its commits at the log end."""
     await asyncio.to_thread(kafka_cluster.ensure_all_up)
     topic = f"failover-{uuid.uuid4().hex[:8]}"
     group = f"failover-group-{uuid.uuid4().hex[:8]}"
@@ -179,8 +216,8 @@ async def test_idempotent_producer_and_group_through_leader_and_coordinator_fail
         await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
         async with (
             client.producer(topic, enable_idempotence=True, linger_ms=5, delivery_timeout_ms=120_000) as producer,
-            group_member(client, topic, group) as first,
-            group_member(client, topic, group) as second,
+            group_member(client, topic, group, group_protocol) as first,
+            group_member(client, topic, group, group_protocol) as second,
         ):
             stop_producing, stop_consuming = asyncio.Event(), asyncio.Event()
             consumers = [
@@ -189,7 +226,7 @@ async def test_idempotent_producer_and_group_through_leader_and_coordinator_fail
             ]
             producing = asyncio.create_task(produce(producer, produced, stop_producing))
             await asyncio.sleep(5)
-            await run_faults(kafka_cluster, admin, topic, group, produced.clock)
+            await faults(kafka_cluster, admin, topic, group, produced.clock)
             stop_producing.set()
             await producing
             outcomes = await asyncio.wait_for(asyncio.gather(*produced.futures, return_exceptions=True), 150)
@@ -197,10 +234,21 @@ async def test_idempotent_producer_and_group_through_leader_and_coordinator_fail
             failed = [(v, o) for v, o in pairs if isinstance(o, BaseException)]
             assert not failed, f"{len(failed)} sends failed, first: {failed[:3]}"
             acknowledged = set(produced.values)
-            # The group goes on until it has had every record.
-            async with asyncio.timeout(120):
-                while not acknowledged <= {value for _, _, value in seen}:
-                    await asyncio.sleep(0.5)
+            # The group goes on until it has had every record (or two minutes, then says what it missed).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(120):
+                    while not acknowledged <= {value for _, _, value in seen}:
+                        await asyncio.sleep(0.5)
+            undelivered = acknowledged - {value for _, _, value in seen}
+            assignments = {
+                "first": sorted(tp.partition for tp in first.assignment()),
+                "second": sorted(tp.partition for tp in second.assignment()),
+            }
+            assert not undelivered, (
+                f"{len(undelivered)} acknowledged records never reached the {group_protocol} group "
+                f"(e.g. {sorted(undelivered)[:3]}); assignments at the end: {assignments}; "
+                f"delivered per partition: {collections.Counter(p for p, _, _ in seen)}"
+            )
             stop_consuming.set()
             await asyncio.gather(*consumers)
             await first.commit()
@@ -225,7 +273,8 @@ async def test_idempotent_producer_and_group_through_leader_and_coordinator_fail
     redelivered = sum(n - 1 for n in delivered.values())
     pauses = produced.clock.pauses_after_events()
     print(
-        f"\nkafkawire on kafka-cluster: {len(acknowledged)} records, redelivered to the group {redelivered}, "
+        f"\nkafkawire on kafka-cluster ({group_protocol} group): {len(acknowledged)} records, "
+        f"redelivered to the group {redelivered}, "
         f"longest pause between acknowledgements {produced.clock.longest_pause():.2f} s; per fault: {pauses}"
     )
 
@@ -289,3 +338,102 @@ async def test_failover_pause_of_the_reference_client(kafka_cluster: RunningClus
     )
     assert outcome["failed"] == 0
     assert outcome["acknowledged"] > 0
+
+
+TRANSACTION_SIZE = 20
+TRANSACTION_PARTITIONS = 6  # transaction.state.log.num.partitions of kafka-cluster
+
+
+@dataclass
+class Transactions:
+    committed: set[bytes] = field(default_factory=set)
+    aborted: set[bytes] = field(default_factory=set)
+    # Transactions whose end raised: either outcome is allowed for them.
+    unknown: set[bytes] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+    # Seconds each transaction took, from begin to the end of its commit or abort.
+    durations: list[float] = field(default_factory=list)
+
+
+async def transact(producer: kafkawire.Producer, out: Transactions, stop: asyncio.Event) -> None:
+    """Transactions of 20 records, one in four aborted on purpose, until ``stop``."""
+    number = 0
+    while not stop.is_set():
+        values = [b"t%d-%d" % (number, i) for i in range(TRANSACTION_SIZE)]
+        commit = number % 4 != 3
+        began = time.monotonic()
+        try:
+            await producer.begin_transaction()
+            for i, value in enumerate(values):
+                await producer.enqueue(value, key=b"%d" % i)
+            if commit:
+                await producer.commit_transaction()
+                out.committed.update(values)
+            else:
+                await producer.abort_transaction()
+                out.aborted.update(values)
+        except Exception as err:  # a fault in the middle: the outcome of this one is not known
+            out.errors.append(f"{type(err).__name__}: {err}")
+            out.unknown.update(values)
+            with contextlib.suppress(Exception):
+                await producer.abort_transaction()
+            await asyncio.sleep(1)
+        out.durations.append(time.monotonic() - began)
+        number += 1
+
+
+async def test_transactions_through_a_leader_and_a_transaction_coordinator_crash(kafka_cluster: RunningCluster) -> None:
+    """A transactional producer and a ``read_committed`` reader through the SIGKILL of a partition leader and
+    of the transaction coordinator: no aborted record is read, no committed one is missing."""
+    await asyncio.to_thread(kafka_cluster.ensure_all_up)
+    endpoint = kafka_cluster.endpoint
+    assert isinstance(endpoint, KafkaCluster)
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    transactional_id = f"txn-{uuid.uuid4().hex[:8]}"
+    done = Transactions()
+    read: list[bytes] = []
+    async with kafkawire.connect(kafka_cluster.url, request_timeout_ms=10_000) as client, client.admin() as admin:
+        await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+        async with (
+            client.producer(topic, transactional_id=transactional_id, delivery_timeout_ms=120_000) as producer,
+            client.consumer(topic, start="earliest", isolation_level="read_committed") as reader,
+        ):
+            stop_producing, stop_reading = asyncio.Event(), asyncio.Event()
+
+            async def read_all() -> None:
+                while not stop_reading.is_set():
+                    read.extend(m.value or b"" for m in await reader.getmany(timeout=0.5))
+
+            reading = asyncio.create_task(read_all())
+            producing = asyncio.create_task(transact(producer, done, stop_producing))
+            await asyncio.sleep(5)
+            # The leader of partition 0, then the transaction coordinator.
+            for victim_of in ((topic, 0), ("__transaction_state", transaction_partition(transactional_id))):
+                victim = endpoint.node_of(await leader_of(admin, *victim_of))
+                await asyncio.to_thread(kafka_cluster.kill, victim)
+                await asyncio.sleep(5)
+                await asyncio.to_thread(kafka_cluster.start, victim)
+                await wait_fully_replicated(admin, [topic, "__transaction_state"], 3)
+                await asyncio.sleep(2)
+            stop_producing.set()
+            await producing
+            async with asyncio.timeout(120):
+                while not done.committed <= set(read):
+                    await asyncio.sleep(0.5)
+            await asyncio.sleep(2)  # anything aborted that would wrongly show up has had time to
+            stop_reading.set()
+            await reading
+    seen = set(read)
+    print(
+        f"\nkafkawire transactions on kafka-cluster: {len(done.committed)} committed, {len(done.aborted)} aborted, "
+        f"{len(done.unknown)} in transactions a fault interrupted ({done.errors[:3]}); {len(done.durations)} "
+        f"transactions, the longest {max(done.durations, default=0):.1f} s"
+    )
+    assert done.committed and done.aborted
+    assert not seen & done.aborted, f"{len(seen & done.aborted)} aborted records read"
+    assert done.committed <= seen
+    assert len(read) == len(seen), "a committed record read twice"
+
+
+def transaction_partition(transactional_id: str) -> int:
+    return (java_hash(transactional_id) & 0x7FFFFFFF) % TRANSACTION_PARTITIONS
