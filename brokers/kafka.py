@@ -100,6 +100,14 @@ def make_client_certificate(java: str, conf: Path) -> tuple[Path, Path, Path]:
     The key is written in Python (keytool cannot export a private key as PEM); keytool builds the store.
     """
     # Imported here: only the launcher needs it, and only to make this one certificate.
+    try:
+        import cryptography  # noqa: F401
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            "the local Kafka broker needs the 'testing' extra (cryptography is not installed):"
+            " pip install 'mqwire[testing]'",
+            name="cryptography",
+        ) from None
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
