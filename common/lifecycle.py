@@ -11,11 +11,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mqwire.common.errors import ClosedError
 
-__all__ = ["Lifecycle", "OwnedTasks"]
+__all__ = ["Children", "Closable", "Lifecycle", "OwnedTasks"]
 
 log = logging.getLogger(__name__)
 
@@ -119,3 +119,40 @@ class Lifecycle:
         finally:
             await self.tasks.cancel_all()
             self._closed = True
+
+
+class Closable(Protocol):
+    """Anything a client closes when it closes: producers, consumers, readers, admins."""
+
+    async def close(self) -> None:
+        """Release what it holds."""
+
+
+class Children:
+    """What a client made (producers, consumers, readers, admins): closed with the client, each once."""
+
+    __slots__ = ("_children",)
+
+    def __init__(self) -> None:
+        self._children: set[Closable] = set()
+
+    def adopt(self, child: Closable) -> None:
+        """Close ``child`` when the client closes."""
+        self._children.add(child)
+
+    def release(self, child: Closable) -> None:
+        """Forget a child that closed by itself."""
+        self._children.discard(child)
+
+    def __len__(self) -> int:
+        return len(self._children)
+
+    async def close_all(self) -> None:
+        """Close every child (a producer flushes first); one that fails to close does not keep the others open."""
+        children, self._children = list(self._children), set()
+        for child in children:
+            try:
+                await child.close()
+            except Exception:
+                log.exception("closing %r failed", child)
+

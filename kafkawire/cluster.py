@@ -11,7 +11,7 @@ import asyncio
 import logging
 import ssl as _ssl
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from kafkawire import errors
 from kafkawire.connection import KafkaConnection
@@ -26,7 +26,7 @@ from mqwire.common.errors import (
     RequestTimeoutError,
     RetriableError,
 )
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_bool, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
@@ -41,8 +41,6 @@ GROUP_COORDINATOR = 0
 TRANSACTION_COORDINATOR = 1
 
 
-class _Closable(Protocol):
-    async def close(self) -> None: ...
 
 
 class Cluster:
@@ -111,7 +109,7 @@ class Cluster:
         self._tracked: dict[str, int] = {}
         self._refresher: asyncio.Task[None] | None = None
         self._coordinators: dict[tuple[int, str], BrokerNode] = {}
-        self._children: set[_Closable] = set()
+        self._children = Children()
         # Children are still closed (and request metadata) while the lifecycle is closing; this marks the end.
         self._closing = False
         self.lifecycle = Lifecycle("kafka client")
@@ -135,11 +133,7 @@ class Cluster:
         await self.lifecycle.close(self._close)
 
     async def _close(self) -> None:
-        for child in list(self._children):
-            try:
-                await child.close()
-            except MqwireError as exc:
-                log.warning("closing %r failed: %s", child, exc)
+        await self._children.close_all()
         self._closing = True
         loading = [task for _, task in self._refreshes]
         for task in loading:
@@ -156,14 +150,14 @@ class Cluster:
         if self._closing:
             raise ClosedError("client is closed")
 
-    def adopt(self, child: _Closable) -> None:
+    def adopt(self, child: Closable) -> None:
         """Remember a producer, consumer or admin so that closing the client closes it too."""
         self.lifecycle.check_open()
-        self._children.add(child)
+        self._children.adopt(child)
 
-    def release(self, child: _Closable) -> None:
+    def release(self, child: Closable) -> None:
         """Forget a child that closed by itself."""
-        self._children.discard(child)
+        self._children.release(child)
 
     # ------------------------------------------------------------------------------- connections
     async def _open(self, address: tuple[str, int]) -> KafkaConnection:

@@ -10,11 +10,11 @@ import itertools
 import logging
 import ssl as _ssl
 from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from mqwire import __version__
 from mqwire.common.errors import AuthenticationError, ConnectError, RetriableError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
@@ -31,8 +31,6 @@ T = TypeVar("T")
 CLIENT_VERSION = f"mqwire-pulsar-{__version__}"
 
 
-class _Closable(Protocol):
-    async def close(self) -> None: ...
 
 
 class Session:
@@ -110,7 +108,7 @@ class Session:
         )
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
-        self._children: set[_Closable] = set()
+        self._children = Children()
         self._life = Lifecycle("Pulsar client")
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -126,12 +124,7 @@ class Session:
         await self._life.close(self._close_all)
 
     async def _close_all(self) -> None:
-        children, self._children = list(self._children), set()
-        for child in children:
-            try:
-                await child.close()
-            except Exception:
-                log.exception("closing %r failed", child)
+        await self._children.close_all()
         await self._pool.close()
 
     @property
@@ -143,14 +136,14 @@ class Session:
         """Raise ClosedError once ``close`` has begun."""
         self._life.check_open()
 
-    def adopt(self, child: _Closable) -> None:
+    def adopt(self, child: Closable) -> None:
         """Remember a producer, consumer or reader so that closing the client closes it too."""
         self.check_open()
-        self._children.add(child)
+        self._children.adopt(child)
 
-    def release(self, child: _Closable) -> None:
+    def release(self, child: Closable) -> None:
         """Forget a producer, consumer or reader that closed on its own."""
-        self._children.discard(child)
+        self._children.release(child)
 
     # -------------------------------------------------------------------------------- connections
     def next_producer_id(self) -> int:

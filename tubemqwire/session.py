@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 import ssl as _ssl
-from typing import Protocol
 
 from mqwire.common.errors import ClosedError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_positive, check_str
 from mqwire.common.urls import parse_service_url
 from tubemqwire import identity
@@ -32,10 +31,6 @@ SCHEMES = {"tubemq": DEFAULT_MASTER_PORT, "tubemq+ssl": DEFAULT_MASTER_TLS_PORT}
 MAX_HEARTBEAT_INTERVAL_MS = 25_000
 
 
-class Closable(Protocol):
-    """A producer or consumer, as the session closes it."""
-
-    async def close(self) -> None: ...
 
 
 class Session:
@@ -84,7 +79,7 @@ class Session:
         )
         # The address masters and brokers see us at; producers and consumers report it.
         self.host = "127.0.0.1"
-        self._children: set[Closable] = set()
+        self._children = Children()
         self.lifecycle = Lifecycle("TubeMQ client")
 
     async def start(self) -> None:
@@ -100,12 +95,7 @@ class Session:
         await self.lifecycle.close(self._close)
 
     async def _close(self) -> None:
-        children, self._children = list(self._children), set()
-        for child in children:
-            try:
-                await child.close()
-            except Exception:
-                log.exception("closing %r failed", child)
+        await self._children.close_all()
         await self.brokers.close()
         await self.master.close()
 
@@ -122,8 +112,8 @@ class Session:
         """Close ``child`` with the session."""
         if self.lifecycle.closed:
             raise ClosedError("TubeMQ client is closed")
-        self._children.add(child)
+        self._children.adopt(child)
 
     def release(self, child: Closable) -> None:
         """``child`` closed by itself."""
-        self._children.discard(child)
+        self._children.release(child)
