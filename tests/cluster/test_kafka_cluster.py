@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import threading
 import time
 import uuid
@@ -156,9 +157,9 @@ def group_member(
     )
 
 
-async def read_log(url: str, topic: str) -> dict[int, list[bytes]]:
-    """Every record of the topic, partition by partition, in log order."""
-    by_partition: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+async def read_log(url: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of the topic, partition by partition, as (offset, value) in the order the reader had them."""
+    by_partition: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
     async with kafkawire.connect(url) as client:
         async with client.admin() as admin:
             ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(PARTITIONS)})
@@ -168,7 +169,7 @@ async def read_log(url: str, topic: str) -> dict[int, list[bytes]]:
             async with asyncio.timeout(120):
                 while count < total:
                     for message in await consumer.getmany(timeout=0.5):
-                        by_partition[message.partition].append(message.value or b"")
+                        by_partition[message.partition].append((message.offset, message.value or b""))
                         count += 1
     return by_partition
 
@@ -256,7 +257,15 @@ async def produce_and_consume_through(
         ends = await admin.list_offsets({TopicPartition(topic, p): "latest" for p in range(PARTITIONS)})
         committed = await admin.list_consumer_group_offsets(group, list(ends))
 
-    log = await read_log(kafka_cluster.url, topic)
+    read = await read_log(kafka_cluster.url, topic)
+    for partition, records in read.items():
+        offsets = [offset for offset, _ in records]
+        assert offsets == sorted(offsets), (
+            f"partition {partition}: the reader delivered offsets out of order: "
+            f"{[(a, b) for a, b in itertools.pairwise(offsets) if b < a][:3]} (first offsets {offsets[:3]})"
+        )
+    # The log itself, in offset order.
+    log = {p: [value for _, value in sorted(records)] for p, records in read.items()}
     in_log = [value for values in log.values() for value in values]
     duplicates = [v for v, n in collections.Counter(in_log).items() if n > 1]
     assert not duplicates, f"{len(duplicates)} records twice in the log, e.g. {duplicates[:5]}"
