@@ -170,6 +170,8 @@ class Consumer:
         self._on_lost = on_lost if on_lost is not None else on_revoked
         self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _offset)
         self._deserializing = key_deserializer is not None or value_deserializer is not None
+        # Started, and nothing to apply between the queue and the application: receive's hot path.
+        self._plain = False
         self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
         self._states: dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(client, self._states, self._queue, self._config)
@@ -206,9 +208,11 @@ class Consumer:
         await self._apply_subscription()
         if self.enable_auto_commit:
             self._lifecycle.tasks.spawn(self._commit_periodically(), name="auto-commit")
+        self._plain = not self._deserializing
 
     async def close(self) -> None:
         """Stop fetching; with auto-commit, commit the positions delivered (or acknowledged) and leave the group."""
+        self._plain = False
         await self._lifecycle.close(self._close)
 
     async def stop(self) -> None:
@@ -409,6 +413,7 @@ class Consumer:
     def _fail(self, error: BaseException) -> None:
         """The group cannot go on (or a subscription change failed): every poll raises ``error`` from now on."""
         self._failure = error
+        self._plain = False
         self._queue.wake_all()
 
     # ---------------------------------------------------------------------------------- receiving
@@ -417,7 +422,7 @@ class Consumer:
 
     async def __anext__(self) -> Message:
         try:
-            return await self.receive()
+            return await self._receive(None, None)
         except ClosedError:
             if self._lifecycle.closed:
                 raise StopAsyncIteration from None  # closed while iterating: the loop just ends
@@ -434,6 +439,13 @@ class Consumer:
     async def _receive(self, timeout: float | None, only: frozenset[TopicPartition] | None) -> Message:
         if timeout is not None:
             timeout = check_non_negative("timeout", timeout)
+        # The common case first: a record already buffered, no deserializer, nothing failed, not closing.
+        if self._plain and only is None:
+            ready = self._queue.take_one(None)
+            if ready is not None:
+                if self._poll_watch is not None:
+                    self._polled()
+                return ready
         if not self._lifecycle.started:
             await self.start()
         self._polled()
