@@ -169,18 +169,19 @@ class Subscriber:
                 self._make(given, partition_name(topic, index), index, size)
                 for index in range(known or 0, partitions)
             ]
+        # Known as owners before they start: a partition that starts first delivers at once, and the application
+        # may acknowledge its messages while the others are still subscribing.
+        self._owners.update(new)
         results = await asyncio.gather(*(c.start() for c in new), return_exceptions=True)
         failure = next((r for r in results if isinstance(r, BaseException)), None)
-        if failure is not None:
-            await asyncio.gather(*(c.close() for c in new), return_exceptions=True)
-            raise failure
-        if self._closed:
-            await asyncio.gather(*(c.close() for c in new), return_exceptions=True)
+        if failure is not None or self._closed:
+            await self._drop(new)
+            if failure is not None:
+                raise failure
             return
         self._partitions[topic] = partitions
         self._by_topic.setdefault(topic, []).extend(new)
         self._consumers = [*self._consumers, *new]
-        self._owners.update(new)
         if known is not None:
             log.info("%s: %s grew from %d to %d partitions", self._name, topic, known, partitions)
 
@@ -188,9 +189,13 @@ class Subscriber:
         gone = self._by_topic.pop(topic, [])
         self._partitions.pop(topic, None)
         self._consumers = [c for c in self._consumers if c not in gone]
-        await asyncio.gather(*(c.close() for c in gone), return_exceptions=True)
-        self._owners.difference_update(gone)
-        for consumer in gone:
+        await self._drop(gone)
+
+    async def _drop(self, consumers: list[TopicConsumer]) -> None:
+        """Close partition consumers and forget them and the messages they queued."""
+        await asyncio.gather(*(c.close() for c in consumers), return_exceptions=True)
+        self._owners.difference_update(consumers)
+        for consumer in consumers:
             self._queue.remove_owner(consumer)
 
     async def _watch(self) -> None:
