@@ -26,7 +26,7 @@ from mqwire.testing.net import wait_ports_free
 from mqwire.testing.paths import default_state_dir
 from mqwire.testing.plan import Plan, Spawner
 from mqwire.testing.procs import ProcSpec
-from mqwire.testing.state import Record, StateDir
+from mqwire.testing.state import Record, StateDir, end
 
 
 class ClusterKind(Protocol):
@@ -249,25 +249,12 @@ class ClusterLauncher:
     def stop(self, name: str, keep_data: bool = False) -> bool:
         """Stop every node and forget the cluster; False when it was not known."""
         _check_name(name)
-        with self.state.locked(name):
-            record = self.state.load(name)
-            if record is None:
-                return False
-            self._terminate(record, graceful=True)
-            self.state.remove(name)
-            if record.owns_work_dir and not keep_data:
-                shutil.rmtree(record.plan.work_dir, ignore_errors=True)
-            return True
+        return end(self.state, name, self._terminate, graceful=True, keep_data=keep_data)
 
     def kill(self, name: str) -> bool:
         """SIGKILL every node, keeping state and data for a later ``start``."""
         _check_name(name)
-        with self.state.locked(name):
-            record = self.state.load(name)
-            if record is None:
-                return False
-            self._terminate(record, graceful=False)
-            return True
+        return end(self.state, name, self._terminate, graceful=False)
 
     # ------------------------------------------------------------------------------ one node
     def _node(self, name: str, node: str) -> tuple[Record, ProcSpec]:

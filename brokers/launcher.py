@@ -22,7 +22,7 @@ from mqwire.testing.paths import BROKER_NAMES, default_state_dir
 from mqwire.testing.plan import BrokerKind, Spawner
 from mqwire.testing.procs import ProcSpec
 from mqwire.testing.pulsar import PulsarKind
-from mqwire.testing.state import Record, StateDir
+from mqwire.testing.state import Record, StateDir, end
 from mqwire.testing.tubemq import TubeMQKind, enable_tls, require_authentication
 
 KINDS: dict[str, BrokerKind] = {
@@ -205,25 +205,12 @@ class Launcher:
     def stop(self, name: str, keep_data: bool = False) -> bool:
         """Stop gracefully and forget the broker; False when it was not known."""
         _check_name(name)
-        with self.state.locked(name):
-            record = self.state.load(name)
-            if record is None:
-                return False
-            self._terminate(record, graceful=True)
-            self.state.remove(name)
-            if record.owns_work_dir and not keep_data:
-                shutil.rmtree(record.plan.work_dir, ignore_errors=True)
-            return True
+        return end(self.state, name, self._terminate, graceful=True, keep_data=keep_data)
 
     def kill(self, name: str) -> bool:
         """SIGKILL the broker's JVMs, keeping its state and data for a later ``start``."""
         _check_name(name)
-        with self.state.locked(name):
-            record = self.state.load(name)
-            if record is None:
-                return False
-            self._terminate(record, graceful=False)
-            return True
+        return end(self.state, name, self._terminate, graceful=False)
 
     def start_many(
         self,

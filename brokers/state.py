@@ -6,8 +6,9 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,29 @@ class StateDir:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def end(
+    state: StateDir,
+    name: str,
+    terminate: Callable[[Record, bool], None],
+    *,
+    graceful: bool,
+    keep_data: bool = False,
+) -> bool:
+    """End what ``name`` runs (a broker or a cluster); False when the state knows no such name.
+
+    Graceful: stop it and forget it, deleting the data folder it made unless ``keep_data``. Otherwise SIGKILL
+    it and keep state and data, so that a later ``start`` finds them again.
+    """
+    with state.locked(name):
+        record = state.load(name)
+        if record is None:
+            return False
+        terminate(record, graceful)
+        if graceful:
+            state.remove(name)
+            if record.owns_work_dir and not keep_data:
+                shutil.rmtree(record.plan.work_dir, ignore_errors=True)
+        return True
+
