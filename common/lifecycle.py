@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Protocol, TypeVar
 
 from mqwire.common.errors import ClosedError
@@ -146,6 +146,10 @@ class Children:
 
     def __len__(self) -> int:
         return len(self._children)
+
+    def __iter__(self) -> Iterator[Closable]:
+        """The children open now (a copy: safe while one closes)."""
+        return iter(list(self._children))
 
     async def close_all(self) -> None:
         """Close every child (a producer flushes first); one that fails to close does not keep the others open."""

@@ -12,7 +12,6 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
@@ -390,9 +389,6 @@ class Accumulator:
             # The batches go on being sent; only the wait is over, as asyncio's timeouts mean.
             raise RequestTimeoutError(f"flush: {len(late)} batches not acknowledged within {timeout} s")
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "batches": len(self._incomplete),
-            "buffered_bytes": self.used,
-            "partitions": sum(1 for q in self._queues.values() if q),
-        }
+    def buffered_records(self) -> int:
+        """Records in batches not yet acknowledged or failed (counted when asked, not as they come)."""
+        return sum(len(batch) for batch in self._incomplete)

@@ -24,6 +24,7 @@ from kafkawire.producer import Partitioner, Producer
 from kafkawire.sasl import TokenProvider
 from mqwire.common.contract import Deserializer, Serializer, Start
 from mqwire.common.errors import ConfigurationError
+from mqwire.common.stats import ClientStats
 
 __all__ = [
     "AdminOptions",
@@ -317,6 +318,10 @@ class Client:
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (waiting, bounded, while a new topic gets its leaders)."""
         return await self._cluster.partitions_for(topic)
+
+    def stats(self) -> ClientStats:
+        """Connections, reconnects and errors, with the stats of each producer and consumer open now."""
+        return self._cluster.stats()
 
     def producer(self, topic: str | None = None, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A producer to ``topic`` (or to the ``topic=`` of each send); start it with ``async with``.

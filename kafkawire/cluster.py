@@ -30,6 +30,7 @@ from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_bool, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
+from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.urls import parse_service_url
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ class Cluster:
         self._refresher: asyncio.Task[None] | None = None
         self._coordinators: dict[tuple[int, str], BrokerNode] = {}
         self._children = Children()
+        self.counters = ClientCounters()
         # Children are still closed (and request metadata) while the lifecycle is closing; this marks the end.
         self._closing = False
         self.lifecycle = Lifecycle("kafka client")
@@ -159,6 +161,12 @@ class Cluster:
         """Forget a child that closed by itself."""
         self._children.release(child)
 
+    def stats(self) -> ClientStats:
+        """Connections opened, lost and open now, and the stats of every producer and consumer open now."""
+        producers, consumers = split_children(self._children)
+        connections = sum(1 for c in self._opened.values() if not c.closed)
+        return self.counters.snapshot("kafka", connections=connections, producers=producers, consumers=consumers)
+
     # ------------------------------------------------------------------------------- connections
     async def _open(self, address: tuple[str, int]) -> KafkaConnection:
         connection = await KafkaConnection.open(
@@ -170,6 +178,8 @@ class Cluster:
             sasl=self._sasl,
         )
         self._opened[address] = connection
+        self.counters.opened(address)
+        log.info("connected to %s:%d", *address)
         return connection
 
     async def connection(self, node_id: int) -> KafkaConnection:
@@ -210,6 +220,9 @@ class Cluster:
         A request that timed out leaves the connection in doubt (responses arrive in order), so it goes too.
         """
         if error is None or isinstance(error, ConnectionLostError | RequestTimeoutError | ConnectError):
+            if self._opened.get(connection.address) is connection:
+                self.counters.lost(error)
+                log.info("connection to %s:%d dropped: %s", *connection.address, error)
             self._pool.discard(connection.address)
 
     async def request(self, node_id: int, body: Any, *, timeout: float | None = None) -> Any:

@@ -15,6 +15,7 @@ as the Java client does for ``assign()`` followed by ``commitSync()``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -43,6 +44,7 @@ from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, R
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from mqwire.common.serde import Deserializing
+from mqwire.common.stats import ConsumerStats, PartitionLag
 
 if TYPE_CHECKING:
     from kafkawire.cluster import Cluster
@@ -793,7 +795,36 @@ class Consumer:
     @property
     def fetches_sent(self) -> int:
         """Fetch requests sent so far."""
-        return self._fetcher.fetches_sent
+        return self._fetcher.counters.requests
+
+    def stats(self) -> ConsumerStats:
+        """Records and bytes fetched and handed out, fetch requests, errors, rebalances and the lag per partition.
+
+        A partition's lag is its end as of the last fetch (the high watermark, or the last stable offset under
+        ``read_committed``) minus the offset of the next record this consumer hands out; it is 0 once the
+        application has taken everything fetched up to the end."""
+        queue = self._queue
+        counters = self._fetcher.counters
+        pending = queue.next_offsets()
+        committed_only = self._fetcher.config.isolation_level == READ_COMMITTED
+        lag = []
+        for tp, state in self._states.items():
+            position = pending.get(tp, state.position)
+            end = state.last_stable_offset if committed_only else state.high_watermark
+            known = position is not None and end >= 0
+            lag.append(
+                PartitionLag(
+                    tp.topic,
+                    tp.partition,
+                    position,
+                    end if end >= 0 else None,
+                    max(0, end - position) if known and position is not None else None,
+                )
+            )
+        topics = sorted(self.subscription() | {tp.topic for tp in self._states})
+        snapshot = counters.snapshot("kafka", topics, buffered_records=queue.buffered, lag=lag)
+        received = counters.records - queue.buffered - queue.dropped
+        return dataclasses.replace(snapshot, records_received=received, rebalances=self.rebalances)
 
     def __repr__(self) -> str:
         return f"Consumer(topics={self.topics!r}, group={self.group!r})"

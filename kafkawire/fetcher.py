@@ -27,6 +27,7 @@ from kafkawire.protocol.messages import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.protocol.records import ABORT_MARKER, DEFAULT_MAX_UNCOMPRESSED, RecordBatch, decode_batches
 from kafkawire.waker import Waker
 from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.stats import ConsumerCounters
 
 if TYPE_CHECKING:
     from kafkawire.cluster import Cluster
@@ -90,6 +91,8 @@ class RecordQueue:
     def __init__(self, max_records: int) -> None:
         self.max_records = max_records
         self.buffered = 0
+        # Records put and later dropped by a seek: never handed out, so not received.
+        self.dropped = 0
         self._chunks: deque[_Chunk] = deque()
         self._errors: deque[BaseException] = deque()
         self._data = asyncio.Event()
@@ -119,6 +122,7 @@ class RecordQueue:
         for chunk in self._chunks:
             if chunk.tp == tp:
                 self.buffered -= len(chunk.messages) - chunk.index
+                self.dropped += len(chunk.messages) - chunk.index
         self._chunks = deque(c for c in self._chunks if c.tp != tp)
         self.delivered.pop(tp, None)
         self._after_take()
@@ -194,6 +198,14 @@ class RecordQueue:
         elif self.buffered == self.max_records - 1:
             self._space.set()
         return message
+
+    def next_offsets(self) -> dict[TopicPartition, int]:
+        """The offset of the next buffered record of each partition that has one (read for statistics)."""
+        out: dict[TopicPartition, int] = {}
+        for chunk in self._chunks:
+            if chunk.tp not in out and chunk.index < len(chunk.messages):
+                out[chunk.tp] = chunk.messages[chunk.index].offset
+        return out
 
     @property
     def ready(self) -> bool:
@@ -279,7 +291,8 @@ class Fetcher:
         self._nodes: dict[int, asyncio.Task[None]] = {}
         self._supervisor: asyncio.Task[None] | None = None
         self._closed = False
-        self.fetches_sent = 0
+        # Per fetch request and per partition's records, never per record.
+        self.counters = ConsumerCounters()
 
     def start(self) -> None:
         if self._supervisor is None:
@@ -396,12 +409,13 @@ class Fetcher:
                 version = connection.version_for(FETCH_KEY, at_most=FETCH_BY_NAME_MAX)
             sent = {s.tp: (s.generation, s.position) for s in partitions}
             body = self._request(partitions, version)
-            self.fetches_sent += 1
+            self.counters.requests += 1
             response = await connection.request(
                 body, version=version, timeout=config.request_timeout + config.max_wait_ms / 1000
             )
         except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
             log.debug("fetch from broker %d failed: %s", node, exc)
+            self.counters.error(exc)
             if connection is not None:
                 self.client.discard(connection, exc)
             self._lose_leader(partitions)
@@ -489,6 +503,11 @@ class Fetcher:
                     self.queue.put_error(exc)
                     continue
                 state.position = position
+                if messages:
+                    counters = self.counters
+                    counters.records += len(messages)
+                    counters.bytes += len(data.records)
+                    counters.batches += 1
                 self.queue.put(tp, messages)
         if stale:
             self.client.request_update(stale)
@@ -497,6 +516,7 @@ class Fetcher:
 
     def _partition_error(self, state: PartitionState, code: int, stale: set[str]) -> bool:
         error = errors.error_for(code, f"fetching {state.tp.topic}-{state.tp.partition}")
+        self.counters.error(error)
         if isinstance(error, errors.OffsetOutOfRangeError):
             log.info(
                 "%s-%d: offset %s out of range; resetting to %s",

@@ -30,6 +30,7 @@ from mqwire.common.errors import ClosedError, ConfigurationError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from mqwire.common.serde import check_serializer, to_bytes
+from mqwire.common.stats import ProducerStats
 
 if TYPE_CHECKING:
     from kafkawire.cluster import Cluster
@@ -255,16 +256,21 @@ class Producer:
     @property
     def requests_sent(self) -> int:
         """Produce requests sent so far (each carries one batch per partition)."""
-        return self._sender.requests_sent
+        return self._sender.counters.requests
 
-    def stats(self) -> dict[str, int]:
-        """Counters for monitoring: requests sent, batch retries, and what the buffer holds now."""
-        return {
-            "requests_sent": self._sender.requests_sent,
-            "retries": self._sender.retries,
-            "in_flight": self._sender.in_flight,
-            **self._accumulator.stats(),
-        }
+    def stats(self) -> ProducerStats:
+        """Records, bytes and batches acknowledged, requests, retries, errors, the buffer and send latency.
+
+        Counted per batch as the broker acknowledges it; ``buffered_records`` and ``buffered_bytes`` are what the
+        accumulator holds now (``buffered_bytes`` is the memory reserved against ``buffer_memory``)."""
+        accumulator = self._accumulator
+        return self._sender.counters.snapshot(
+            "kafka",
+            self.topic,
+            in_flight=self._sender.in_flight,
+            buffered_records=accumulator.buffered_records(),
+            buffered_bytes=accumulator.used,
+        )
 
     # ---------------------------------------------------------------------------------- sending
     async def send(

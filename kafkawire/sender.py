@@ -35,6 +35,7 @@ from mqwire.common.errors import (
     ProtocolError,
     RequestTimeoutError,
 )
+from mqwire.common.stats import ProducerCounters
 
 if TYPE_CHECKING:
     from kafkawire.cluster import Cluster
@@ -114,8 +115,8 @@ class Sender:
         self._task: asyncio.Task[None] | None = None
         # A fatal error that stops the producer (fenced, not authorized to be idempotent, ...).
         self.fatal_error: MqwireError | None = None
-        self.requests_sent = 0
-        self.retries = 0
+        # Counted per request and per batch, never per record.
+        self.counters = ProducerCounters()
 
     # ---------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -249,7 +250,7 @@ class Sender:
             if version > PRODUCE_BY_NAME_MAX and any(b.tp.topic not in topic_ids for b in batches):
                 version = connection.version_for(PRODUCE_KEY, at_most=PRODUCE_BY_NAME_MAX)
             body = self._request_body(batches, version)
-            self.requests_sent += 1
+            self.counters.requests += 1
             if self.config.acks == 0:
                 await connection.send(body, version=version)
                 for batch in batches:
@@ -352,6 +353,7 @@ class Sender:
         if self.idempotence is not None:
             self.idempotence.acknowledge(batch)
         batch.in_flight = False
+        self.counters.acknowledged(len(batch), batch.encoded_size, self.accumulator.clock() - batch.created)
         batch.complete(base_offset, log_append_time)
         self.accumulator.finished(batch)
 
@@ -360,6 +362,8 @@ class Sender:
             # The broker never got this sequence: later batches of the partition would be out of order.
             self.idempotence.reset_needed = True
         batch.in_flight = False
+        self.counters.records_failed += len(batch)
+        self.counters.error(error)
         batch.fail(error)
         self.accumulator.finished(batch)
 
@@ -376,7 +380,8 @@ class Sender:
             self._fail(batch, self._expired(batch))
             return
         log.debug("retrying %r after %s", batch, error)
-        self.retries += 1
+        self.counters.retries += 1
+        self.counters.error(error)
         self.accumulator.reenqueue(batch, retry_at)
 
     def _expired(self, batch: ProducerBatch) -> DeliveryTimeoutError:

@@ -142,7 +142,7 @@ async def test_a_stalled_broker_bounds_the_buffer_and_the_waits_then_recovers(ow
                     async with asyncio.timeout(30):
                         while True:
                             pending.append(await producer.enqueue(b"x" * 1_000))
-                assert producer.stats()["buffered_bytes"] <= buffer_memory
+                assert producer.stats().buffered_bytes <= buffer_memory
                 assert 0 < len(pending) <= buffer_memory // 1_000
                 # A request to the frozen broker ends at its timeout instead of hanging.
                 async with client.admin() as admin:

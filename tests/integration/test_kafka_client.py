@@ -227,7 +227,7 @@ async def test_idempotent_producer_survives_dropped_connections_without_duplicat
             if i % 700 == 350:
                 await cut_under_a_request(client)
         receipts = [first, *await asyncio.gather(*futures)]
-        assert producer.stats()["retries"] > 0
+        assert producer.stats().retries > 0
         assert producer._sender.idempotence is not None
         assert producer._sender.idempotence.producer_id >= 0
     assert len({(r.partition, r.offset) for r in receipts}) == count
