@@ -12,6 +12,8 @@ from pulsarwire.consumer import Consumer
 from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig, ReaderConfig, check_names
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
+from pulsarwire.schema import TopicSchema
+from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
 from pulsarwire.topics import complete_name, partition_name
 
@@ -95,6 +97,16 @@ class Client:
             raise ValueError("client.admin() needs option admin_url (the broker's admin API, http://host:8080)")
         return Admin(
             url, timeout=options.get("admin_timeout", session.admin_timeout), ssl=session.ssl, token=session.auth_token
+        )
+
+    async def get_schema(self, topic: str, version: int | None = None) -> TopicSchema | None:
+        """The schema registered on ``topic`` (its latest, or ``version``), or None when it has none.
+
+        For readers that want the writer's schema: a message's ``schema_version`` names the one it was written
+        with. Asked of the broker at the service URL (GetSchema), retried within ``operation_timeout``.
+        """
+        return await self._session.retrying(
+            lambda: fetch_schema(self._session, complete_name(topic), version), f"schema of {topic}"
         )
 
     async def get_topic_partitions(self, topic: str) -> list[str]:

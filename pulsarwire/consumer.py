@@ -432,7 +432,7 @@ class Consumer(Subscriber):
             f"consumer {built.subscription}",
             pattern,
             key_deserializer=options.get("key_deserializer"),
-            value_deserializer=options.get("value_deserializer"),
+            value_deserializer=_value_decoder(options),
         )
         self.dead_letters = dead_letters
         self.subscription = built.subscription
@@ -522,3 +522,12 @@ class Consumer(Subscriber):
 
 def _position(message: Message) -> MessageId:
     return message.message_id
+
+
+def _value_decoder(options: ConsumerConfig | dict[str, Any]) -> Deserializer | None:
+    """The value deserializer: the schema's decode when a schema is given (checked by ConsumerOptions.build)."""
+    schema = options.get("schema")
+    if schema is not None:
+        decode: Deserializer = schema.decode
+        return decode
+    return options.get("value_deserializer")

@@ -21,6 +21,7 @@ from pulsarwire.message import MessageId
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
 from pulsarwire.routing import HASHING_SCHEMES, ROUTING_MODES, MessageRouter
+from pulsarwire.schema import Schema, SchemaInfo
 
 _INT32_MAX = 2**31 - 1
 # Shorter ack timeouts would redeliver messages the application is still working on.
@@ -182,6 +183,9 @@ class ProducerConfig(TypedDict, total=False):
       (or None).
     - ``value_serializer`` — a callable turning each value into bytes; default None: values must be bytes
       (or None, a null value).
+    - ``schema`` — a :class:`pulsarwire.schema.Schema` the producer declares: the broker registers it (or
+      refuses it as incompatible with IncompatibleSchemaError at creation) and values are encoded by it, so
+      it replaces ``value_serializer``; default None: no schema (Java ``Schema``, Python ``schema``).
     - ``producer_name`` — the producer's name on the broker, unique on the topic (the broker deduplicates by
       name and sequence id); default None: the broker assigns one (Java ``producerName``).
     - ``initial_sequence_id`` — the sequence id before the first message (which gets this plus one), -1 or
@@ -238,6 +242,7 @@ class ProducerConfig(TypedDict, total=False):
 
     key_serializer: Serializer | None
     value_serializer: Serializer | None
+    schema: Schema[Any] | None
     producer_name: str | None
     initial_sequence_id: int | None
     send_timeout_ms: float
@@ -279,6 +284,9 @@ class ConsumerConfig(TypedDict, total=False):
       raises makes ``receive`` and ``getmany`` raise DeserializationError for that message until
       ``skip(error.message)``; default None: keys stay bytes.
     - ``value_deserializer`` — the same for each message's value; default None: values stay bytes.
+    - ``schema`` — a :class:`pulsarwire.schema.Schema` the consumer subscribes with: the broker checks it
+      against the topic's schema (IncompatibleSchemaError when they do not fit) and values are decoded by
+      it, so it replaces ``value_deserializer``; default None (Java ``Schema``, Python ``schema``).
     - ``subscription_type`` — ``"Exclusive"``, ``"Shared"``, ``"Failover"`` or ``"Key_Shared"`` (any case);
       default ``"Exclusive"`` (Java ``subscriptionType``, Python ``consumer_type``).
     - ``receiver_queue_size`` — messages each partition may deliver ahead of the application (1 to 2**24);
@@ -337,6 +345,7 @@ class ConsumerConfig(TypedDict, total=False):
     start: Literal["latest", "earliest"]
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
+    schema: Schema[Any] | None
     subscription_type: str
     receiver_queue_size: int
     max_total_receiver_queue_size_across_partitions: int
@@ -381,6 +390,9 @@ class ReaderConfig(TypedDict, total=False):
     - ``key_deserializer`` — a callable applied to each message's key bytes, as for consumers; default None:
       keys stay bytes.
     - ``value_deserializer`` — the same for each message's value; default None: values stay bytes.
+    - ``schema`` — a :class:`pulsarwire.schema.Schema` the reader subscribes with: the broker checks it
+      against the topic's schema (IncompatibleSchemaError when they do not fit) and values are decoded by
+      it, so it replaces ``value_deserializer``; default None (Java ``Schema``, Python ``schema``).
     """
 
     start: Literal["latest", "earliest"] | MessageId
@@ -391,6 +403,18 @@ class ReaderConfig(TypedDict, total=False):
     read_compacted: bool
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
+    schema: Schema[Any] | None
+
+
+def check_schema(schema: object, serde_option: str, serde: object) -> Schema[Any] | None:
+    """Validate option ``schema``: a Schema, and not given together with the serializer it replaces."""
+    if schema is None:
+        return None
+    if not isinstance(schema, Schema):
+        raise TypeError(f"option schema must be a pulsarwire.schema.Schema, not {type(schema).__name__}")
+    if serde is not None:
+        raise ValueError(f"give option schema or {serde_option}, not both: the schema encodes the values")
+    return schema
 
 
 def check_names(kind: str, options: Mapping[str, object], declared: type[Any]) -> None:
@@ -435,13 +459,15 @@ class ProducerOptions:
     initial_subscription_name: str | None = None
     auto_update_partitions: bool = True
     auto_update_partitions_interval: float = 60.0
+    schema_info: SchemaInfo | None = None
 
     @classmethod
     def build(cls, options: dict[str, Any]) -> ProducerOptions:
         """Check ``options`` (keyword arguments of ``client.producer``); unknown names are a TypeError."""
         check_names("producer", options, ProducerConfig)
         options.pop("key_serializer", None)
-        options.pop("value_serializer", None)
+        serializer = options.pop("value_serializer", None)
+        schema = check_schema(options.pop("schema", None), "value_serializer", serializer)
         take = options.pop
         name = take("producer_name", None)
         initial = take("initial_sequence_id", None)
@@ -504,6 +530,7 @@ class ProducerOptions:
             if initial_subscription is None
             else check_str("initial_subscription_name", initial_subscription),
             **_partition_updates(take),
+            schema_info=None if schema is None else schema.info,
         )
         _unexpected("producer", options)
         if built.chunking_enabled and built.batching_enabled:
@@ -536,13 +563,15 @@ class ConsumerOptions:
     pattern_auto_discovery_period: float = 60.0
     auto_update_partitions: bool = True
     auto_update_partitions_interval: float = 60.0
+    schema_info: SchemaInfo | None = None
 
     @classmethod
     def build(cls, options: dict[str, Any]) -> ConsumerOptions:
         """Check ``options`` (keyword arguments of ``client.consumer``); unknown names are a TypeError."""
         check_names("consumer", options, ConsumerConfig)
         options.pop("key_deserializer", None)
-        options.pop("value_deserializer", None)
+        deserializer = options.pop("value_deserializer", None)
+        schema = check_schema(options.pop("schema", None), "value_deserializer", deserializer)
         take = options.pop
         group = take("group", None)
         subscription = take("subscription", None)
@@ -598,6 +627,7 @@ class ConsumerOptions:
             )
             / 1000,
             **_partition_updates(take),
+            schema_info=None if schema is None else schema.info,
         )
         _unexpected("consumer", options)
         if 0 < built.ack_timeout < _MIN_ACK_TIMEOUT:

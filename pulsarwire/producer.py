@@ -44,6 +44,9 @@ class Producer:
         self.options = ProducerOptions.build(dict(options))
         self._key_serializer = check_serializer("key_serializer", options.get("key_serializer"))
         self._value_serializer = check_serializer("value_serializer", options.get("value_serializer"))
+        schema = options.get("schema")
+        if schema is not None:
+            self._value_serializer = schema.encode  # checked by ProducerOptions.build
         delay_ms = self.options.batching_max_publish_delay * 1000
         self._router = PartitionRouter(
             mode=self.options.message_routing_mode,

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
 from mqwire.common.contract import Deserializer
 from mqwire.common.options import check_bool, check_int_range, check_str
 from pulsarwire.consumer import Subscriber
 from pulsarwire.message import EARLIEST, LATEST, MessageId
-from pulsarwire.options import ConsumerOptions
+from pulsarwire.options import ConsumerOptions, check_schema
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
+from pulsarwire.schema import Schema
 from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 
@@ -38,6 +39,7 @@ class Reader(Subscriber):
         read_compacted: bool = False,
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
+        schema: Schema[Any] | None = None,
     ) -> None:
         if isinstance(start, MessageId):
             self._start = MessageId(*start)
@@ -53,7 +55,11 @@ class Reader(Subscriber):
             receiver_queue_size=check_int_range("receiver_queue_size", receiver_queue_size, 1, 1 << 24),
             consumer_name=None if reader_name is None else check_str("reader_name", reader_name),
             read_compacted=check_bool("read_compacted", read_compacted),
+            schema_info=None if schema is None else schema.info,
         )
+        checked = check_schema(schema, "value_deserializer", value_deserializer)
+        if checked is not None:
+            value_deserializer = checked.decode
         super().__init__(
             session,
             [topic],

@@ -118,6 +118,7 @@ class TopicConsumer(TopicHandler):
             key_shared_mode=options.key_shared_mode if options.subscription_type == KEY_SHARED else None,
             replicate_subscription_state=options.replicate_subscription_state or None,
             consumer_epoch=self._epoch,
+            schema=options.schema_info,
         )
         try:
             await connection.request(command, request_id, self.client.operation_timeout)

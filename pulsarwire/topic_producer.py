@@ -29,7 +29,12 @@ from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import PROPERTIES_TAG as ENTRY_PROPERTIES_TAG
 from pulsarwire.protocol.batch import compress_payload, encode_entry_fast
 from pulsarwire.protocol.frames import Frame, encode_payload_frame_raw
-from pulsarwire.protocol.metadata import PROPERTIES_TAG, encode_message_metadata, producer_name_field
+from pulsarwire.protocol.metadata import (
+    PROPERTIES_TAG,
+    encode_message_metadata,
+    producer_name_field,
+    schema_version_field,
+)
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, ServerError
 from pulsarwire.protocol.wire import key_values
 from pulsarwire.session import Session
@@ -556,6 +561,7 @@ class TopicProducer(TopicHandler):
             metadata=dict(self.options.properties or {}),
             access_mode=self.options.access_mode,
             initial_subscription_name=self.options.initial_subscription_name,
+            schema=self.options.schema_info,
         )
         try:
             frame = await connection.request(command, request_id, self.client.operation_timeout)
@@ -579,7 +585,8 @@ class TopicProducer(TopicHandler):
         if not self._created:
             self._created = True
             self.producer_name = success.producer_name
-            self._name_field = producer_name_field(success.producer_name)
+            # The schema version the broker gave travels in every message's metadata, next to the name.
+            self._name_field = producer_name_field(success.producer_name) + schema_version_field(success.schema_version)
             if self.options.initial_sequence_id is None:
                 self._next_sequence_id = max(self._next_sequence_id, success.last_sequence_id + 1)
         self.max_message_size = connection.max_message_size

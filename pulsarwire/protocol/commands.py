@@ -6,7 +6,7 @@ below are derived from the descriptor, so a command added to the .proto file nee
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
@@ -21,6 +21,7 @@ from pulsarwire.protocol.pulsar_api_pb2 import (
     FeatureFlags,
     MessageIdData,
     ProtocolVersion,
+    Schema,
 )
 
 _M = TypeVar("_M", bound=Message)
@@ -112,6 +113,13 @@ def response_request_id(command: BaseCommand) -> int | None:
         return None
     return int(body.request_id)
 
+
+
+
+class SchemaProvider(Protocol):
+    """What the open commands take as a schema: something that gives the ``Schema`` message."""
+
+    def to_proto(self) -> Schema: ...
 
 # ----------------------------------------------------------------------------------------------- builders
 def default_feature_flags() -> FeatureFlags:
@@ -221,6 +229,7 @@ def producer(
     access_mode: int = 0,
     topic_epoch: int | None = None,
     initial_subscription_name: str | None = None,
+    schema: SchemaProvider | None = None,
 ) -> BaseCommand:
     """PRODUCER; leave ``producer_name`` None the first time so the broker picks a unique one."""
     command = BaseCommand(type=T.PRODUCER)
@@ -239,6 +248,19 @@ def producer(
         body.initial_subscription_name = initial_subscription_name
     for key, value in (metadata or {}).items():
         body.metadata.add(key=key, value=value)
+    if schema is not None:
+        body.schema.CopyFrom(schema.to_proto())
+    return command
+
+
+def get_schema(request_id: int, topic: str, schema_version: bytes | None = None) -> BaseCommand:
+    """GET_SCHEMA: the topic's latest schema, or the one of ``schema_version``."""
+    command = BaseCommand(type=T.GET_SCHEMA)
+    body = command.getSchema
+    body.request_id = request_id
+    body.topic = topic
+    if schema_version is not None:
+        body.schema_version = schema_version
     return command
 
 
@@ -268,6 +290,7 @@ def subscribe(
     allow_out_of_order_delivery: bool = False,
     replicate_subscription_state: bool | None = None,
     consumer_epoch: int | None = None,
+    schema: SchemaProvider | None = None,
 ) -> BaseCommand:
     """SUBSCRIBE; ``sub_type`` and ``initial_position`` are CommandSubscribe enum values."""
     command = BaseCommand(type=T.SUBSCRIBE)
@@ -298,6 +321,8 @@ def subscribe(
         body.replicate_subscription_state = replicate_subscription_state
     if consumer_epoch is not None:
         body.consumer_epoch = consumer_epoch
+    if schema is not None:
+        body.schema.CopyFrom(schema.to_proto())
     return command
 
 

@@ -11,6 +11,7 @@ from pulsarwire.protocol.wire import LEN, VARINT, length_delimited, tag, varint
 _PRODUCER_NAME = tag(1, LEN)
 _SEQUENCE_ID = tag(2, VARINT)
 _PUBLISH_TIME = tag(3, VARINT)
+_SCHEMA_VERSION = tag(16, LEN)
 PROPERTIES_TAG = tag(4, LEN)
 _PARTITION_KEY = tag(6, LEN)
 _COMPRESSION = tag(8, VARINT)
@@ -32,6 +33,11 @@ _TRUE = varint(1)
 def producer_name_field(name: str) -> bytes:
     """The encoded ``producer_name`` field, computed once per producer and reused for every frame."""
     return length_delimited(_PRODUCER_NAME, name.encode())
+
+
+def schema_version_field(version: bytes) -> bytes:
+    """The encoded ``schema_version`` field (empty for a producer without a schema), sent with the name."""
+    return length_delimited(_SCHEMA_VERSION, version) if version else b""
 
 
 def encode_message_metadata(

@@ -1,0 +1,353 @@
+"""The schemas a producer or consumer declares: each knows its ``SchemaInfo`` and encodes and decodes values.
+
+Sans-IO: bytes in, objects out. A producer given ``schema=`` sends ``schema.info`` with its PRODUCER command
+and uses ``schema.encode`` as its value serializer; a consumer or reader sends it with SUBSCRIBE and uses
+``schema.decode`` as its value deserializer.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import struct
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from pulsarwire.schema.info import SchemaInfo, SchemaType
+from pulsarwire.schema.records import avro_definition, from_dict, to_dict
+
+if TYPE_CHECKING:
+    from google.protobuf.message import Message as ProtobufMessage
+
+__all__ = [
+    "AvroSchema",
+    "BytesSchema",
+    "JsonSchema",
+    "KeyValueSchema",
+    "ProtobufNativeSchema",
+    "ProtobufSchema",
+    "Schema",
+    "StringSchema",
+]
+
+T = TypeVar("T")
+
+
+class Schema(ABC, Generic[T]):
+    """A schema: ``info`` goes to the broker, ``encode`` and ``decode`` turn values into payloads and back."""
+
+    info: SchemaInfo
+
+    @abstractmethod
+    def encode(self, value: T) -> bytes:
+        """The payload of ``value``."""
+
+    @abstractmethod
+    def decode(self, data: bytes) -> T:
+        """The value of payload ``data``; raises on bytes this schema cannot read."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.info.name!r})"
+
+
+class BytesSchema(Schema[bytes]):
+    """Payloads as they are: what a producer without a schema sends."""
+
+    def __init__(self) -> None:
+        self.info = SchemaInfo("BYTES", SchemaType.BYTES)
+
+    def encode(self, value: bytes) -> bytes:
+        """``value`` itself (bytes-like values are copied to bytes)."""
+        if not isinstance(value, bytes | bytearray | memoryview):
+            raise TypeError(f"BytesSchema encodes bytes, not {type(value).__name__}")
+        return bytes(value)
+
+    def decode(self, data: bytes) -> bytes:
+        """``data`` itself."""
+        return bytes(data)
+
+
+class StringSchema(Schema[str]):
+    """Text in UTF-8 (type STRING)."""
+
+    def __init__(self) -> None:
+        self.info = SchemaInfo("STRING", SchemaType.STRING)
+
+    def encode(self, value: str) -> bytes:
+        """``value`` in UTF-8."""
+        if not isinstance(value, str):
+            raise TypeError(f"StringSchema encodes str, not {type(value).__name__}")
+        return value.encode()
+
+    def decode(self, data: bytes) -> str:
+        """``data`` read as UTF-8 (invalid UTF-8 raises UnicodeDecodeError)."""
+        return bytes(data).decode()
+
+
+class _RecordSchema(Schema[T]):
+    """A dataclass record with an Avro-shaped definition (the AVRO and JSON types)."""
+
+    def __init__(
+        self, record: type[T], kind: SchemaType, namespace: str | None, definition: dict[str, Any] | None
+    ) -> None:
+        self.record = record
+        self.definition = avro_definition(record, namespace) if definition is None else definition
+        # Compact JSON: the broker stores the text and compares the schema's hash to find its version.
+        data = json.dumps(self.definition, separators=(",", ":")).encode()
+        self.info = SchemaInfo(kind.name, kind, data)
+
+    def _check(self, value: object) -> None:
+        if not isinstance(value, self.record):
+            raise TypeError(f"{type(self).__name__} of {self.record.__name__} cannot encode a {type(value).__name__}")
+
+
+class AvroSchema(_RecordSchema[T]):
+    """Records as Avro binary (type AVRO), written and read by fastavro (``pip install 'mqwire[avro]'``).
+
+    ``record`` is a dataclass (see :mod:`pulsarwire.schema.records` for the type mapping), ``namespace`` the
+    Avro namespace of its definition, and ``definition`` an Avro record definition to use instead of the one
+    derived from the class (its field names must be the dataclass's).
+    """
+
+    def __init__(self, record: type[T], *, namespace: str | None = None, definition: dict[str, Any] | None = None):
+        super().__init__(record, SchemaType.AVRO, namespace, definition)
+        fastavro = _fastavro()
+        self._parsed = fastavro.parse_schema(self.definition)
+
+    def encode(self, value: T) -> bytes:
+        """``value`` as Avro binary, without a header (as Pulsar stores it)."""
+        self._check(value)
+        out = io.BytesIO()
+        _fastavro().schemaless_writer(out, self._parsed, to_dict(value))
+        return out.getvalue()
+
+    def decode(self, data: bytes) -> T:
+        """The record in Avro binary ``data`` (written with this definition)."""
+        decoded = _fastavro().schemaless_reader(io.BytesIO(data), self._parsed, None)
+        result: T = from_dict(self.record, decoded)
+        return result
+
+
+class JsonSchema(_RecordSchema[T]):
+    """Records as JSON objects (type JSON); the definition the broker checks is the Avro-shaped one.
+
+    This is how pulsar-client's ``JsonSchema(Record)`` and the Java client's ``Schema.JSON(Pojo.class)`` declare
+    it, so a topic is compatible with both. ``record``, ``namespace`` and ``definition`` as for AvroSchema.
+    """
+
+    def __init__(self, record: type[T], *, namespace: str | None = None, definition: dict[str, Any] | None = None):
+        super().__init__(record, SchemaType.JSON, namespace, definition)
+
+    def encode(self, value: T) -> bytes:
+        """``value`` as a JSON object in UTF-8."""
+        self._check(value)
+        return json.dumps(to_dict(value), default=_json_default).encode()
+
+    def decode(self, data: bytes) -> T:
+        """The record in JSON ``data``; unknown members are ignored, missing ones keep the field's default."""
+        result: T = from_dict(self.record, json.loads(data))
+        return result
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _fastavro() -> Any:
+    try:
+        import fastavro
+    except ImportError:  # pragma: no cover - depends on the install
+        raise ImportError("AvroSchema needs fastavro: pip install 'mqwire[avro]'") from None
+    return fastavro
+
+
+P = TypeVar("P", bound="ProtobufMessage")
+
+
+class _ProtobufBase(Schema[P]):
+    def __init__(self, message: type[P], kind: SchemaType, definition: dict[str, Any]) -> None:
+        from google.protobuf.message import Message
+
+        if not (isinstance(message, type) and issubclass(message, Message)):
+            raise TypeError(f"a protobuf schema needs a generated message class, not {message!r}")
+        self.message = message
+        self.info = SchemaInfo(kind.name, kind, json.dumps(definition, separators=(",", ":")).encode())
+
+    def encode(self, value: P) -> bytes:
+        """``value`` in protobuf's binary encoding."""
+        if not isinstance(value, self.message):
+            raise TypeError(f"{type(self).__name__} of {self.message.__name__} cannot encode a {type(value).__name__}")
+        return value.SerializeToString()
+
+    def decode(self, data: bytes) -> P:
+        """The message in protobuf-encoded ``data``."""
+        return self.message.FromString(bytes(data))
+
+
+class ProtobufNativeSchema(_ProtobufBase[P]):
+    """Protobuf messages (type PROTOBUF_NATIVE): the definition is the message's file descriptors.
+
+    The definition has the shape the Java client's ``ProtobufNativeSchema`` and pulsar-client's give it
+    (``fileDescriptorSet`` in base64, ``rootMessageTypeName``, ``rootFileDescriptorName``), so the broker can
+    check compatibility of protobuf changes themselves.
+    """
+
+    def __init__(self, message: type[P]) -> None:
+        descriptor = message.DESCRIPTOR
+        super().__init__(
+            message,
+            SchemaType.PROTOBUF_NATIVE,
+            {
+                "fileDescriptorSet": base64.b64encode(_file_descriptor_set(descriptor)).decode(),
+                "rootMessageTypeName": descriptor.full_name,
+                "rootFileDescriptorName": descriptor.file.name,
+            },
+        )
+
+
+class ProtobufSchema(_ProtobufBase[P]):
+    """Protobuf messages (type PROTOBUF): the definition is an Avro-shaped record made from the descriptor.
+
+    Pulsar checks PROTOBUF schemas by that Avro shape (as the Java client's ``Schema.PROTOBUF`` declares
+    them); PROTOBUF_NATIVE (:class:`ProtobufNativeSchema`) is the type that carries the descriptors.
+    """
+
+    def __init__(self, message: type[P]) -> None:
+        super().__init__(message, SchemaType.PROTOBUF, _protobuf_record(message.DESCRIPTOR, set()))
+
+
+def _file_descriptor_set(descriptor: Any) -> bytes:
+    from google.protobuf import descriptor_pb2
+
+    files = descriptor_pb2.FileDescriptorSet()
+    seen: set[str] = set()
+
+    def add(file: Any) -> None:
+        if file.name in seen:
+            return
+        seen.add(file.name)
+        for dependency in file.dependencies:
+            add(dependency)  # dependencies first, as descriptor pools want them
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        files.file.append(proto)
+
+    add(descriptor.file)
+    return files.SerializeToString()
+
+
+# Protobuf scalar types (FieldDescriptor.TYPE_*) as Avro types.
+_PROTOBUF_SCALARS = {
+    1: "double",
+    2: "float",
+    3: "long",
+    4: "long",
+    5: "int",
+    6: "long",
+    7: "int",
+    8: "boolean",
+    9: "string",
+    12: "bytes",
+    13: "int",
+    15: "int",
+    16: "long",
+    17: "int",
+    18: "long",
+}
+_PROTOBUF_DEFAULTS = {"double": 0.0, "float": 0.0, "long": 0, "int": 0, "boolean": False, "string": "", "bytes": ""}
+
+
+def _protobuf_record(descriptor: Any, defined: set[str]) -> Any:
+    full = descriptor.full_name
+    if full in defined:
+        return full
+    defined.add(full)
+    return {
+        "type": "record",
+        "name": descriptor.name,
+        "namespace": full.rpartition(".")[0] or None,
+        "fields": [_protobuf_field(field, defined) for field in descriptor.fields],
+    }
+
+
+def _protobuf_field(field: Any, defined: set[str]) -> dict[str, Any]:
+    kind: Any
+    default: Any = None
+    if field.message_type is not None:
+        kind, default = ["null", _protobuf_record(field.message_type, defined)], None
+    elif field.enum_type is not None:
+        enum_type = field.enum_type
+        kind = {"type": "enum", "name": enum_type.name, "symbols": [v.name for v in enum_type.values]}
+        default = enum_type.values[0].name
+    else:
+        kind = _PROTOBUF_SCALARS.get(field.type)
+        if kind is None:
+            raise TypeError(f"no Avro type for protobuf field {field.full_name}")
+        default = _PROTOBUF_DEFAULTS[kind]
+    repeated = getattr(field, "is_repeated", None)
+    if repeated is None:
+        repeated = field.label == field.LABEL_REPEATED
+    if repeated:
+        return {"name": field.name, "type": {"type": "array", "items": kind}, "default": []}
+    return {"name": field.name, "type": kind, "default": default}
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+_LENGTH = struct.Struct(">i")
+
+
+class KeyValueSchema(Schema[tuple[K, V]]):
+    """A key and a value in one payload (type KEY_VALUE, INLINE encoding): values are ``(key, value)`` tuples.
+
+    The payload is the key's length (4 bytes, big-endian), its bytes, then the value's length and bytes; -1
+    marks a None. The definition holds both schemas, as the Java client's ``Schema.KeyValue`` writes it.
+    """
+
+    def __init__(self, key: Schema[K], value: Schema[V], *, encoding: Literal["INLINE"] = "INLINE") -> None:
+        if encoding != "INLINE":
+            raise ValueError("KeyValueSchema supports encoding INLINE only")
+        self.key, self.value = key, value
+        data = b"".join(_LENGTH.pack(len(s.info.data)) + s.info.data for s in (key, value))
+        properties: dict[str, str] = {"kv.encoding.type": encoding}
+        for side, schema in (("key", key), ("value", value)):
+            properties[f"{side}.schema.name"] = schema.info.name
+            properties[f"{side}.schema.type"] = schema.info.type.name
+            properties[f"{side}.schema.properties"] = json.dumps(dict(schema.info.properties))
+        self.info = SchemaInfo("KeyValue", SchemaType.KEY_VALUE, data, properties)
+
+    def encode(self, value: tuple[K, V]) -> bytes:
+        """The INLINE payload of the ``(key, value)`` pair."""
+        key, val = value
+        parts = []
+        for schema, item in ((self.key, key), (self.value, val)):
+            if item is None:
+                parts.append(_LENGTH.pack(-1))
+            else:
+                encoded = schema.encode(item)  # type: ignore[arg-type]  # each side's own type
+                parts.append(_LENGTH.pack(len(encoded)) + encoded)
+        return b"".join(parts)
+
+    def decode(self, data: bytes) -> tuple[K, V]:
+        """The ``(key, value)`` pair of an INLINE payload; a truncated one raises ValueError."""
+        view = memoryview(data)
+        out: list[Any] = []
+        offset = 0
+        for schema in (self.key, self.value):
+            if len(view) < offset + 4:
+                raise ValueError("KEY_VALUE payload ends inside a length")
+            (length,) = _LENGTH.unpack_from(view, offset)
+            offset += 4
+            if length < 0:
+                out.append(None)
+                continue
+            if len(view) < offset + length:
+                raise ValueError("KEY_VALUE payload ends inside a part")
+            out.append(schema.decode(bytes(view[offset : offset + length])))
+            offset += length
+        if offset != len(view):
+            raise ValueError("KEY_VALUE payload has bytes after its value")
+        return out[0], out[1]
