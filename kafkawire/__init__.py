@@ -22,6 +22,7 @@ from kafkawire.client import (
     ClientOptions,
     ConsumerOptions,
     ProducerOptions,
+    ShareConsumerOptions,
     UnknownOptionError,
     connect,
 )
@@ -34,10 +35,27 @@ from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
 from kafkawire.partitioner import murmur2, partition_for_key
 from kafkawire.producer import Producer
+from kafkawire.share import (
+    AcknowledgementError,
+    AcknowledgeType,
+    AcquisitionLockExpiredError,
+    AlreadyAcknowledgedError,
+    NotAcquiredError,
+    ShareConsumer,
+    ShareMessage,
+)
 from kafkawire.transaction import GroupMetadataLike
 from mqwire.common.errors import DeserializationError, ReceiveTimeoutError, SerializationError
 
 __all__ = [
+    "AcknowledgeType",
+    "AcknowledgementError",
+    "AcquisitionLockExpiredError",
+    "AlreadyAcknowledgedError",
+    "NotAcquiredError",
+    "ShareConsumer",
+    "ShareConsumerOptions",
+    "ShareMessage",
     "Admin",
     "AdminOptions",
     "BrokerNode",

@@ -22,6 +22,7 @@ from kafkawire.consumer import Consumer, PartitionsCallback, PartitionSpec
 from kafkawire.metadata import ClusterMetadata
 from kafkawire.producer import Partitioner, Producer
 from kafkawire.sasl import TokenProvider
+from kafkawire.share.consumer import AcknowledgementMode, AcquireMode, ShareConsumer
 from mqwire.common.contract import Deserializer, Serializer, Start
 from mqwire.common.errors import ConfigurationError
 from mqwire.common.stats import ClientStats
@@ -32,6 +33,7 @@ __all__ = [
     "ClientOptions",
     "ConsumerOptions",
     "ProducerOptions",
+    "ShareConsumerOptions",
     "UnknownOptionError",
     "connect",
 ]
@@ -262,6 +264,45 @@ class ConsumerOptions(TypedDict, total=False):
     on_lost: PartitionsCallback | None
 
 
+class ShareConsumerOptions(TypedDict, total=False):
+    """The options of ``client.share_consumer``: the Java ``KafkaShareConsumer``'s names, times in ms.
+
+    - ``group`` — the share group to join (required; Java: ``group.id``).
+    - ``share_acknowledgement_mode`` — ``"implicit"``: every record handed out is accepted at the next
+      poll or ``commit``, unless ``ack`` settled it first; ``"explicit"``: only ``ack`` settles records,
+      and one left unacknowledged comes back after its acquisition lock times out; default ``"implicit"``
+      (Java: ``share.acknowledgement.mode``).
+    - ``key_deserializer`` — turns each record's key bytes into the key the application sees; default None.
+    - ``value_deserializer`` — turns each record's value bytes into the value; default None.
+    - ``fetch_max_wait_ms`` — how long the broker may hold a ShareFetch waiting for records (ms); default 500.
+    - ``fetch_min_bytes`` — how much data a ShareFetch waits for before the broker answers (bytes); default 1.
+    - ``fetch_max_bytes`` — the most data one ShareFetch response may hold (bytes); default 52 428 800.
+    - ``max_poll_records`` — the most records one ShareFetch acquires (and ``getmany`` returns by default);
+      default 500.
+    - ``share_acquire_mode`` — ``"batch_optimized"`` (whole record batches, possibly more than
+      ``max_poll_records``) or ``"record_limit"`` (at most ``max_poll_records``); default
+      ``"batch_optimized"`` (Java: ``share.acquire.mode``).
+    - ``check_crcs`` — verify the CRC32C of every fetched record batch; default True.
+    - ``client_rack`` — the rack this member runs in, sent to the group coordinator; default None.
+
+    Where a share group starts reading (``share.auto.offset.reset``), how long a record stays locked to a
+    member (``share.record.lock.duration.ms``) and how often it may be delivered are the group's configs,
+    set on the broker, not here.
+    """
+
+    group: str
+    share_acknowledgement_mode: AcknowledgementMode
+    key_deserializer: Deserializer | None
+    value_deserializer: Deserializer | None
+    fetch_max_wait_ms: int
+    fetch_min_bytes: int
+    fetch_max_bytes: int
+    max_poll_records: int
+    share_acquire_mode: AcquireMode
+    check_crcs: bool
+    client_rack: str | None
+
+
 class AdminOptions(TypedDict, total=False):
     """The options of ``client.admin``.
 
@@ -336,6 +377,15 @@ class Client:
         The options are those of ``ConsumerOptions``.
         """
         return _build(Consumer, "consumer", self._cluster, topics, **options)
+
+    def share_consumer(self, topics: str | Iterable[str], /, **options: Unpack[ShareConsumerOptions]) -> ShareConsumer:
+        """A member of the share group ``group=`` reading ``topics`` (KIP-932); start it with ``async with``.
+
+        The options are those of ``ShareConsumerOptions``; ``group`` is required.
+        """
+        if "group" not in options:
+            raise ConfigurationError("share_consumer: the group option is required")
+        return _build(ShareConsumer, "share_consumer", self._cluster, topics, **options)
 
     def admin(self, **options: Unpack[AdminOptions]) -> Admin:
         """The administration client (topics, configs, groups); use it with ``async with``.

@@ -1,0 +1,496 @@
+"""The share consumer (KIP-932): members of a share group read the same partitions cooperatively, each
+record acquired by one member at a time and settled by an acknowledgement.
+
+The asyncio side lives here: the heartbeat task (``membership``), one fetch loop per partition leader
+(each with its share ``session``), the buffer the application reads from, and ``commit`` / ``close``. What
+is held and what is acknowledged is the sans-IO ``acks`` bookkeeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from kafkawire import errors
+from kafkawire.metadata import TopicPartition
+from kafkawire.share.acks import AcknowledgeType, AcquisitionLockExpiredError, ShareAcks
+from kafkawire.share.membership import SHARE_ACKNOWLEDGE_KEY, SHARE_FETCH_KEY, ShareMembership
+from kafkawire.share.message import ShareMessage
+from kafkawire.share.session import FetchSettings, ShareSession, acquired_messages
+from mqwire.common.contract import Deserializer
+from mqwire.common.errors import (
+    ConfigurationError,
+    ConnectError,
+    ConnectionLostError,
+    MqwireError,
+    ReceiveTimeoutError,
+    RequestTimeoutError,
+)
+from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.serde import Deserializing
+
+if TYPE_CHECKING:
+    from kafkawire.cluster import Cluster
+
+__all__ = ["AcknowledgementMode", "ShareConsumer"]
+
+log = logging.getLogger(__name__)
+
+AcknowledgementMode = Literal["implicit", "explicit"]
+AcquireMode = Literal["batch_optimized", "record_limit"]
+
+# Errors after which the broker no longer knows this member's share session with it.
+_SESSION_LOST = (errors.ShareSessionNotFoundError, errors.InvalidShareSessionEpochError)
+_LEADER_MOVED = (
+    errors.NotLeaderOrFollowerError,
+    errors.UnknownTopicOrPartitionError,
+    errors.FencedLeaderEpochError,
+    errors.UnknownTopicIdError,
+    errors.LeaderNotAvailableError,
+)
+
+
+class ShareConsumer:
+    """A member of a share group; made by ``client.share_consumer(topics, group=...)``, used with ``async with``.
+
+    Records come as ``ShareMessage`` (a ``Message`` with ``delivery_count``). In ``"implicit"`` mode every
+    record handed out is accepted at the next ``receive`` / ``getmany`` / iteration step or ``commit``;
+    ``ack(message, type=...)`` settles one sooner or otherwise. In ``"explicit"`` mode only ``ack`` settles
+    records; one left unacknowledged is delivered again once its acquisition lock times out.
+    Acknowledgements ride on the next ShareFetch to the partition's leader; ``commit`` sends them at once.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        topics: str | Iterable[str],
+        *,
+        group: str,
+        share_acknowledgement_mode: AcknowledgementMode = "implicit",
+        key_deserializer: Deserializer | None = None,
+        value_deserializer: Deserializer | None = None,
+        fetch_max_wait_ms: int = 500,
+        fetch_min_bytes: int = 1,
+        fetch_max_bytes: int = 52_428_800,
+        max_poll_records: int = 500,
+        share_acquire_mode: AcquireMode = "batch_optimized",
+        check_crcs: bool = True,
+        client_rack: str | None = None,
+    ) -> None:
+        names = [topics] if isinstance(topics, str) else list(topics)
+        if not names or not all(isinstance(name, str) and name for name in names):
+            raise ConfigurationError("share_consumer: topics must name at least one topic")
+        if not isinstance(group, str) or not group:
+            raise ConfigurationError("share_consumer: group must be a non-empty string")
+        if share_acknowledgement_mode not in ("implicit", "explicit"):
+            raise ConfigurationError(
+                f"share_acknowledgement_mode must be 'implicit' or 'explicit', not {share_acknowledgement_mode!r}"
+            )
+        if share_acquire_mode not in ("batch_optimized", "record_limit"):
+            raise ConfigurationError(
+                f"share_acquire_mode must be 'batch_optimized' or 'record_limit', not {share_acquire_mode!r}"
+            )
+        for option, value, low in (
+            ("fetch_max_wait_ms", fetch_max_wait_ms, 0),
+            ("fetch_min_bytes", fetch_min_bytes, 0),
+            ("fetch_max_bytes", fetch_max_bytes, 1),
+            ("max_poll_records", max_poll_records, 1),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigurationError(f"{option} must be an integer of at least {low}, not {value!r}")
+        self._cluster = cluster
+        self.topics = names
+        self.group = group
+        self.acknowledgement_mode: AcknowledgementMode = share_acknowledgement_mode
+        self._settings = FetchSettings(
+            max_wait_ms=fetch_max_wait_ms,
+            min_bytes=fetch_min_bytes,
+            max_bytes=fetch_max_bytes,
+            max_records=max_poll_records,
+            batch_size=max_poll_records,
+            acquire_mode=0 if share_acquire_mode == "batch_optimized" else 1,
+        )
+        self._max_poll_records = max_poll_records
+        self._check_crcs = check_crcs
+        self._gate: Deserializing[ShareMessage] = Deserializing(
+            key_deserializer, value_deserializer, lambda m: m.offset
+        )
+        self._acks = ShareAcks()
+        self._membership = ShareMembership(cluster, group, names, rack=client_rack, on_assignment=self._assigned)
+        self._life = Lifecycle(f"share consumer of group {group!r}")
+        self._buffer: deque[ShareMessage] = deque()
+        self._data = asyncio.Event()
+        self._space = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._sessions: dict[int, ShareSession] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._loops: dict[int, asyncio.Task[None]] = {}
+        self._by_node: dict[int, frozenset[TopicPartition]] = {}
+        self._failures: dict[TopicPartition, MqwireError] = {}
+        self._error: BaseException | None = None
+
+    # ------------------------------------------------------------------------------ lifecycle
+    @property
+    def member_id(self) -> str:
+        """This member's id in the share group."""
+        return self._membership.member_id
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        """The partitions the share group currently gives this member to fetch from."""
+        return self._membership.assignment
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun."""
+        return self._life.closed
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Join the share group; a broker without share groups raises ``UnsupportedVersionError`` naming the API."""
+        await self._life.start(self._start)
+
+    async def _start(self) -> None:
+        self._cluster.adopt(self)
+        self._cluster.track(self.topics)
+        await self._cluster.refresh_metadata(self.topics)
+        await self._membership.join()
+        self._life.tasks.spawn(self._membership.run(), name="heartbeat")
+        self._life.tasks.spawn(self._supervise(), name="supervisor")
+
+    async def close(self) -> None:
+        """Settle what is held (implicit mode accepts what was delivered; undelivered records are released),
+        close the share sessions, and leave the group."""
+        await self._life.close(self._close)
+
+    async def _close(self) -> None:
+        try:
+            if self._life.started:
+                if self.acknowledgement_mode == "implicit":
+                    self._acks.accept_delivered()
+                self._acks.release_undelivered()
+                self._buffer.clear()
+                for task in list(self._loops.values()):
+                    task.cancel()
+                await asyncio.gather(*self._loops.values(), return_exceptions=True)
+                await self._acknowledge_all(close=True)
+                await self._membership.leave()
+        finally:
+            self._cluster.release(self)
+
+    # ------------------------------------------------------------------------------ receiving
+    def __aiter__(self) -> AsyncIterator[ShareMessage]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ShareMessage]:
+        while True:
+            yield await self.receive()
+
+    async def receive(self, timeout: float | None = None) -> ShareMessage:
+        """The next record; ``ReceiveTimeoutError`` after ``timeout`` seconds (None: wait as long as it takes)."""
+        messages = await self._poll(timeout, 1)
+        if not messages:
+            raise ReceiveTimeoutError(f"no record within {timeout} s")
+        return messages[0]
+
+    async def getmany(self, *, timeout: float = 0, max_records: int | None = None) -> list[ShareMessage]:
+        """The records ready within ``timeout`` seconds, at most ``max_records`` (default ``max_poll_records``)."""
+        return await self._poll(timeout, max_records or self._max_poll_records)
+
+    async def _poll(self, timeout: float | None, limit: int) -> list[ShareMessage]:
+        self._life.check_open()
+        if not self._life.started:
+            await self.start()
+        if self.acknowledgement_mode == "implicit" and self._acks.accept_delivered():
+            self._wake.set()
+        held = self._gate.take_held(limit)
+        if held:
+            return self._deliver(self._gate.many(held))
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            self._raise_failure()
+            taken = self._take(limit)
+            if taken:
+                return self._deliver(self._gate.many(taken))
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return []
+            self._data.clear()
+            try:
+                await asyncio.wait_for(self._data.wait(), remaining)
+            except TimeoutError:
+                return []
+
+    def _take(self, limit: int) -> list[ShareMessage]:
+        now = time.monotonic()
+        out: list[ShareMessage] = []
+        while self._buffer and len(out) < limit:
+            message = self._buffer.popleft()
+            # A record whose lock ran out while it waited here is the broker's again: not handed out.
+            if self._acks.is_held(message.topic_partition, message.offset, message._serial, now):
+                out.append(message)
+        if len(self._buffer) < self._max_poll_records:
+            self._space.set()
+        return out
+
+    def _deliver(self, messages: list[ShareMessage]) -> list[ShareMessage]:
+        for message in messages:
+            self._acks.delivered(message.topic_partition, message.offset)
+        return messages
+
+    def _raise_failure(self) -> None:
+        failure = self._error or self._membership.failure
+        if failure is not None:
+            raise failure
+
+    # ------------------------------------------------------------------------------ acknowledging
+    async def ack(self, message: ShareMessage, /, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
+        """Settle ``message``: ``ACCEPT`` (done), ``RELEASE`` (deliver again, to any member) or ``REJECT``
+        (never deliver again). Sent with the next fetch, or by ``commit``.
+
+        Raises ``AlreadyAcknowledgedError``, ``NotAcquiredError`` (another consumer's message, or delivered
+        again since) or ``AcquisitionLockExpiredError``; then nothing is sent.
+        """
+        self._life.check_open()
+        if not isinstance(message, ShareMessage):
+            raise TypeError("ack() takes a message received from this share consumer")
+        self._acks.ack(
+            message.topic_partition, message.offset, message._serial, AcknowledgeType(type), time.monotonic()
+        )
+        self._wake.set()
+
+    def skip(self, message: ShareMessage, /) -> None:
+        """Go on past a message whose deserializer failed; it is rejected (never delivered again)."""
+        self._gate.skip(message)
+        self._acks.delivered(message.topic_partition, message.offset)
+        self._acks.ack(
+            message.topic_partition, message.offset, message._serial, AcknowledgeType.REJECT, time.monotonic()
+        )
+
+    async def commit(self) -> dict[TopicPartition, MqwireError]:
+        """Send every pending acknowledgement now and wait for the brokers' answers.
+
+        Returns the partitions whose acknowledgements failed since the last commit, with the error (the
+        broker's, such as ``InvalidRecordStateError``, or ``AcquisitionLockExpiredError`` for records whose
+        lock ran out before the acknowledgement could be sent); an empty dict when all went through. A
+        failed acknowledgement loses nothing: the record is delivered again.
+        """
+        self._life.check_open()
+        if self.acknowledgement_mode == "implicit":
+            self._acks.accept_delivered()
+        await self._acknowledge_all(close=False)
+        failures, self._failures = self._failures, {}
+        return failures
+
+    async def _acknowledge_all(self, *, close: bool) -> None:
+        nodes = set(self._sessions)
+        await asyncio.gather(*(self._acknowledge_node(node, close=close) for node in nodes))
+        if self._acks.has_pending():
+            # Acks of partitions without a session (the leader moved): they cannot be sent; the locks expire.
+            _, left = self._acks.take(self._acks.pending_partitions(), float("inf"))
+            for tp, _offset in left:
+                self._failures.setdefault(
+                    tp, errors.NotLeaderOrFollowerError(f"{tp.topic}[{tp.partition}]: no share session")
+                )
+
+    async def _acknowledge_node(self, node: int, *, close: bool) -> None:
+        session = self._sessions[node]
+        async with self._lock(node):
+            led = [tp for tp in self._acks.pending_partitions() if self._cluster.metadata.leader_id(*tp) == node]
+            if not session.can_acknowledge:
+                return
+            acks = self._take_acks(led)
+            if not acks and not close:
+                return
+            try:
+                connection = await self._cluster.connection(node)
+                body = session.acknowledge_request(acks, self._topic_ids(), close=close)
+                response = await connection.request(body, version=connection.version_for(SHARE_ACKNOWLEDGE_KEY))
+            except MqwireError as exc:
+                self._fail(acks, exc)
+                return
+            finally:
+                self._acks.answered(acks)
+            if response.error_code:
+                error = errors.error_for(response.error_code, response.error_message or f"ShareAcknowledge to {node}")
+                self._fail(acks, error)
+                if isinstance(error, _SESSION_LOST):
+                    session.reset()
+                return
+            session.answered()
+            names = self._cluster.metadata.topic_names
+            for topic in response.responses:
+                for part in topic.partitions:
+                    if part.error_code:
+                        tp = TopicPartition(names.get(topic.topic_id, ""), part.partition_index)
+                        self._failures[tp] = errors.error_for(part.error_code, part.error_message or str(tp))
+
+    def _take_acks(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, dict[int, int]]:
+        acks, expired = self._acks.take(tps, time.monotonic())
+        for tp, offset in expired:
+            self._failures.setdefault(
+                tp,
+                AcquisitionLockExpiredError(
+                    f"{tp.topic}[{tp.partition}]@{offset}: the lock expired before it was sent"
+                ),
+            )
+        return acks
+
+    def _fail(self, acks: dict[TopicPartition, dict[int, int]], error: MqwireError) -> None:
+        for tp in acks:
+            self._failures[tp] = error
+
+    def _lock(self, node: int) -> asyncio.Lock:
+        lock = self._locks.get(node)
+        if lock is None:
+            lock = self._locks[node] = asyncio.Lock()
+        return lock
+
+    def _topic_ids(self) -> dict[str, Any]:
+        metadata = self._cluster.metadata
+        return {name: topic_id for topic_id, name in metadata.topic_names.items()}
+
+    # ------------------------------------------------------------------------------ fetching
+    def _assigned(self, assignment: frozenset[TopicPartition]) -> None:
+        self._wake.set()
+
+    async def _supervise(self) -> None:
+        backoff = self._cluster.new_backoff()
+        while True:
+            self._wake.clear()
+            metadata = self._cluster.metadata
+            assignment = self._membership.assignment
+            if any(metadata.leader_id(*tp) < 0 for tp in assignment):
+                try:
+                    await self._cluster.refresh_metadata(self.topics)
+                except MqwireError as exc:
+                    log.debug("share consumer: metadata refresh failed: %s", exc)
+                    await asyncio.sleep(backoff.next_delay())
+                    continue
+            by_node: dict[int, set[TopicPartition]] = {}
+            for tp in assignment:
+                leader = metadata.leader_id(*tp)
+                if leader >= 0:
+                    by_node.setdefault(leader, set()).add(tp)
+            self._by_node = {node: frozenset(tps) for node, tps in by_node.items()}
+            for node in self._by_node:
+                if node not in self._loops:
+                    self._loops[node] = self._life.tasks.spawn(self._fetch_loop(node), name=f"fetch {node}")
+            backoff.reset()
+            await self._wake.wait()
+
+    async def _fetch_loop(self, node: int) -> None:
+        session = self._sessions.setdefault(node, ShareSession(self.group, self.member_id))
+        backoff = self._cluster.new_backoff()
+        try:
+            while True:
+                want = self._by_node.get(node, frozenset())
+                if not want:
+                    return  # commit and close still acknowledge through the session
+                if len(self._buffer) >= self._max_poll_records:
+                    if session.can_acknowledge and self._acks.has_pending(want):
+                        await self._acknowledge_node(node, close=False)
+                        continue
+                    self._space.clear()
+                    self._wake.clear()
+                    await _first(self._space.wait(), self._wake.wait())
+                    continue
+                if await self._fetch_once(node, session, want):
+                    backoff.reset()
+                else:
+                    await asyncio.sleep(backoff.next_delay())
+        except Exception as exc:  # a bug must reach the application, not end the fetching silently
+            log.exception("share fetch loop for broker %d failed", node)
+            self._error = exc
+            self._data.set()
+        finally:
+            if self._loops.get(node) is asyncio.current_task():
+                del self._loops[node]
+
+    async def _fetch_once(self, node: int, session: ShareSession, want: frozenset[TopicPartition]) -> bool:
+        """One ShareFetch; False when the loop should back off."""
+        async with self._lock(node):
+            acks = self._take_acks(want) if session.can_acknowledge else {}
+            ids = self._topic_ids()
+            sent_at = time.monotonic()
+            try:
+                connection = await self._cluster.connection(node)
+                version = connection.version_for(SHARE_FETCH_KEY)
+                body = session.fetch_request(want, acks, ids, self._settings)
+                timeout = self._cluster.request_timeout + self._settings.max_wait_ms / 1000
+                response = await connection.request(body, version=version, timeout=timeout)
+            except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
+                log.debug("share fetch from broker %d failed: %s", node, exc)
+                self._fail(acks, exc)
+                self._acks.answered(acks)
+                session.reset()
+                self._cluster.request_update(self.topics)
+                self._wake.set()
+                return False
+            self._acks.answered(acks)
+            if response.error_code:
+                error = errors.error_for(response.error_code, response.error_message or f"ShareFetch to broker {node}")
+                self._fail(acks, error)
+                session.reset()
+                if not error.retriable and not isinstance(error, _SESSION_LOST):
+                    self._error = error
+                    self._data.set()
+                return False
+            session.answered()
+        deadline = sent_at + response.acquisition_lock_timeout_ms / 1000
+        names = self._cluster.metadata.topic_names
+        healthy = True
+        got = 0
+        for topic in response.responses:
+            name = names.get(topic.topic_id)
+            if name is None:
+                continue
+            for data in topic.partitions:
+                tp = TopicPartition(name, data.partition_index)
+                if data.acknowledge_error_code:
+                    self._failures[tp] = errors.error_for(
+                        data.acknowledge_error_code, data.acknowledge_error_message or f"acknowledging {tp}"
+                    )
+                if data.error_code:
+                    error = errors.error_for(data.error_code, data.error_message or f"share fetch of {tp}")
+                    if isinstance(error, _LEADER_MOVED):
+                        self._cluster.metadata.forget_leader(*tp)
+                        self._wake.set()
+                    log.debug("share fetch of %s: %s", tp, error)
+                    healthy = False
+                    continue
+                try:
+                    messages = acquired_messages(
+                        tp, data.records, data.acquired_records, deadline, self._acks, check_crcs=self._check_crcs
+                    )
+                except MqwireError as exc:  # malformed records: left to their lock timeout, then delivered again
+                    log.warning("share fetch of %s: %s", tp, exc)
+                    continue
+                self._buffer.extend(messages)
+                got += len(messages)
+        if got:
+            self._data.set()
+        return healthy
+
+
+async def _first(*waits: Any) -> None:
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
