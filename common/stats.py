@@ -88,7 +88,8 @@ class PartitionLag:
     """The broker's end of the partition (Kafka: the high watermark or last stable offset of the last fetch;
     TubeMQ: the broker's max offset), None where the protocol does not say."""
     lag: int | None
-    """Messages behind the end (Pulsar: the subscription's backlog as the broker counts it)."""
+    """Messages behind the end (Pulsar: the subscription's backlog as CONSUMER_STATS gives it, in entries: a
+    batch counts once)."""
 
 
 @dataclass(frozen=True, slots=True)

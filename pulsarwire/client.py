@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Unpack
 
+from mqwire.common.stats import ClientStats
 from pulsarwire.admin import Admin, AdminConfig
 from pulsarwire.consumer import Consumer
 from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig, ReaderConfig, check_names
@@ -60,6 +61,10 @@ class Client:
         return self._session.service_url
 
     # ---------------------------------------------------------------------------------- factories
+    def stats(self) -> ClientStats:
+        """Connections, reconnects and errors, with the stats of each producer and consumer open now."""
+        return self._session.stats()
+
     def producer(self, topic: str, /, **options: Unpack[ProducerConfig]) -> Producer:
         """A producer for ``topic`` (partitioned or not); use ``async with``.
 

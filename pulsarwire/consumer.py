@@ -15,6 +15,7 @@ from mqwire.common.errors import MqwireError, ReceiveTimeoutError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_non_negative
 from mqwire.common.serde import Deserializing
+from mqwire.common.stats import ConsumerCounters, ConsumerStats, PartitionLag
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
@@ -54,6 +55,7 @@ class Subscriber:
         self._pattern = pattern
         self._name = name
         self._queue = ReceiveQueue(name)
+        self._counters = ConsumerCounters()
         self._consumers: list[TopicConsumer] = []
         self._owners: set[TopicConsumer] = set()
         # Per subscribed topic: its partition count (0: none) and its sub-consumers.
@@ -87,6 +89,7 @@ class Subscriber:
             queue_size=queue_size,
             on_failure=self._partition_failed,
             dead_letters=self.dead_letters,
+            counters=self._counters,
         )
 
     @property
@@ -482,6 +485,26 @@ class Consumer(Subscriber):
             raise TypeError(f"delay must be non-negative seconds or a timedelta, not {delay!r}")
         await self.dead_letters.reconsume_later(message, float(seconds))
         owner.ack(message)
+
+    def stats(self) -> ConsumerStats:
+        """Messages handed out, entries and payload bytes pushed by the broker, FLOW commands, active-consumer
+        changes (``rebalances``), what waits in the receiver queue, and the backlog per partition.
+
+        The lag is the subscription's backlog as the broker reports it to a consumer (CONSUMER_STATS): entries
+        not yet acknowledged by the subscription, delivered ones included, a batch counting as one entry; as of
+        the last ``refresh_lag()``, None before one."""
+        lag = [PartitionLag(c.given_topic, c.partition, None, None, c.backlog) for c in self._consumers]
+        topics = sorted({c.given_topic for c in self._consumers} | {given for given, _ in self._topics})
+        return self._counters.snapshot("pulsar", topics, buffered_records=len(self._queue), lag=lag)
+
+    async def refresh_lag(self) -> ConsumerStats:
+        """Ask the broker for the backlog of every partition (CONSUMER_STATS), then return ``stats()``.
+
+        The grouped acknowledgements are sent first, so that what was acknowledged counts."""
+        for consumer in self._consumers:
+            consumer.flush_acks()
+        await asyncio.gather(*(c.refresh_backlog() for c in self._consumers if c.connection is not None))
+        return self.stats()
 
     async def flush_acks(self) -> None:
         """Send the grouped acknowledgements now."""

@@ -14,6 +14,7 @@ from typing import Any, Unpack
 from mqwire.common.errors import MqwireError, RequestTimeoutError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.serde import check_serializer, to_bytes
+from mqwire.common.stats import ProducerCounters, ProducerStats
 from pulsarwire.client_errors import ProducerClosedError, ProducerQueueIsFullError
 from pulsarwire.message import Receipt
 from pulsarwire.options import ProducerConfig, ProducerOptions
@@ -56,6 +57,7 @@ class Producer:
             router=self.options.message_router,
         )
         self._producers: list[TopicProducer] = []
+        self._counters = ProducerCounters()
         self._partitioned = False
         # True once started: the hot path tests this flag rather than asking the lifecycle.
         self._started = False
@@ -87,10 +89,17 @@ class Producer:
         try:
             partitions = await self._session.partitions_for(self.topic)
             if partitions == 0:
-                producers = [TopicProducer(self._session, self.topic, -1, self.options)]
+                producers = [TopicProducer(self._session, self.topic, -1, self.options, counters=self._counters)]
             else:
                 producers = [
-                    TopicProducer(self._session, partition_name(self.topic, index), index, self.options, self.topic)
+                    TopicProducer(
+                        self._session,
+                        partition_name(self.topic, index),
+                        index,
+                        self.options,
+                        self.topic,
+                        self._counters,
+                    )
                     for index in range(partitions)
                 ]
             results = await asyncio.gather(*(p.start() for p in producers), return_exceptions=True)
@@ -122,7 +131,9 @@ class Producer:
         if partitions <= known or self._closed:
             return
         new = [
-            TopicProducer(self._session, partition_name(self.topic, index), index, self.options, self.topic)
+            TopicProducer(
+                self._session, partition_name(self.topic, index), index, self.options, self.topic, self._counters
+            )
             for index in range(known, partitions)
         ]
         results = await asyncio.gather(*(p.start() for p in new), return_exceptions=True)
@@ -279,6 +290,18 @@ class Producer:
             await asyncio.wait_for(waiting, timeout)
         except TimeoutError:
             raise RequestTimeoutError(f"producer on {self.topic}: flush did not end within {timeout:g} s") from None
+
+    def stats(self) -> ProducerStats:
+        """Messages, bytes and batches confirmed, SEND frames, resends after a reconnection (``retries``),
+        errors, what waits for a receipt now, and send latency (from a batch's start to its receipt)."""
+        producers = self._producers
+        return self._counters.snapshot(
+            "pulsar",
+            self.topic,
+            in_flight=sum(p.in_flight for p in producers),
+            buffered_records=sum(p.pending_messages for p in producers),
+            buffered_bytes=sum(p.buffered_bytes for p in producers),
+        )
 
     def __repr__(self) -> str:
         return f"Producer(topic={self.topic!r}, name={self.producer_name!r}, partitions={self.partitions})"

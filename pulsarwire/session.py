@@ -18,6 +18,7 @@ from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
+from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.transport import Address
 from mqwire.common.urls import parse_service_url
 from pulsarwire.connection import PulsarConnection
@@ -109,6 +110,7 @@ class Session:
         self._producer_ids = itertools.count()
         self._consumer_ids = itertools.count()
         self._children = Children()
+        self.counters = ClientCounters()
         self._life = Lifecycle("Pulsar client")
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -188,7 +190,7 @@ class Session:
         refresh = None
         if self._auth_token_callback is not None:
             auth_data, refresh = await self._token(), self._token
-        return await PulsarConnection.open(
+        connection = await PulsarConnection.open(
             physical,
             ssl=self._ssl,
             connect_timeout=self.connect_timeout,
@@ -199,6 +201,23 @@ class Session:
             auth_refresh=refresh,
             proxy_to_broker_url=logical if address.proxied else None,
         )
+        self.counters.opened(key)
+        log.info("connected to %s", connection.name)
+        self._life.tasks.spawn(self._watch(connection), name=f"watch {connection.name}")
+        return connection
+
+    async def _watch(self, connection: PulsarConnection) -> None:
+        """Count (and log) a connection that closes on an error while the session is open."""
+        await connection.wait_closed()
+        error = connection.channel.error
+        if error is not None and not self.closed:
+            self.counters.lost(error)
+            log.info("connection %s lost: %s", connection.name, error)
+
+    def stats(self) -> ClientStats:
+        """Connections opened, lost and open now, and the stats of every producer and consumer open now."""
+        producers, consumers = split_children(self._children)
+        return self.counters.snapshot("pulsar", connections=len(self._pool), producers=producers, consumers=consumers)
 
     async def _connection(self, address: BrokerAddress) -> PulsarConnection:
         self.check_open()

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mqwire.common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
+from mqwire.common.stats import ConsumerCounters
+from pulsarwire import errors
 from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position, UnackedTracker, bitset_words
 from pulsarwire.chunks import ChunkAssembler
 from pulsarwire.client_errors import ConsumerClosedError
@@ -58,8 +60,13 @@ class TopicConsumer(TopicHandler):
         start_message_id: MessageId | None = None,
         start_inclusive: bool = False,
         dead_letters: DeadLetters | None = None,
+        counters: ConsumerCounters | None = None,
     ) -> None:
         super().__init__(client, topic, f"consumer {options.subscription} on {topic}")
+        # Shared by the partitions of one consumer; counted per entry pushed and per message taken.
+        self.counters = ConsumerCounters() if counters is None else counters
+        # The subscription's backlog on this partition as the broker last reported it (CONSUMER_STATS).
+        self.backlog: int | None = None
         self.queue = queue
         self.given_topic = given_topic
         self.partition = partition
@@ -146,6 +153,7 @@ class TopicConsumer(TopicHandler):
         self.end_of_topic = False
         try:
             connection.send(encode_command(commands.flow(consumer_id, self.queue_size)))
+            self.counters.requests += 1
         except MqwireError:
             return  # lost again already; the close listener takes it from here
         self._acks.flush()
@@ -186,6 +194,7 @@ class TopicConsumer(TopicHandler):
             self.end_of_topic = True
         elif kind == T.ACTIVE_CONSUMER_CHANGE:
             self.active = bool(body.is_active)
+            self.counters.rebalances += 1
 
     def _on_message(self, body: Any, frame: Frame) -> None:
         if self.connection is None:
@@ -215,6 +224,9 @@ class TopicConsumer(TopicHandler):
             if dead_letters is not None and messages[0].redelivery_count >= dead_letters.max_redeliver_count:
                 first = messages[0].message_id
                 self._doomed[first.ledger_id, first.entry_id] = messages
+            counters = self.counters
+            counters.batches += 1
+            counters.bytes += len(frame.payload or b"")
             self.queue.extend(messages)
         dropped = self._chunks.take_dropped()
         if dropped:
@@ -349,11 +361,13 @@ class TopicConsumer(TopicHandler):
                 # On failure the reconnection grants a full queue anyway.
                 with contextlib.suppress(MqwireError):
                     connection.send(encode_command(commands.flow(self.consumer_id, permits)))
+                    self.counters.requests += 1
                 permits = 0
         self._permits = permits
 
     def dequeued(self, message: Message) -> None:
         message_id = self._last_dequeued = message.message_id
+        self.counters.records += 1
         tracker = self._unacked
         if tracker is not None:
             for position in message._chunks or [(message_id.ledger_id, message_id.entry_id)]:
@@ -565,6 +579,21 @@ class TopicConsumer(TopicHandler):
             commands.get_last_message_id(self.consumer_id, request_id), request_id, self.client.operation_timeout
         )
         return MessageId.from_data(frame.command.getLastMessageIdResponse.last_message_id, self.partition)
+
+    async def refresh_backlog(self) -> int:
+        """Ask the broker for this subscription's backlog on this partition (CONSUMER_STATS) and keep it."""
+        connection = self.connection
+        if connection is None:
+            raise ConnectionLostError(f"{self.label}: not connected")
+        request_id = connection.next_request_id()
+        frame = await connection.request(
+            commands.consumer_stats(self.consumer_id, request_id), request_id, self.client.operation_timeout
+        )
+        response = frame.command.consumerStatsResponse
+        if response.HasField("error_code"):
+            raise errors.error_for(response.error_code, response.error_message)
+        self.backlog = int(response.msgBacklog)
+        return self.backlog
 
     async def seek(self, *, message_id: MessageId | None = None, publish_time: int | None = None) -> None:
         """Move the subscription; the broker then closes the consumer, which reconnects from there."""

@@ -19,6 +19,7 @@ from collections import deque
 from typing import Any
 
 from mqwire.common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.stats import ProducerCounters
 from pulsarwire import errors
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
@@ -93,9 +94,17 @@ class TopicProducer(TopicHandler):
     """The producer of one partition (or of a topic without partitions)."""
 
     def __init__(
-        self, client: Session, topic: str, partition: int, options: ProducerOptions, receipt_topic: str | None = None
+        self,
+        client: Session,
+        topic: str,
+        partition: int,
+        options: ProducerOptions,
+        receipt_topic: str | None = None,
+        counters: ProducerCounters | None = None,
     ) -> None:
         super().__init__(client, topic, f"producer on {topic}")
+        # Shared by the partitions of one producer; counted per SEND frame, never per message.
+        self.counters = ProducerCounters() if counters is None else counters
         self.partition = partition
         # The topic receipts name: the partitioned topic's own name, not the partition's.
         self.receipt_topic = topic if receipt_topic is None else receipt_topic
@@ -137,6 +146,16 @@ class TopicProducer(TopicHandler):
     def last_sequence_id(self) -> int:
         """The sequence id given to the latest message (-1 before the first)."""
         return self._next_sequence_id - 1
+
+    @property
+    def in_flight(self) -> int:
+        """SEND frames sent (or waiting for a connection) and not yet confirmed."""
+        return len(self._pending)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """The open batch and the frames not yet confirmed (summed when asked)."""
+        return self._batch_bytes + sum(len(frame) for op in self._pending for frame in op.frames)
 
     @property
     def pending_messages(self) -> int:
@@ -429,6 +448,7 @@ class TopicProducer(TopicHandler):
 
     def _submit(self, op: _Op) -> None:
         self._pending.append(op)
+        self.counters.requests += 1
         connection = self.connection
         if self._ready and connection is not None:
             try:
@@ -501,6 +521,9 @@ class TopicProducer(TopicHandler):
                 future = op.futures[0]
                 if not future.done():
                     future.set_result(receipt(topic, ledger, entry, -1, partition, 0))
+        self.counters.acknowledged(
+            op.count, sum(map(len, op.frames)), self._loop.time() - op.deadline + self.options.send_timeout
+        )
         self._release(op.count)
         if not self._pending and self._timeout_timer is not None:
             self._timeout_timer.cancel()
@@ -508,6 +531,7 @@ class TopicProducer(TopicHandler):
 
     def _send_error(self, body: Any) -> None:
         error = errors.error_for(body.error, body.message)
+        self.counters.error(error)
         head = self._pending[0] if self._pending else None
         if body.error == ServerError.NotAllowedError and head is not None and head.sequence_id == body.sequence_id:
             # The broker refuses this message only (e.g. an unsupported feature); the rest go on.
@@ -593,6 +617,9 @@ class TopicProducer(TopicHandler):
         self.connection = connection
         self._ready = True
         self.label = f"producer {self.producer_name} on {self.topic}"
+        if self._pending:
+            self.counters.retries += len(self._pending)
+            self.counters.requests += len(self._pending)
         try:
             for op in self._pending:
                 for payload_frame in op.frames:
@@ -674,6 +701,8 @@ class TopicProducer(TopicHandler):
                 count += len(group.futures)
         self._chunk_receipts_left = 0
         if count:
+            self.counters.records_failed += count
+            self.counters.error(error)
             self._release(count)
 
     @staticmethod

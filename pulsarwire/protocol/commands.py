@@ -399,6 +399,14 @@ def get_last_message_id(consumer_id: int, request_id: int) -> BaseCommand:
     return command
 
 
+def consumer_stats(consumer_id: int, request_id: int) -> BaseCommand:
+    """CONSUMER_STATS: the broker's figures for one consumer, its subscription's backlog among them."""
+    command = BaseCommand(type=T.CONSUMER_STATS)
+    command.consumerStats.consumer_id = consumer_id
+    command.consumerStats.request_id = request_id
+    return command
+
+
 def get_topics_of_namespace(
     namespace: str, request_id: int, *, mode: int = 0, topics_pattern: str | None = None
 ) -> BaseCommand:
