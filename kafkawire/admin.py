@@ -36,6 +36,8 @@ from kafkawire.protocol.messages import (
     MetadataRequest,
     MetadataRequestTopic,
 )
+from kafkawire.share import admin as share_admin
+from kafkawire.share.admin import ShareGroupDescription
 from mqwire.common.errors import ClosedError, RetriableError
 from mqwire.common.options import check_positive
 
@@ -471,6 +473,38 @@ class Admin:
         self._check_open()
         found = await fetch_committed(self._cluster, group, [TopicPartition(*tp) for tp in partitions])
         return {tp: None if v is None else v.offset for tp, v in found.items()}
+
+    # ---------------------------------------------------------------------------------- share groups
+    async def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
+        """State, epoch and members (with their assignments) of each share group in ``group_ids``."""
+        self._check_open()
+        return await share_admin.describe_share_groups(self._cluster, group_ids)
+
+    async def list_share_group_offsets(
+        self, group: str, topics: Mapping[str, Iterable[int]] | None = None
+    ) -> dict[TopicPartition, int | None]:
+        """The start offsets of share group ``group`` (in ``topics``: name -> partitions; None: all it has)."""
+        self._check_open()
+        return await share_admin.list_share_group_offsets(self._cluster, group, topics)
+
+    async def alter_share_group_offsets(
+        self, group: str, offsets: Mapping[TopicPartition | tuple[str, int], int]
+    ) -> None:
+        """Set the start offsets of share group ``group``, which must have no members."""
+        self._check_open()
+        await share_admin.alter_share_group_offsets(
+            self._cluster, group, {TopicPartition(*tp): offset for tp, offset in offsets.items()}
+        )
+
+    async def delete_share_group_offsets(self, group: str, topics: Iterable[str]) -> None:
+        """Forget share group ``group``'s state in ``topics`` (no members allowed)."""
+        self._check_open()
+        await share_admin.delete_share_group_offsets(self._cluster, group, topics)
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete groups that have no members: consumer groups and share groups alike."""
+        self._check_open()
+        await share_admin.delete_groups(self._cluster, group_ids)
 
 
 def _node_id(node: BrokerNode) -> int:

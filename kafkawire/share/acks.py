@@ -131,7 +131,9 @@ class ShareAcks:
         held = None if state is None else state.held.get(offset)
         if state is None or held is None or held.serial != serial:
             if state is not None and state.settled.get(offset) == serial:
-                raise AlreadyAcknowledgedError(f"{tp.topic}[{tp.partition}]@{offset} was already acknowledged")
+                raise AlreadyAcknowledgedError(
+                    f"{tp.topic}[{tp.partition}]@{offset} was already acknowledged"
+                )
             raise NotAcquiredError(
                 f"{tp.topic}[{tp.partition}]@{offset} is not held by this consumer (another consumer's "
                 "message, or delivered again since)"
@@ -155,7 +157,9 @@ class ShareAcks:
                 count += 1
         return count
 
-    def release_undelivered(self, tps: Iterable[TopicPartition] | None = None) -> list[tuple[TopicPartition, int]]:
+    def release_undelivered(
+        self, tps: Iterable[TopicPartition] | None = None
+    ) -> list[tuple[TopicPartition, int]]:
         """Give back the records not yet handed to the application (closing, or partitions unassigned)."""
         released: list[tuple[TopicPartition, int]] = []
         for tp in list(self._partitions) if tps is None else list(tps):

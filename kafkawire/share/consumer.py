@@ -121,7 +121,9 @@ class ShareConsumer:
             key_deserializer, value_deserializer, lambda m: m.offset
         )
         self._acks = ShareAcks()
-        self._membership = ShareMembership(cluster, group, names, rack=client_rack, on_assignment=self._assigned)
+        self._membership = ShareMembership(
+            cluster, group, names, rack=client_rack, on_assignment=self._assigned
+        )
         self._life = Lifecycle(f"share consumer of group {group!r}")
         self._buffer: deque[ShareMessage] = deque()
         self._data = asyncio.Event()
@@ -310,7 +312,9 @@ class ShareConsumer:
     async def _acknowledge_node(self, node: int, *, close: bool) -> None:
         session = self._sessions[node]
         async with self._lock(node):
-            led = [tp for tp in self._acks.pending_partitions() if self._cluster.metadata.leader_id(*tp) == node]
+            led = [
+                tp for tp in self._acks.pending_partitions() if self._cluster.metadata.leader_id(*tp) == node
+            ]
             if not session.can_acknowledge:
                 return
             acks = self._take_acks(led)
@@ -319,14 +323,18 @@ class ShareConsumer:
             try:
                 connection = await self._cluster.connection(node)
                 body = session.acknowledge_request(acks, self._topic_ids(), close=close)
-                response = await connection.request(body, version=connection.version_for(SHARE_ACKNOWLEDGE_KEY))
+                response = await connection.request(
+                    body, version=connection.version_for(SHARE_ACKNOWLEDGE_KEY)
+                )
             except MqwireError as exc:
                 self._fail(acks, exc)
                 return
             finally:
                 self._acks.answered(acks)
             if response.error_code:
-                error = errors.error_for(response.error_code, response.error_message or f"ShareAcknowledge to {node}")
+                error = errors.error_for(
+                    response.error_code, response.error_message or f"ShareAcknowledge to {node}"
+                )
                 self._fail(acks, error)
                 if isinstance(error, _SESSION_LOST):
                     session.reset()
@@ -443,7 +451,9 @@ class ShareConsumer:
                 return False
             self._acks.answered(acks)
             if response.error_code:
-                error = errors.error_for(response.error_code, response.error_message or f"ShareFetch to broker {node}")
+                error = errors.error_for(
+                    response.error_code, response.error_message or f"ShareFetch to broker {node}"
+                )
                 self._fail(acks, error)
                 session.reset()
                 if not error.retriable and not isinstance(error, _SESSION_LOST):
@@ -475,9 +485,16 @@ class ShareConsumer:
                     continue
                 try:
                     messages = acquired_messages(
-                        tp, data.records, data.acquired_records, deadline, self._acks, check_crcs=self._check_crcs
+                        tp,
+                        data.records,
+                        data.acquired_records,
+                        deadline,
+                        self._acks,
+                        check_crcs=self._check_crcs,
                     )
-                except MqwireError as exc:  # malformed records: left to their lock timeout, then delivered again
+                except (
+                    MqwireError
+                ) as exc:  # malformed records: left to their lock timeout, then delivered again
                     log.warning("share fetch of %s: %s", tp, exc)
                     continue
                 self._buffer.extend(messages)

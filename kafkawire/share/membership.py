@@ -79,7 +79,12 @@ class ShareMembership:
             try:
                 await self._beat()
                 backoff.reset()
-            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError) as exc:
+            except (
+                ConnectError,
+                ConnectionLostError,
+                RequestTimeoutError,
+                errors.KafkaRetriableError,
+            ) as exc:
                 log.info("share group %r: coordinator trouble (%s); finding it again", self.group, exc)
                 self._drop_connection()
                 self.cluster.forget_coordinator(self.group)
@@ -176,7 +181,9 @@ class ShareMembership:
             name = names.get(item.topic_id)
             if name is None:
                 log.warning(
-                    "share group %r: assigned a topic id %s the metadata does not know", self.group, item.topic_id
+                    "share group %r: assigned a topic id %s the metadata does not know",
+                    self.group,
+                    item.topic_id,
                 )
                 continue
             result.update(TopicPartition(name, p) for p in item.partitions)

@@ -67,7 +67,11 @@ class ShareSession:
         return self.epoch != OPEN_EPOCH
 
     def fetch_request(
-        self, want: Iterable[TopicPartition], acks: Acks, topic_ids: Mapping[str, uuid.UUID], settings: FetchSettings
+        self,
+        want: Iterable[TopicPartition],
+        acks: Acks,
+        topic_ids: Mapping[str, uuid.UUID],
+        settings: FetchSettings,
     ) -> ShareFetchRequest:
         """The next ShareFetch: fetch from ``want``, acknowledging ``acks`` (partitions among ``want``)."""
         wanted = frozenset(want)
@@ -78,7 +82,9 @@ class ShareSession:
         by_topic: dict[str, list[ShareFetchPartition]] = {}
         for tp in sorted(listed):
             by_topic.setdefault(tp.topic, []).append(
-                ShareFetchPartition(partition_index=tp.partition, acknowledgement_batches=_batches(acks.get(tp)))
+                ShareFetchPartition(
+                    partition_index=tp.partition, acknowledgement_batches=_batches(acks.get(tp))
+                )
             )
         gone: dict[str, list[int]] = {}
         for tp in sorted(forgotten):
@@ -94,9 +100,13 @@ class ShareSession:
             max_records=settings.max_records,
             batch_size=settings.batch_size,
             share_acquire_mode=settings.acquire_mode,
-            topics=[ShareFetchTopic(topic_id=topic_ids[name], partitions=parts) for name, parts in by_topic.items()],
+            topics=[
+                ShareFetchTopic(topic_id=topic_ids[name], partitions=parts)
+                for name, parts in by_topic.items()
+            ],
             forgotten_topics_data=[
-                ShareForgottenTopic(topic_id=topic_ids[name], partitions=parts) for name, parts in gone.items()
+                ShareForgottenTopic(topic_id=topic_ids[name], partitions=parts)
+                for name, parts in gone.items()
             ],
         )
 
@@ -109,7 +119,9 @@ class ShareSession:
         by_topic: dict[str, list[ShareAcknowledgePartition]] = {}
         for tp in sorted(acks):
             by_topic.setdefault(tp.topic, []).append(
-                ShareAcknowledgePartition(partition_index=tp.partition, acknowledgement_batches=_batches(acks[tp]))
+                ShareAcknowledgePartition(
+                    partition_index=tp.partition, acknowledgement_batches=_batches(acks[tp])
+                )
             )
         self._sent = self.partitions
         return ShareAcknowledgeRequest(
@@ -117,7 +129,8 @@ class ShareSession:
             member_id=self.member_id,
             share_session_epoch=CLOSE_EPOCH if close else self.epoch,
             topics=[
-                ShareAcknowledgeTopic(topic_id=topic_ids[name], partitions=parts) for name, parts in by_topic.items()
+                ShareAcknowledgeTopic(topic_id=topic_ids[name], partitions=parts)
+                for name, parts in by_topic.items()
             ],
         )
 
@@ -161,7 +174,9 @@ def acquired_messages(
         return []
     ranges = sorted((a.first_offset, a.last_offset, a.delivery_count) for a in acquired)
     batches = (
-        decode_batches(records, verify_crc=check_crcs, max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED, lazy=True)
+        decode_batches(
+            records, verify_crc=check_crcs, max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED, lazy=True
+        )
         if records
         else []
     )

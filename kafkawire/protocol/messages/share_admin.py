@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import uuid
 
-from kafkawire.protocol.schema import INT16, INT32, INT64, STRING, UUID, Array, Request, Response, Struct, field
+from kafkawire.protocol.schema import (
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UUID,
+    Array,
+    Request,
+    Response,
+    Struct,
+    field,
+)
 
 
 class DescribeShareGroupOffsetsRequestTopic(Struct):
@@ -45,14 +56,18 @@ class DescribeShareGroupOffsetsResponseTopic(Struct):
 
 class DescribeShareGroupOffsetsResponseGroup(Struct):
     group_id: str = field(STRING)
-    topics: list[DescribeShareGroupOffsetsResponseTopic] = field(Array(DescribeShareGroupOffsetsResponseTopic))
+    topics: list[DescribeShareGroupOffsetsResponseTopic] = field(
+        Array(DescribeShareGroupOffsetsResponseTopic)
+    )
     error_code: int = field(INT16)
     error_message: str | None = field(STRING, nullable="0+", default=None)
 
 
 class DescribeShareGroupOffsetsResponse(Response, api_key=90, versions="0-1", flexible="0+"):
     throttle_time_ms: int = field(INT32)
-    groups: list[DescribeShareGroupOffsetsResponseGroup] = field(Array(DescribeShareGroupOffsetsResponseGroup))
+    groups: list[DescribeShareGroupOffsetsResponseGroup] = field(
+        Array(DescribeShareGroupOffsetsResponseGroup)
+    )
 
 
 class AlterShareGroupOffsetsRequestPartition(Struct):
@@ -62,7 +77,9 @@ class AlterShareGroupOffsetsRequestPartition(Struct):
 
 class AlterShareGroupOffsetsRequestTopic(Struct):
     topic_name: str = field(STRING)
-    partitions: list[AlterShareGroupOffsetsRequestPartition] = field(Array(AlterShareGroupOffsetsRequestPartition))
+    partitions: list[AlterShareGroupOffsetsRequestPartition] = field(
+        Array(AlterShareGroupOffsetsRequestPartition)
+    )
 
 
 class AlterShareGroupOffsetsRequest(Request, api_key=91, versions="0", flexible="0+"):
@@ -79,7 +96,9 @@ class AlterShareGroupOffsetsResponsePartition(Struct):
 class AlterShareGroupOffsetsResponseTopic(Struct):
     topic_name: str = field(STRING)
     topic_id: uuid.UUID = field(UUID)
-    partitions: list[AlterShareGroupOffsetsResponsePartition] = field(Array(AlterShareGroupOffsetsResponsePartition))
+    partitions: list[AlterShareGroupOffsetsResponsePartition] = field(
+        Array(AlterShareGroupOffsetsResponsePartition)
+    )
 
 
 class AlterShareGroupOffsetsResponse(Response, api_key=91, versions="0", flexible="0+"):
