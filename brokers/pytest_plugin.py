@@ -1,5 +1,6 @@
 """pytest fixtures for real brokers: ``kafka_broker``, ``pulsar_broker``, ``tubemq_broker``, ``broker_urls``,
-and ``kafka3_broker`` (Kafka 3.9, started only by the tests that ask for it).
+and ``kafka3_broker`` (Kafka 3.9, started only by the tests that ask for it); ``schema_registry``, the URL of a
+schema registry for the registry serializers.
 
 Installed with ``mqwire[testing]``, this plugin is registered through the ``pytest11`` entry point, so pytest
 loads it in any project without a conftest line (``examples/testing_conftest.py`` shows a conftest that uses
@@ -134,6 +135,23 @@ def pulsar_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> P
 def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> TubeMQBroker:
     """A TubeMQ master and broker (``.url`` of the master, ``.admin_url``), started once per session."""
     return _get(request, mqwire_brokers, "tubemq", TubeMQBroker)
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[str]:
+    """The URL of a schema registry: ``MQWIRE_SCHEMA_REGISTRY_URL`` if set, else the REST-subset stand-in.
+
+    The stand-in (:class:`mqwire.testing.registry.RestSubsetRegistry`) is not a real registry server; see
+    brokers/VERSIONS.md for why the tests use it.
+    """
+    url = os.environ.get("MQWIRE_SCHEMA_REGISTRY_URL")
+    if url:
+        yield url
+        return
+    from mqwire.testing.registry import RestSubsetRegistry
+
+    with RestSubsetRegistry() as registry:
+        yield registry.url
 
 
 @pytest.fixture(scope="session")

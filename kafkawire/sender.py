@@ -111,6 +111,8 @@ class Sender:
         self.transaction: TransactionManager | None = None
         self._node_in_flight: dict[int, int] = {}
         self._partition_in_flight: dict[TopicPartition, int] = {}
+        # Requests to one broker reach the wire in the order they were dispatched (see _exchange).
+        self._node_order: dict[int, asyncio.Lock] = {}
         self._requests: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         # A fatal error that stops the producer (fenced, not authorized to be idempotent, ...).
@@ -244,7 +246,13 @@ class Sender:
     async def _exchange(self, node: int, batches: list[ProducerBatch]) -> None:
         connection: KafkaConnection | None = None
         try:
-            connection = await self.client.connection(node)
+            # Getting the connection may wait (a metadata refresh for an unknown broker, a connection being
+            # opened), and a request dispatched later must not overtake this one meanwhile: an idempotent
+            # producer's later batch written first makes the broker refuse the earlier one as out of order.
+            # The lock wakes its waiters in order, and nothing below awaits before the request is written.
+            order = self._node_order.setdefault(node, asyncio.Lock())
+            async with order:
+                connection = await self.client.connection(node)
             version = connection.version_for(PRODUCE_KEY)
             topic_ids = self.client.metadata.topic_ids
             if version > PRODUCE_BY_NAME_MAX and any(b.tp.topic not in topic_ids for b in batches):

@@ -214,3 +214,34 @@ async def test_records_fail_after_the_delivery_timeout() -> None:
     with pytest.raises(DeliveryTimeoutError):
         await asyncio.wait_for(future, 2.0)  # type: ignore[arg-type]
     await sender.stop()
+
+
+class SlowFirstConnectionClient(FakeClient):
+    """The first connection takes a while (a metadata refresh, a connection being opened); later ones do not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.connections = 0
+
+    async def connection(self, node_id: int) -> FakeConnection:
+        self.connections += 1
+        if self.connections == 1:
+            await asyncio.sleep(0.05)
+        return FakeConnection(self)
+
+
+async def test_a_later_request_never_overtakes_one_still_waiting_for_its_connection() -> None:
+    # Two batches of one partition in two requests: the second must reach the broker second, or the broker
+    # (which takes any first sequence from a new producer id) refuses the first one as out of order.
+    client = SlowFirstConnectionClient()
+    waker = Waker()
+    accumulator = Accumulator(batch_size=100, linger=0.0, compression=None, buffer_memory=1 << 20,
+                              delivery_timeout=5.0, max_request_size=1 << 20, on_ready=waker.wake)
+    config = SenderConfig(acks=-1, request_timeout=1.0, retries=10, retry_backoff=0.001, retry_backoff_max=0.002,
+                          max_in_flight=5, idempotent=True)
+    sender = Sender(client, accumulator, config, waker)  # type: ignore[arg-type]
+    futures = [accumulator.append("t", 0, 1, None, b"x" * 60, ()) for _ in range(2)]
+    sender.start()
+    await asyncio.wait_for(asyncio.gather(*futures), 2.0)  # type: ignore[arg-type]
+    assert [sequences(request)[0][2] for request in client.requests] == [0, 1]
+    await sender.stop()
