@@ -87,7 +87,12 @@ class HeartbeatMembership:
         self.rebalances = 0
         self.failure: BaseException | None = None
         self._interval = 3.0
-        self._joining = True  # send the full subscription (first heartbeat, or after being fenced)
+        self._joining = True  # epoch 0: the first heartbeat, or after being fenced
+        # Send every field (subscription, rebalance timeout, owned partitions): when joining, and after any
+        # failed heartbeat or assignment, because only a full request makes the coordinator send the whole
+        # assignment again (a lost or unapplied one would otherwise never come back).
+        self._full = True
+        self._unresolved = False  # a topic id of the last assignment the metadata did not know
         self._report_owned = True
         self._connection: KafkaConnection | None = None
         self._task: asyncio.Task[None] | None = None
@@ -134,6 +139,7 @@ class HeartbeatMembership:
                     await asyncio.sleep(self._interval)
             except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError) as exc:
                 log.info("group %r: coordinator trouble (%s); finding it again", self.group, exc)
+                self._full = True
                 self.client.forget_coordinator(self.group)
                 if self._connection is not None:
                     self._connection.close()
@@ -182,7 +188,7 @@ class HeartbeatMembership:
         return await connection.request(body)
 
     def _body(self, epoch: int) -> ConsumerGroupHeartbeatRequest:
-        joining = self._joining
+        joining = self._joining or self._full
         owned: list[ConsumerGroupTopicPartitions] | None = None
         if joining or self._report_owned:
             owned = []
@@ -229,11 +235,11 @@ class HeartbeatMembership:
                 if lost:
                     await self._on_lose(lost)
                 self.epoch = 0
-                self._joining = True
+                self._joining = self._full = True
                 log.info("group %r: %s; joining again", self.group, error)
                 return True
             raise error
-        self._joining = False
+        self._joining = self._full = False
         if reply.member_id:
             self.member_id = reply.member_id
         self.epoch = reply.member_epoch
@@ -241,6 +247,8 @@ class HeartbeatMembership:
             self._interval = reply.heartbeat_interval_ms / 1000
         if reply.assignment is None:
             return False
+        # Until this assignment is applied, a failure (the exception reaches _run) asks for it again.
+        self._full = True
         target = await self._partitions(reply.assignment.topic_partitions)
         revoked = self.assignment - target
         added = target - self.assignment
@@ -248,14 +256,17 @@ class HeartbeatMembership:
             self.assignment -= revoked
             await self._on_revoke(revoked)
         if added:
-            self.assignment |= added
+            # Owned only once its starting offsets are known: a failed committed-offset fetch leaves it out.
             await self._on_assign(added)
+            self.assignment |= added
+        self._full = self._unresolved
         self.rebalances += 1
         self._report_owned = True
         log.info("group %r: epoch %d, %d partitions", self.group, self.epoch, len(self.assignment))
         return True
 
     async def _partitions(self, assigned: Sequence[ConsumerGroupTopicPartitions]) -> set[TopicPartition]:
+        self._unresolved = False
         names = self.client.metadata.topic_names
         if any(item.topic_id not in names for item in assigned):
             await self.client.refresh_metadata(None if self.pattern is not None else self.topics)
@@ -264,7 +275,9 @@ class HeartbeatMembership:
         for item in assigned:
             name = names.get(item.topic_id)
             if name is None:
+                # Not owned: the next full heartbeat brings the assignment again, by then with the topic known.
                 log.warning("group %r: assigned a topic id %s the metadata does not know", self.group, item.topic_id)
+                self._unresolved = True
                 continue
             result.update(TopicPartition(name, p) for p in item.partitions)
         return result

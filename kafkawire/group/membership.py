@@ -260,15 +260,18 @@ class GroupMembership:
         assignment = decode_assignment(synced.assignment)
         target = {tp for tp in assignment.partitions if tp.topic in self.topics}
         revoked, added = self.assignment - target, target - self.assignment
-        self.assignment = target
+        # The added partitions are owned only once their starting offsets are known: when that fails, the
+        # next join (the error reaches _run) neither revokes them nor counts them as held.
+        self.assignment = target - added
         self.rebalances += 1
         log.info(
             "group %r: generation %d, member %s, %d partitions", self.group, self.generation, self.member_id,
-            len(self.assignment),
+            len(target),
         )
         if revoked:
             await self._on_revoke(revoked)
         await self._on_assign(added)
+        self.assignment = target
         self._joined.set()
         if revoked and self.cooperative:
             # KIP-429: partitions given up go to their new owners in the rebalance that follows at once.
