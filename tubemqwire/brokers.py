@@ -11,6 +11,7 @@ from google.protobuf.message import Message
 
 from mqwire.common.errors import ConnectError, MqwireError
 from mqwire.common.pool import ConnectionPool
+from mqwire.common.stats import ClientCounters
 from tubemqwire.connection import TubeConnection
 
 log = logging.getLogger(__name__)
@@ -28,8 +29,10 @@ class BrokerConnections:
         connect_timeout: float,
         request_timeout: float,
         idle_timeout: float | None = None,
+        counters: ClientCounters | None = None,
     ) -> None:
         self._ssl = ssl
+        self.counters = ClientCounters() if counters is None else counters
         self._connect_timeout = connect_timeout
         self.request_timeout = request_timeout
         self._pool: ConnectionPool[Address, TubeConnection] = ConnectionPool(self._open, idle_timeout=idle_timeout)
@@ -37,18 +40,30 @@ class BrokerConnections:
         self._ready: dict[Address, TubeConnection] = {}
 
     async def _open(self, address: Address) -> TubeConnection:
-        return await TubeConnection.open(
+        connection = await TubeConnection.open(
             address,
             ssl=self._ssl,
             connect_timeout=self._connect_timeout,
             request_timeout=self.request_timeout,
             name=f"tubemq broker {address[0]}:{address[1]}",
         )
+        self.counters.opened(address)
+        log.info("connected to the TubeMQ broker at %s:%d", *address)
+        return connection
 
     async def get(self, address: Address) -> TubeConnection:
         connection = await self._pool.get(address)
-        self._ready[address] = connection
+        previous = self._ready.get(address)
+        if previous is not connection:
+            if previous is not None and previous.channel.error is not None:
+                # Counted when it is replaced: the pool learns of a dropped connection only then.
+                self.counters.lost(previous.channel.error)
+            self._ready[address] = connection
         return connection
+
+    def __len__(self) -> int:
+        """Connections open now."""
+        return sum(1 for c in self._ready.values() if not c.closed)
 
     def ready(self, address: Address) -> TubeConnection | None:
         """The open connection to ``address`` if there is one, without waiting."""

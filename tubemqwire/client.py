@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import Self
 
 from mqwire.common.contract import Deserializer, Serializer, Start
+from mqwire.common.stats import ClientStats
 from tubemqwire.client_balance import ClientBalanceConsumer
 from tubemqwire.consumer import Consumer
 from tubemqwire.producer import Producer
@@ -75,6 +76,10 @@ class Client:
     def closed(self) -> bool:
         """Whether ``close`` has begun."""
         return self._session.closed
+
+    def stats(self) -> ClientStats:
+        """Connections, reconnects and errors, with the stats of each producer and consumer open now."""
+        return self._session.stats()
 
     # ---------------------------------------------------------------------------------- factories
     def producer(

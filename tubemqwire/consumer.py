@@ -22,10 +22,11 @@ from mqwire.common.errors import ClosedError, MqwireError, ReceiveTimeoutError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_choice, check_positive, check_type
 from mqwire.common.serde import Deserializing
+from mqwire.common.stats import ConsumerCounters, ConsumerStats, PartitionLag
 from tubemqwire import identity
 from tubemqwire.assignment import Assignment
 from tubemqwire.consumer_membership import ConsumerMembership
-from tubemqwire.fetcher import Batch, FetchSettings
+from tubemqwire.fetcher import INDEX_ENTRY_SIZE, Batch, FetchSettings
 from tubemqwire.master import Membership
 from tubemqwire.names import check_group, check_msg_types, check_topics
 from tubemqwire.protocol import broker as broker_proto
@@ -100,6 +101,7 @@ class Consumer:
         self._arrived = asyncio.Event()
         self._events: asyncio.Queue[RebalanceEvent] = asyncio.Queue()
         self._settings: FetchSettings | None = None
+        self._counters = ConsumerCounters()
         self._assignment: Assignment | None = None
         self._membership: Membership | None = None
         self._rebalancer: asyncio.Task[None] | None = None
@@ -134,6 +136,7 @@ class Consumer:
             request_timeout=session.request_timeout,
             no_data_wait=self.no_data_wait,
             confirm_timeout=self.confirm_timeout,
+            counters=self._counters,
         )
         self._settings = settings
         assignment = Assignment(
@@ -209,6 +212,7 @@ class Consumer:
         while True:
             event = await self._events.get()
             self._rebalancing = True
+            self._counters.rebalances += 1
             try:
                 outcome = await assignment.handle(event)
             finally:
@@ -221,6 +225,9 @@ class Consumer:
             self._membership.wake()
 
     def _deliver(self, messages: Sequence[Message]) -> None:
+        counters = self._counters
+        counters.batches += 1
+        counters.bytes += sum(len(m.value) for m in messages if m.value is not None)
         self._ready.extend(messages)
         self._arrived.set()
 
@@ -311,8 +318,28 @@ class Consumer:
             message = ready.popleft()
             batch = message.batch
             if isinstance(batch, Batch) and batch.valid:
+                self._counters.records += 1
                 return message
         return None
+
+    def stats(self) -> ConsumerStats:
+        """Messages handed out, fetched batches and their value bytes, GetMessage requests, errors, rebalance
+        events handled, messages waiting, and the lag per partition.
+
+        A partition's lag is the broker's max offset minus the group's read offset, as the broker last said them
+        (in its GetMessage and commit answers), in messages: the offsets are positions in the broker's index, 28
+        bytes a message, and ``position`` and ``end`` are given as the broker sends them. The partitions of one
+        topic store share that index, so the lag counts the messages of the store (with the default of one
+        store per topic: of the topic) not yet read by the group; 0 once everything is confirmed."""
+        lag = []
+        if self._assignment is not None:
+            for fetcher in self._assignment.fetchers.values():
+                position, end = fetcher.position, fetcher.end
+                behind = None
+                if position is not None and end is not None:
+                    behind = max(0, end - position) // INDEX_ENTRY_SIZE
+                lag.append(PartitionLag(fetcher.partition.topic, fetcher.partition.partition_id, position, end, behind))
+        return self._counters.snapshot("tubemq", self.topics, buffered_records=len(self._ready), lag=lag)
 
     def _take_many(self, limit: int | None) -> list[Message]:
         taken: list[Message] = []

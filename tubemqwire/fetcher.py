@@ -13,10 +13,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mqwire.common.errors import FatalError, MqwireError, ProtocolError, RetriableError
 from mqwire.common.policy import Backoff
+from mqwire.common.stats import ConsumerCounters
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.errors import error_for_code
@@ -41,6 +42,11 @@ _DEFAULT_ERROR_PAUSE = 0.3
 _LOST = frozenset({ErrorCode.HB_NO_NODE, ErrorCode.CERTIFICATE_FAILURE, ErrorCode.DUPLICATE_PARTITION})
 
 
+# The size of one message's entry in a TubeMQ broker's index file, the unit of its offsets. The partitions
+# of one topic store share that index, so an offset difference counts the store's messages.
+INDEX_ENTRY_SIZE = 28
+
+
 @dataclass(frozen=True, slots=True)
 class FetchSettings:
     client_id: str
@@ -52,6 +58,8 @@ class FetchSettings:
     no_data_wait: float
     # How long a delivered batch may stay unacknowledged before it is given back, seconds.
     confirm_timeout: float
+    # The consumer's statistics: GetMessage requests and fetch errors are counted here.
+    counters: ConsumerCounters = field(default_factory=ConsumerCounters)
 
 
 class Batch:
@@ -144,7 +152,7 @@ class PartitionFetcher:
         self._stopping = False
         self._in_fetch = False
         # The group's read position in the partition and the partition's end, as the broker last said
-        # (index offsets: one entry per message); None until known.
+        # (byte offsets in the broker's index: INDEX_ENTRY_SIZE bytes per message); None until known.
         self.position: int | None = None
         self.end: int | None = None
         # The last fetch found nothing more to read (until more is written).
@@ -267,10 +275,12 @@ class PartitionFetcher:
                 backoff.reset()
             except RetriableError as exc:
                 log.debug("fetch from %s failed: %s", self.key, exc)
+                self.settings.counters.error(exc)
                 self._last_consumed = False
                 pause = backoff.next_delay()
             except FatalError as exc:
                 log.warning("fetch from %s failed: %s", self.key, exc)
+                self.settings.counters.error(exc)
                 self._last_consumed = False
                 pause = backoff.next_delay()
             if pause is None:
@@ -305,6 +315,7 @@ class PartitionFetcher:
         # consumed if we are stopped meanwhile.
         self._last_consumed = False
         self._in_fetch = True
+        s.counters.requests += 1
         try:
             data = await s.brokers.call(
                 self.partition.broker.address, ServiceType.BROKER_READ, Method.BROKER_CONSUMER_GET_MESSAGE, request

@@ -29,6 +29,7 @@ from mqwire.common.errors import (
     RetriableError,
 )
 from mqwire.common.policy import AddressRotation, Backoff
+from mqwire.common.stats import ClientCounters
 from tubemqwire.connection import TubeConnection
 from tubemqwire.errors import HeartbeatNoNodeError, MasterStandbyError
 from tubemqwire.protocol.constants import ServiceType
@@ -51,8 +52,10 @@ class MasterLink:
         request_timeout: float = 10.0,
         backoff_initial: float = 0.2,
         backoff_max: float = 5.0,
+        counters: ClientCounters | None = None,
     ) -> None:
         self._rotation = AddressRotation(addresses)
+        self.counters = ClientCounters() if counters is None else counters
         self._ssl = ssl
         self._connect_timeout = connect_timeout
         self._request_timeout = request_timeout
@@ -63,6 +66,11 @@ class MasterLink:
         self._closed = False
         # Grows with every new connection: a registration made on an older one may be unknown now.
         self.generation = 0
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection to a master is open now."""
+        return self._connection is not None and not self._connection.closed
 
     @property
     def addresses(self) -> list[tuple[str, int]]:
@@ -82,6 +90,8 @@ class MasterLink:
                 return connection
             if self._closed:
                 raise ClosedError("TubeMQ client is closed")
+            if connection is not None and connection.channel.error is not None:
+                self.counters.lost(connection.channel.error)
             address = self._rotation.current()
             connection = await TubeConnection.open(
                 address,
@@ -92,6 +102,8 @@ class MasterLink:
             )
             self._connection = connection
             self.generation += 1
+            self.counters.opened(address)
+            log.info("connected to the TubeMQ master at %s:%d", *address)
             return connection
 
     def _switch(self, connection: TubeConnection | None, reason: MqwireError) -> None:

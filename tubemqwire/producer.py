@@ -22,6 +22,7 @@ from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_non_negative, check_positive
 from mqwire.common.policy import Backoff
 from mqwire.common.serde import check_serializer, to_bytes
+from mqwire.common.stats import ProducerCounters, ProducerStats
 from tubemqwire import identity
 from tubemqwire.errors import MessageTooLargeError, TopicNoPartitionError
 from tubemqwire.keys import KEY_ATTRIBUTE, encode_key
@@ -243,6 +244,17 @@ class Producer:
     def partitions(self) -> dict[str, tuple[PartitionInfo, ...]]:
         """Where each topic's partitions are, as the master last said."""
         return dict(self._membership.partitions) if self._membership is not None else {}
+
+    def stats(self) -> ProducerStats:
+        """Messages and payload bytes acknowledged, send requests, retries, errors, sends outstanding and send
+        latency. TubeMQ sends each message in its own request, so ``batches_sent`` equals ``records_sent`` and
+        the messages outstanding are in flight rather than buffered (``buffered_bytes`` stays 0)."""
+        counters = self._sender.counters if self._sender is not None else ProducerCounters()
+        topic = self.topics[0] if len(self.topics) == 1 else None
+        outstanding = len(self._inflight)
+        return counters.snapshot(
+            "tubemq", topic, in_flight=outstanding, buffered_records=outstanding, buffered_bytes=0
+        )
 
     # ------------------------------------------------------------------------------------ sending
     async def send(

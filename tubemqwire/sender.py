@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from mqwire.common.errors import MqwireError
+from mqwire.common.stats import ProducerCounters
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.connection import TubeConnection
@@ -50,6 +51,8 @@ class _Attempt:
     number: int
     # Partition keys this message already failed on.
     failed: tuple[str, ...]
+    # The loop time of the first attempt, for the send latency.
+    started: float = 0.0
 
 
 class Sender:
@@ -78,11 +81,15 @@ class Sender:
         self._retry_backoff = retry_backoff
         # Runs the connect-then-write tasks as the producer's own, so that none outlives it.
         self._spawn = spawn
+        # TubeMQ sends each message in its own request: a message is a batch of one here.
+        self.counters = ProducerCounters()
+        self._loop = asyncio.get_running_loop()
 
     def send(self, message: Outgoing) -> asyncio.Future[Receipt]:
         """Start sending ``message``; the future settles with its receipt or error."""
-        future: asyncio.Future[Receipt] = asyncio.get_running_loop().create_future()
-        self._try(_Attempt(message, future, 0, ()))
+        loop = self._loop
+        future: asyncio.Future[Receipt] = loop.create_future()
+        self._try(_Attempt(message, future, 0, (), loop.time()))
         return future
 
     def _try(self, attempt: _Attempt) -> None:
@@ -128,6 +135,7 @@ class Sender:
         )
         try:
             reply = connection.start_call(ServiceType.BROKER_WRITE, Method.BROKER_PRODUCER_SEND_MESSAGE, request)
+            self.counters.requests += 1
         except MqwireError as exc:
             self._failed(attempt, partition, exc)
             return
@@ -148,6 +156,7 @@ class Sender:
                 error = exc
             else:
                 if answer.success:
+                    self.counters.acknowledged(1, len(attempt.message.payload), self._loop.time() - attempt.started)
                     message_id = answer.message_id if answer.message_id is not None else -1
                     future.set_result(
                         Receipt(
@@ -169,14 +178,18 @@ class Sender:
     def _failed(self, attempt: _Attempt, partition: PartitionInfo | None, error: MqwireError) -> None:
         if attempt.future.done():
             return
+        counters = self.counters
+        counters.error(error)
         if not error.retriable or attempt.number >= self._retries:
+            counters.records_failed += 1
             attempt.future.set_exception(error)
             return
+        counters.retries += 1
         failed = attempt.failed
         if partition is not None:
             self._router.penalize(partition)
             failed = (*failed, partition.key)
         where = partition.key if partition is not None else attempt.message.topic
         log.debug("TubeMQ send to %s failed (%s); retrying", where, error)
-        retry = _Attempt(attempt.message, attempt.future, attempt.number + 1, failed)
+        retry = _Attempt(attempt.message, attempt.future, attempt.number + 1, failed, attempt.started)
         asyncio.get_running_loop().call_later(self._retry_backoff * retry.number, self._try, retry)

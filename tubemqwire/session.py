@@ -12,6 +12,7 @@ import ssl as _ssl
 from mqwire.common.errors import ClosedError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_positive, check_str
+from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.urls import parse_service_url
 from tubemqwire import identity
 from tubemqwire.auth import Credentials
@@ -70,12 +71,14 @@ class Session:
             ssl_context = _ssl.create_default_context()
         # A blank port in the master's broker list means the broker's default one.
         self.default_broker_port = DEFAULT_BROKER_TLS_PORT if parsed.tls else DEFAULT_BROKER_PORT
+        self.counters = ClientCounters()
         self.master = MasterLink(
             parsed.addresses, ssl=ssl_context, connect_timeout=self.connect_timeout,
-            request_timeout=self.request_timeout,
+            request_timeout=self.request_timeout, counters=self.counters,
         )
         self.brokers = BrokerConnections(
-            ssl=ssl_context, connect_timeout=self.connect_timeout, request_timeout=self.request_timeout
+            ssl=ssl_context, connect_timeout=self.connect_timeout, request_timeout=self.request_timeout,
+            counters=self.counters,
         )
         # The address masters and brokers see us at; producers and consumers report it.
         self.host = "127.0.0.1"
@@ -117,3 +120,10 @@ class Session:
     def release(self, child: Closable) -> None:
         """``child`` closed by itself."""
         self._children.release(child)
+
+    def stats(self) -> ClientStats:
+        """Master and broker connections opened, lost and open now, with the stats of every producer and
+        consumer open now."""
+        producers, consumers = split_children(self._children)
+        connections = len(self.brokers) + (1 if self.master.connected else 0)
+        return self.counters.snapshot("tubemq", connections=connections, producers=producers, consumers=consumers)

@@ -10,9 +10,11 @@ import pytest
 
 import kafkawire
 import pulsarwire
+import tubemqwire
 from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
 from mqwire.testing import pulsar_admin
-from mqwire.testing.endpoints import KafkaBroker, PulsarBroker
+from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
+from mqwire.testing.tubemq import create_topics
 
 pytestmark = pytest.mark.integration
 
@@ -110,3 +112,33 @@ async def test_pulsar_stats(pulsar_broker: PulsarBroker) -> None:
         assert stats.requests_sent >= 2  # a FLOW per partition at least
         whole = client.stats()
         assert whole.records_received == SENT and whole.connects >= 1 and whole.connections >= 1
+
+
+async def test_tubemq_stats(tubemq_broker: TubeMQBroker) -> None:
+    topic = f"stats{secrets.token_hex(4)}"
+    create_topics(tubemq_broker, {topic: 2})
+    async with tubemqwire.connect(tubemq_broker.url, heartbeat_interval_ms=1000) as client:
+        async with client.producer(topic) as producer:
+            for _ in range(SENT):
+                await producer.enqueue(PAYLOAD)
+            await producer.flush(timeout=30)
+            sent = producer.stats()
+            check_producer(sent, "tubemq", SENT)
+            assert sent.batches_sent == SENT and sent.bytes_sent == SENT * len(PAYLOAD)
+            assert client.stats().records_sent == SENT
+        async with client.consumer(topic, group=f"g{secrets.token_hex(4)}", start="earliest") as consumer:
+            taken = 0
+            async with asyncio.timeout(60):
+                while taken < SENT:
+                    for message in await consumer.getmany(timeout=10):
+                        await consumer.ack(message)
+                        taken += 1
+            assert taken == SENT
+            # The broker's offsets after the last confirm: every partition read to its end. They are positions in
+            # the index the topic's partitions share, 28 bytes a message.
+            stats = await wait_lag(consumer, 0)
+            assert len(stats.lag) == 2 and all(p.end == SENT * 28 for p in stats.lag)
+            assert stats.records_received == SENT and stats.bytes_received == SENT * len(PAYLOAD)
+            assert stats.buffered_records == 0 and stats.rebalances >= 1 and stats.requests_sent >= 2
+            whole = client.stats()
+            assert whole.records_received == SENT and whole.connects >= 2 and whole.connections >= 2
