@@ -1,5 +1,7 @@
 """Pulsar schemas: declared by producers and consumers, registered and checked by the broker.
 
+For example::
+
     from dataclasses import dataclass
     from pulsarwire.schema import AvroSchema
 
