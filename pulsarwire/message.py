@@ -128,7 +128,8 @@ class Message:
     none); ``topic_name`` is the full name of the partition it came from. ``key`` is the partition key as
     bytes (``partition_key`` keeps the text form on the wire), or what the consumer's ``key_deserializer``
     made of it; ``value`` is the payload, or what the ``value_deserializer`` made of it (``payload`` keeps
-    the bytes received). ``headers`` are the message properties.
+    the bytes received). ``headers`` are the message properties. ``schema_version`` is the version of the
+    topic's schema the producer wrote it with (None without a schema): ``client.get_schema(topic, version)``.
     ``timestamp`` is the publish time and ``event_time`` the producer's event time (None when unset), both in
     milliseconds since the epoch.
     """
@@ -149,6 +150,7 @@ class Message:
         "payload",
         "producer_name",
         "redelivery_count",
+        "schema_version",
         "sequence_id",
         "timestamp",
         "topic",
@@ -176,6 +178,7 @@ class Message:
         owner: Any = None,
         batch: BatchAcks | None = None,
         chunks: list[tuple[int, int]] | None = None,
+        schema_version: int | None = None,
     ) -> None:
         self.topic = topic
         self.topic_name = topic_name
@@ -195,6 +198,7 @@ class Message:
         self.producer_name = producer_name
         self.sequence_id = sequence_id
         self.null_value = null_value
+        self.schema_version = schema_version
         # The sub-consumer that received the message, and the batch it came in; used by acks.
         self._owner = owner
         self._batch = batch

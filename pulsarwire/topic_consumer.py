@@ -262,6 +262,7 @@ class TopicConsumer(TopicHandler):
         publish_time = metadata.publish_time
         producer_name = metadata.producer_name
         redelivery = body.redelivery_count
+        schema_version = int.from_bytes(metadata.schema_version, "big") if metadata.schema_version else None
         if not metadata.HasField("num_messages_in_batch"):
             message = Message(
                 topic,
@@ -281,6 +282,7 @@ class TopicConsumer(TopicHandler):
                 null_value=metadata.null_value,
                 owner=self,
                 chunks=chunk_positions,
+                schema_version=schema_version,
             )
             if self._before_start(message.message_id):
                 return [], 1
@@ -320,6 +322,8 @@ class TopicConsumer(TopicHandler):
                 item.null_value,
                 self,
                 batch,
+                None,
+                schema_version,
             ))
         batch.expect(delivered)
         if not messages and skipped:

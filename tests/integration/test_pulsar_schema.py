@@ -138,7 +138,10 @@ async def test_get_schema_returns_the_writers_schema_and_its_version(pulsar_brok
         schema = AvroSchema(Order)
         async with client.producer(name, schema=schema) as producer:
             await producer.send(ORDERS[1])
-        registered = await client.get_schema(name)
+        async with client.reader(name, start="earliest") as reader:
+            written = await reader.receive(timeout=10)
+        assert written.schema_version == 0  # the version travels with the message
+        registered = await client.get_schema(name, version=written.schema_version)
         assert registered is not None
         assert registered.info.type is SchemaType.AVRO
         assert json.loads(registered.info.data) == schema.definition
