@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist test-cluster docs
+.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist test-cluster docs spark-env
 
 all: test
 
@@ -46,9 +46,10 @@ test: $(STAMP) brokers-classpath docs
 	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
-# Clusters (Kafka, Pulsar, TubeMQ) of the tests' own, with nodes killed under traffic: tests/cluster, run only here.
-test-cluster: $(STAMP) brokers-classpath
-	$(PY) -m pytest tests/cluster -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
+# Clusters (Kafka, Pulsar, TubeMQ) of the tests' own, with nodes killed under traffic: tests/cluster, run only here;
+# and the Spark data sources on a Spark standalone cluster whose executors get the packed environment: tests/spark_cluster.
+test-cluster: $(STAMP) brokers-classpath spark-env
+	$(PY) -m pytest tests/cluster tests/spark_cluster -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no cluster tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
 demo: $(STAMP) brokers-classpath
@@ -60,6 +61,18 @@ dist: $(STAMP)
 	rm -rf dist
 	$(PY) -m build --outdir dist .
 	$(VENV)/bin/twine check --strict dist/*
+
+# The environment Spark executors run the data sources in, packed into build/spark-env.tar.gz for
+# `spark-submit --archives build/spark-env.tar.gz#env --conf spark.pyspark.python=./env/bin/python`: the wheel
+# (with its compiled speedups) and pyarrow in a plain venv of the same Python (pyspark itself comes from Spark).
+SPARK_ENV := build/spark-env
+spark-env: $(STAMP)
+	rm -rf $(SPARK_ENV) $(SPARK_ENV)-wheel $(SPARK_ENV).tar.gz
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir $(SPARK_ENV)-wheel .
+	$(PY) -m venv $(SPARK_ENV)
+	$(SPARK_ENV)/bin/python -m pip install --quiet $(SPARK_ENV)-wheel/mqwire-*.whl \
+		"pyarrow==$$($(PY) -c 'import pyarrow; print(pyarrow.__version__)')"
+	$(VENV)/bin/venv-pack --quiet -p $(SPARK_ENV) -o $(SPARK_ENV).tar.gz
 
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache
