@@ -265,12 +265,12 @@ def _protobuf_record(descriptor: Any, defined: set[str]) -> Any:
     if full in defined:
         return full
     defined.add(full)
-    return {
-        "type": "record",
-        "name": descriptor.name,
-        "namespace": full.rpartition(".")[0] or None,
-        "fields": [_protobuf_field(field, defined) for field in descriptor.fields],
-    }
+    record: dict[str, Any] = {"type": "record", "name": descriptor.name}
+    namespace = full.rpartition(".")[0]  # the package and any enclosing messages
+    if namespace:
+        record["namespace"] = namespace
+    record["fields"] = [_protobuf_field(field, defined) for field in descriptor.fields]
+    return record
 
 
 def _protobuf_field(field: Any, defined: set[str]) -> dict[str, Any]:

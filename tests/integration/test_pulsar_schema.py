@@ -10,15 +10,39 @@ from typing import Any
 
 import pulsar
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from pulsar.schema import AvroSchema as TheirAvro
 from pulsar.schema import Double, Integer, Record, String
 from pulsar.schema import JsonSchema as TheirJson
+from pulsar.schema import ProtobufNativeSchema as TheirProtobufNative
 
 import pulsarwire
 from mqwire.testing.endpoints import PulsarBroker
-from pulsarwire.schema import AvroSchema, Int32, JsonSchema, KeyValueSchema, SchemaType, StringSchema
+from pulsarwire.schema import (
+    AvroSchema,
+    Int32,
+    JsonSchema,
+    KeyValueSchema,
+    ProtobufNativeSchema,
+    ProtobufSchema,
+    SchemaType,
+    StringSchema,
+)
 
 pytestmark = pytest.mark.integration
+
+
+def _proto_order() -> Any:
+    file = descriptor_pb2.FileDescriptorProto(name="pulsar_schema_order.proto", package="shop", syntax="proto3")
+    message = file.message_type.add(name="Order")
+    message.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING)
+    message.field.add(name="qty", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+ProtoOrder = _proto_order()
 
 
 @dataclass
@@ -167,3 +191,44 @@ async def test_string_and_key_value_schemas_round_trip_through_the_broker(pulsar
             assert (await kvs.receive(timeout=20)).value == ("k", ORDERS[2])
         registered = await client.get_schema(pairs)
         assert registered is not None and registered.info.type is SchemaType.KEY_VALUE
+
+
+async def test_protobuf_native_both_ways_with_pulsar_client(pulsar_broker: PulsarBroker) -> None:
+    name = topic()
+    orders = [ProtoOrder(id=f"o-{i}", qty=i) for i in range(3)]
+    theirs = pulsar.Client(pulsar_broker.url)
+    try:
+        their_consumer = await asyncio.to_thread(theirs.subscribe, name, "g", schema=TheirProtobufNative(ProtoOrder))
+        async with (
+            pulsarwire.connect(pulsar_broker.url) as client,
+            client.consumer(name, group="ours", schema=ProtobufNativeSchema(ProtoOrder), start="earliest") as ours,
+        ):
+            async with client.producer(name, schema=ProtobufNativeSchema(ProtoOrder)) as producer:
+                await producer.send(orders[0])
+
+            def exchange() -> Any:
+                message = their_consumer.receive(timeout_millis=30_000)
+                their_consumer.acknowledge(message)
+                producer = theirs.create_producer(name, schema=TheirProtobufNative(ProtoOrder))
+                producer.send(orders[1])
+                producer.close()
+                return message.value()
+
+            assert await asyncio.to_thread(exchange) == orders[0]
+            got = [(await ours.receive(timeout=20)).value for _ in range(2)]
+        assert got == orders[:2]
+    finally:
+        theirs.close()
+
+
+async def test_protobuf_schema_round_trip_through_the_broker(pulsar_broker: PulsarBroker) -> None:
+    name = topic()
+    async with (
+        pulsarwire.connect(pulsar_broker.url) as client,
+        client.consumer(name, group="g", schema=ProtobufSchema(ProtoOrder), start="earliest") as consumer,
+    ):
+        async with client.producer(name, schema=ProtobufSchema(ProtoOrder)) as producer:
+            await producer.send(ProtoOrder(id="p", qty=7))
+        assert (await consumer.receive(timeout=20)).value == ProtoOrder(id="p", qty=7)
+        registered = await client.get_schema(name)
+        assert registered is not None and registered.info.type is SchemaType.PROTOBUF
