@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.add_argument("--partitions", type=int, default=1)
     topics.add_argument("--admin-url", help="Pulsar: the broker's admin URL, e.g. http://127.0.0.1:8080")
 
-    groups = sub.add_parser("groups", help="list or describe Kafka consumer groups, or show their lag")
+    groups = sub.add_parser("groups", help="list or describe Kafka consumer and share groups, or show their lag")
     groups.add_argument("action", choices=("list", "describe", "lag"))
     groups.add_argument("url")
     groups.add_argument("names", nargs="*", metavar="GROUP")

@@ -159,13 +159,28 @@ async def _pulsar_topics(
 
 async def groups(url: str, action: str, names: list[str], topic_names: list[str], out: IO[str]) -> int:
     if system_of(url) != "kafka":
-        raise UnsupportedError("`groups` covers Kafka consumer groups")
+        raise UnsupportedError("`groups` covers Kafka consumer groups and share groups")
     async with kafkawire.connect(url) as client, client.admin() as admin:
         if action == "list":
             for group in await admin.list_groups():
                 out.write(f"{group.group_id}\t{group.state}\t{group.group_type}\n")
         elif action == "describe":
-            for described in await admin.describe_groups(names):
+            # Share groups (KIP-932) have a describe API of their own; consumer groups the classic one.
+            types = {group.group_id: group.group_type for group in await admin.list_groups()}
+            shared = [name for name in names if types.get(name) == "share"]
+            for share_group in await admin.describe_share_groups(shared) if shared else []:
+                share_members = [
+                    {
+                        "member": m.member_id,
+                        "client": m.client_id,
+                        "host": m.client_host,
+                        "partitions": sorted(f"{tp.topic}-{tp.partition}" for tp in m.assignment),
+                    }
+                    for m in share_group.members
+                ]
+                record = {"group": share_group.group_id, "type": "share", "state": share_group.state}
+                out.write(json.dumps({**record, "members": share_members}) + "\n")
+            for described in await admin.describe_groups([name for name in names if name not in shared]):
                 members = [
                     {"member": m.member_id, "client": m.client_id, "host": m.client_host} for m in described.members
                 ]
@@ -185,8 +200,16 @@ async def groups(url: str, action: str, names: list[str], topic_names: list[str]
             topics_described = await admin.describe_topics(topic_names or None)
             partitions = [TopicPartition(t.name, p.partition) for t in topics_described for p in t.partitions]
             ends = await admin.list_offsets({tp: "latest" for tp in partitions}) if partitions else {}
+            types = {group.group_id: group.group_type for group in await admin.list_groups()}
             for name in names:
-                committed = await admin.list_consumer_group_offsets(name, partitions)
+                if types.get(name) == "share":
+                    # A share group's position is its start offset: records before it are settled.
+                    wanted: dict[str, list[int]] = {}
+                    for tp in partitions:
+                        wanted.setdefault(tp.topic, []).append(tp.partition)
+                    committed = await admin.list_share_group_offsets(name, wanted)
+                else:
+                    committed = await admin.list_consumer_group_offsets(name, partitions)
                 for tp in sorted(tp for tp, offset in committed.items() if offset is not None):
                     offset = committed[tp]
                     assert offset is not None

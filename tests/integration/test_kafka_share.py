@@ -359,6 +359,14 @@ async def test_refused_acknowledgements_lose_nothing(
             assert await first.commit() == {} and await other.commit() == {}
 
 
+def mqwire_groups(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "mqwire", "groups", *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
 async def test_implicit_mode_accepts_what_was_delivered_and_admin_sees_the_group(
     kafka_broker: KafkaBroker, java_member: JavaMember
 ) -> None:
@@ -393,6 +401,15 @@ async def test_implicit_mode_accepts_what_was_delivered_and_admin_sees_the_group
             assert described[0].members[0].assignment == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
             listed = {g.group_id: g for g in await admin.list_groups()}
             assert listed[group].group_type == "share"
+            # `mqwire groups` shows it too.
+            shown = await asyncio.to_thread(mqwire_groups, "list", url)
+            assert f"{group}\tStable\tshare" in shown
+            [row] = [
+                json.loads(line)
+                for line in (await asyncio.to_thread(mqwire_groups, "describe", url, group)).splitlines()
+            ]
+            assert row["type"] == "share" and [m["member"] for m in row["members"]] == [consumer.member_id]
+            assert sorted(row["members"][0]["partitions"]) == [f"{topic}-0", f"{topic}-1"]
         assert sorted(received) == sorted(f"v{i}" for i in range(10))
         # Everything was accepted: a new member of the group gets nothing.
         async with client.share_consumer(topic, group=group) as consumer:
