@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -18,7 +19,9 @@ from pyspark.sql.types import StructType
 
 import kafkawire
 from sparkwire import options as opts
+from sparkwire.batches import drive
 from sparkwire.kafka_read import OffsetRange, read_range
+from sparkwire.security import kafka_connect
 from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
 
 SCHEMA = (
@@ -50,25 +53,28 @@ class KafkaDataSource(DataSource):
         return RowsStreamWriter(dict(self.options), opts.kafka_url, WRITE_ROWS)
 
 
+async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[str]:
+    """The topics of ``subscribe``, or those that ``subscribePattern`` matches now."""
+    wanted = opts.pattern(options)
+    if wanted is None:
+        return opts.topics(options)
+    return opts.matching(await admin.list_topics(), wanted)
+
+
 async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
-    url = opts.kafka_url(options)
-    names = opts.topics(options)
     starting = opts.offset_spec(options, "startingOffsets", "earliest")
     ending = opts.offset_spec(options, "endingOffsets", "latest")
     split = opts.positive_int(options, "maxRecordsPerPartition")
-    client = kafkawire.connect(url)
-    await client.start()
-    try:
-        admin = client.admin()
-        try:
-            described = await admin.describe_topics(names)
-            tps = [(t.name, p.partition) for t in described for p in t.partitions]
-            earliest = await admin.list_offsets({tp: "earliest" for tp in tps})
-            latest = await admin.list_offsets({tp: "latest" for tp in tps})
-        finally:
-            await admin.close()
-    finally:
-        await client.close()
+    min_partitions = opts.positive_int(options, "minPartitions")
+    async with (
+        kafkawire.connect(opts.kafka_url(options), **kafka_connect(options)) as client,
+        client.admin() as admin,
+    ):
+        names = await kafka_topics(admin, options)
+        described = await admin.describe_topics(names) if names else []
+        tps = [(t.name, p.partition) for t in described for p in t.partitions]
+        earliest = await admin.list_offsets({tp: "earliest" for tp in tps}) if tps else {}
+        latest = await admin.list_offsets({tp: "latest" for tp in tps}) if tps else {}
 
     def pick(spec: str | dict[str, dict[str, int]], tp: tuple[str, int]) -> int:
         low = earliest[kafkawire.TopicPartition(*tp)].offset
@@ -91,16 +97,36 @@ async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
         step = split or max(end - start, 1)
         for low in range(start, end, step):
             ranges.append(OffsetRange(tp[0], tp[1], low, min(low + step, end)))
-    return ranges
+    return split_ranges(ranges, min_partitions) if min_partitions else ranges
+
+
+def split_ranges(ranges: list[OffsetRange], min_partitions: int) -> list[OffsetRange]:
+    """At least ``min_partitions`` ranges when there are that many records: as Spark's Kafka source does, each
+    range is cut into parts in proportion to its share of all records, of nearly equal sizes."""
+    total = sum(r.end - r.start for r in ranges)
+    if len(ranges) >= min_partitions or total == 0:
+        return ranges
+    out: list[OffsetRange] = []
+    for r in ranges:
+        size = r.end - r.start
+        parts = min(max(round(size / total * min_partitions), 1), size)
+        bounds = [r.start + size * i // parts for i in range(parts + 1)]
+        out.extend(OffsetRange(r.topic, r.partition, low, high) for low, high in itertools.pairwise(bounds))
+    return out
 
 
 class KafkaBatchReader(DataSourceReader):
-    """One input partition per topic partition, split by ``maxRecordsPerPartition``."""
+    """One input partition per topic partition, split by ``maxRecordsPerPartition`` and ``minPartitions``."""
 
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         opts.kafka_url(options)
-        opts.topics(options)
+        opts.pattern(options)
+        opts.offset_spec(options, "startingOffsets", "earliest")
+        opts.offset_spec(options, "endingOffsets", "latest")
+        opts.positive_int(options, "maxRecordsPerPartition")
+        opts.positive_int(options, "minPartitions")
+        kafka_connect(options)
 
     def partitions(self) -> Sequence[InputPartition]:
         return asyncio.run(_offset_ranges(self.options))
@@ -108,7 +134,8 @@ class KafkaBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange)
         # The client is opened and closed inside this call, so reused Python workers hold no connection.
-        yield from asyncio.run(read_range(opts.kafka_url(self.options), partition))
+        url, connect = opts.kafka_url(self.options), kafka_connect(self.options)
+        yield from drive(lambda: read_range(url, partition, connect))
 
 
 # Rows go through the shared contract; a null value stays null (a tombstone).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +10,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import InputPartition
 
 import kafkawire
+from sparkwire.batches import Rows, size_of
+from sparkwire.options import ConnectOptions
 
 ARROW_SCHEMA = pa.schema(
     [
@@ -37,12 +39,13 @@ class OffsetRange(InputPartition):
     end: int
 
 
-async def read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
-    """The records of ``part`` as Arrow batches, read with a client of its own."""
-    client = kafkawire.connect(url)
-    await client.start()
-    batches: list[pa.RecordBatch] = []
-    try:
+async def read_range(
+    url: str, part: OffsetRange, options: ConnectOptions | None = None
+) -> AsyncIterator[pa.RecordBatch]:
+    """The records of ``part`` as Arrow batches of bounded size (:mod:`sparkwire.batches`), each handed over
+    as soon as it is full, read with a client of its own."""
+    rows = Rows(_to_batch, size_of)
+    async with kafkawire.connect(url, **(options or {})) as client:
         consumer = client.consumer(part.topic, partitions=[(part.topic, part.partition)], enable_auto_commit=False)
         try:
             await consumer.start()
@@ -50,7 +53,6 @@ async def read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
             position, empty = part.start, 0
             while position < part.end:
                 messages = await consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS)
-                rows = [m for m in messages if part.start <= m.offset < part.end]
                 if not messages:
                     empty += 1
                     if empty >= MAX_EMPTY_FETCHES:
@@ -58,13 +60,15 @@ async def read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
                     continue
                 empty = 0
                 position = max(m.offset for m in messages) + 1
-                if rows:
-                    batches.append(_to_batch(rows))
+                for message in messages:
+                    if part.start <= message.offset < part.end:
+                        rows.add(message)
+                        if rows.full:
+                            yield rows.take()
         finally:
             await consumer.close()
-    finally:
-        await client.close()
-    return batches
+    if len(rows):
+        yield rows.take()
 
 
 def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:

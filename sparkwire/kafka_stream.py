@@ -11,28 +11,45 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 import kafkawire
 from sparkwire import options as opts
+from sparkwire.batches import drive
+from sparkwire.kafka import kafka_topics
 from sparkwire.kafka_read import OffsetRange, read_range
+from sparkwire.security import kafka_connect
 
 Offsets = dict[str, dict[str, int]]
 
 
-async def _ends(url: str, names: list[str], which: str) -> Offsets:
-    client = kafkawire.connect(url)
-    await client.start()
-    try:
-        admin = client.admin()
-        try:
-            described = await admin.describe_topics(names)
-            tps = [(t.name, p.partition) for t in described for p in t.partitions]
-            found = await admin.list_offsets({tp: which for tp in tps})
-        finally:
-            await admin.close()
-    finally:
-        await client.close()
+async def _ends(url: str, options: dict[str, str], which: str) -> Offsets:
+    async with kafkawire.connect(url, **kafka_connect(options)) as client, client.admin() as admin:
+        names = await kafka_topics(admin, options)
+        described = await admin.describe_topics(names) if names else []
+        tps = [(t.name, p.partition) for t in described for p in t.partitions]
+        found = await admin.list_offsets({tp: which for tp in tps}) if tps else {}
     out: Offsets = {}
     for tp, value in found.items():
         out.setdefault(tp.topic, {})[str(tp.partition)] = int(value.offset)
     return out
+
+
+def checked(start: object, options: dict[str, str]) -> Offsets:
+    """``start`` from the checkpoint, refused unless it is this source's and names only subscribed topics."""
+    shape_ok = isinstance(start, dict) and all(
+        isinstance(parts, dict) and all(isinstance(v, int) for v in parts.values()) for parts in start.values()
+    )
+    if not shape_ok:
+        raise ValueError(
+            "the checkpoint's offsets were not written by the kafkawire source: use a new checkpointLocation"
+        )
+    assert isinstance(start, dict)
+    wanted = opts.pattern(options)
+    names = set(opts.topics(options)) if wanted is None else set()
+    for topic in start:
+        if (wanted is None and topic not in names) or (wanted is not None and not wanted.fullmatch(topic)):
+            raise ValueError(
+                f"the checkpoint holds offsets of topic {topic!r}, which this query does not subscribe to: "
+                "use a new checkpointLocation"
+            )
+    return start
 
 
 class KafkaStreamReader(DataSourceStreamReader):
@@ -41,14 +58,15 @@ class KafkaStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         self.url = opts.kafka_url(options)
-        self.topics = opts.topics(options)
+        opts.pattern(options)
+        kafka_connect(options)
         self.starting = opts.offset_spec(options, "startingOffsets", "latest")
         self.max_per_trigger = opts.positive_int(options, "maxOffsetsPerTrigger")
 
     def initialOffset(self) -> Offsets:
         if isinstance(self.starting, dict):
             return self.starting
-        return asyncio.run(_ends(self.url, self.topics, self.starting))
+        return asyncio.run(_ends(self.url, self.options, self.starting))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.max_per_trigger is None:
@@ -56,7 +74,8 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_per_trigger)
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
-        latest = asyncio.run(_ends(self.url, self.topics, "latest"))
+        start = checked(start, self.options)
+        latest = asyncio.run(_ends(self.url, self.options, "latest"))
         if not isinstance(limit, ReadMaxRows):
             return latest
         # The budget is shared evenly; a partition that needs less leaves its share to the others.
@@ -89,7 +108,8 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange)
-        yield from asyncio.run(read_range(self.url, partition))
+        url, connect = self.url, kafka_connect(self.options)
+        yield from drive(lambda: read_range(url, partition, connect))
 
     def commit(self, end: Offsets) -> None:
         # Progress lives in Spark's checkpoint; the broker keeps no state for this reader.

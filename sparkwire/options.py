@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from typing import Any
+
+# Keyword options of a system's connect() (TLS files, SASL, tokens) built from the prefixed reader options.
+ConnectOptions = dict[str, Any]
 
 
 def get(options: Mapping[str, str], name: str) -> str | None:
@@ -22,14 +27,38 @@ def kafka_url(options: Mapping[str, str]) -> str:
         return url
     servers = get(options, "kafka.bootstrap.servers")
     if servers:
-        return "kafka://" + servers
+        protocol = (get(options, "kafka.security.protocol") or "").strip().upper()
+        return ("kafka+ssl://" if protocol in ("SSL", "SASL_SSL") else "kafka://") + servers
     raise ValueError("option url (or kafka.bootstrap.servers) is required")
+
+
+def pattern(options: Mapping[str, str]) -> re.Pattern[str] | None:
+    """The ``subscribePattern`` regular expression (matched against whole topic names), or None; exactly one
+    of ``subscribe`` and ``subscribePattern`` is required."""
+    raw = get(options, "subscribePattern")
+    if raw is None:
+        if not get(options, "subscribe"):
+            raise ValueError("option subscribe (or subscribePattern) is required")
+        return None
+    if get(options, "subscribe"):
+        raise ValueError("options subscribe and subscribePattern exclude each other: give one")
+    try:
+        return re.compile(raw)
+    except re.error as exc:
+        raise ValueError(f"option subscribePattern is not a regular expression: {exc}") from exc
+
+
+def matching(found: list[str], wanted: re.Pattern[str]) -> list[str]:
+    """The topic names of ``found`` that ``wanted`` matches whole, sorted."""
+    return sorted(name for name in found if wanted.fullmatch(name))
 
 
 def topics(options: Mapping[str, str]) -> list[str]:
     """The topics named by ``subscribe`` (comma separated)."""
     raw = get(options, "subscribe")
     if not raw:
+        if get(options, "subscribePattern"):
+            raise ValueError("option subscribePattern is not supported by this source: name topics with subscribe")
         raise ValueError("option subscribe is required")
     names = [name.strip() for name in raw.split(",") if name.strip()]
     if not names:

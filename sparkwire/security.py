@@ -1,0 +1,202 @@
+"""connect() options from prefixed reader and writer options, in the style of Spark's own Kafka source.
+
+``kafka.*`` options keep the Java client's names (``kafka.security.protocol``, ``kafka.sasl.mechanism``,
+``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``...), ``pulsar.*`` those of the Pulsar Java
+client's configuration (``pulsar.authPluginClassName``, ``pulsar.authParams``, ``pulsar.tlsTrustCertsFilePath``...),
+and ``tubemq.*`` name the ``tubemqwire.connect`` keywords. An unknown prefixed option is an error naming it.
+Values are never put into messages: an error names the option only, as values may be secrets.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sparkwire.options import ConnectOptions
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _prefixed(options: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """The options that start with ``prefix``, by their lower-cased rest (Spark lower-cases option names)."""
+    return {k.lower()[len(prefix) :]: v for k, v in options.items() if k.lower().startswith(prefix)}
+
+
+def _bool(name: str, value: str) -> bool:
+    if value.strip().lower() in ("true", "1", "yes"):
+        return True
+    if value.strip().lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {name} must be true or false")
+
+
+def _int(name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"option {name} must be an integer") from None
+
+
+def _seconds(name: str, value: str) -> float:
+    return _int(name, value) / 1000
+
+
+_JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def jaas_credentials(value: str) -> tuple[str | None, str | None]:
+    """``username`` and ``password`` of a ``sasl.jaas.config`` line (PlainLoginModule, ScramLoginModule)."""
+    found = {key.lower(): raw.replace('\\"', '"') for key, raw in _JAAS.findall(value)}
+    return found.get("username"), found.get("password")
+
+
+def kafka_security_protocol(options: Mapping[str, str]) -> str:
+    """``kafka.security.protocol``, upper-cased; PLAINTEXT when not given."""
+    raw = _prefixed(options, "kafka.").get("security.protocol", "PLAINTEXT").strip().upper()
+    if raw not in SECURITY_PROTOCOLS:
+        raise ValueError(f"option kafka.security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
+    return raw
+
+
+def _pem_store(given: dict[str, str], kind: str) -> str | None:
+    location = given.get(f"ssl.{kind}.location")
+    if location is None:
+        return None
+    store_type = given.get(f"ssl.{kind}.type", "PEM").strip().upper()
+    if store_type != "PEM":
+        raise ValueError(
+            f"option kafka.ssl.{kind}.type: only PEM files are read (convert a JKS or PKCS12 store to PEM)"
+        )
+    return location
+
+
+# kafka.<Java name> -> kafkawire.connect keyword, for the options that map one to one
+_KAFKA_PLAIN: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "client.id": ("client_id", lambda _n, v: v),
+    "request.timeout.ms": ("request_timeout_ms", _int),
+    "socket.connection.setup.timeout.ms": ("connect_timeout_ms", _int),
+    "metadata.max.age.ms": ("metadata_max_age_ms", _int),
+    "retry.backoff.ms": ("retry_backoff_ms", _int),
+    "retry.backoff.max.ms": ("retry_backoff_max_ms", _int),
+    "sasl.mechanism": ("sasl_mechanism", lambda _n, v: v.strip().upper()),
+    "sasl.username": ("sasl_plain_username", lambda _n, v: v),
+    "sasl.password": ("sasl_plain_password", lambda _n, v: v),
+    "ssl.ca.location": ("ssl_cafile", lambda _n, v: v),
+    "ssl.certificate.location": ("ssl_certfile", lambda _n, v: v),
+    "ssl.key.location": ("ssl_keyfile", lambda _n, v: v),
+}
+# Read elsewhere, or by the function below rather than the table.
+_KAFKA_OTHER = {
+    "bootstrap.servers",
+    "security.protocol",
+    "sasl.jaas.config",
+    "ssl.truststore.location",
+    "ssl.truststore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.type",
+    "ssl.endpoint.identification.algorithm",
+}
+
+
+def kafka_connect(options: Mapping[str, str]) -> ConnectOptions:
+    """``kafkawire.connect`` keywords from the ``kafka.*`` options."""
+    given = _prefixed(options, "kafka.")
+    kafka_security_protocol(options)
+    out: ConnectOptions = {}
+    for key, value in given.items():
+        if key in _KAFKA_PLAIN:
+            keyword, convert = _KAFKA_PLAIN[key]
+            out[keyword] = convert(f"kafka.{key}", value)
+        elif key not in _KAFKA_OTHER:
+            raise ValueError(f"option kafka.{key} is not known to the kafkawire source")
+    if "sasl.jaas.config" in given:
+        username, password = jaas_credentials(given["sasl.jaas.config"])
+        if username is None or password is None:
+            raise ValueError('option kafka.sasl.jaas.config must give username="..." and password="..."')
+        out.setdefault("sasl_plain_username", username)
+        out.setdefault("sasl_plain_password", password)
+    truststore = _pem_store(given, "truststore")
+    if truststore is not None:
+        out.setdefault("ssl_cafile", truststore)
+    keystore = _pem_store(given, "keystore")
+    if keystore is not None:
+        out.setdefault("ssl_certfile", keystore)
+    if "ssl.endpoint.identification.algorithm" in given:
+        out["ssl_check_hostname"] = given["ssl.endpoint.identification.algorithm"].strip().lower() == "https"
+    return out
+
+
+# pulsar.<Java client configuration name, lower-cased> -> pulsarwire.connect keyword
+_PULSAR: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "authtoken": ("auth_token", lambda _n, v: v),
+    "auth.token": ("auth_token", lambda _n, v: v),
+    "tlstrustcertsfilepath": ("tls_ca_file", lambda _n, v: v),
+    "tlscertificatefilepath": ("tls_cert_file", lambda _n, v: v),
+    "tlskeyfilepath": ("tls_key_file", lambda _n, v: v),
+    "tlshostnameverificationenable": ("tls_validate_hostname", _bool),
+    "tlsallowinsecureconnection": ("tls_allow_insecure_connection", _bool),
+    "operationtimeoutms": ("operation_timeout", _seconds),
+    "connectiontimeoutms": ("connect_timeout", _seconds),
+    "listenername": ("listener_name", lambda _n, v: v),
+}
+TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "token")
+
+
+def pulsar_connect(options: Mapping[str, str]) -> ConnectOptions:
+    """``pulsarwire.connect`` keywords from the ``pulsar.*`` options (``pulsar.client.*`` is read the same)."""
+    given = _prefixed(options, "pulsar.")
+    given = {key.removeprefix("client."): value for key, value in given.items()}
+    out: ConnectOptions = {}
+    for key, value in given.items():
+        if key in _PULSAR:
+            keyword, convert = _PULSAR[key]
+            out[keyword] = convert(f"pulsar.{key}", value)
+        elif key not in ("authpluginclassname", "authparams", "service.url"):
+            raise ValueError(f"option pulsar.{key} is not known to the pulsarwire source")
+    plugin = given.get("authpluginclassname")
+    if plugin is not None:
+        if plugin.strip() not in TOKEN_PLUGINS:
+            raise ValueError(
+                "option pulsar.authPluginClassName: only token authentication (AuthenticationToken) is supported"
+            )
+        params = given.get("authparams")
+        if not params:
+            raise ValueError("option pulsar.authParams is required with pulsar.authPluginClassName")
+        out["auth_token"] = params.strip().removeprefix("token:")
+    return out
+
+
+def tubemq_connect(options: Mapping[str, str]) -> ConnectOptions:
+    """``tubemqwire.connect`` keywords from the ``tubemq.*`` options: ``tubemq.username``, ``tubemq.password``,
+    ``tubemq.request.timeout.ms``, ``tubemq.connect.timeout.ms``, and for TLS ``tubemq.tls.ca.file`` (PEM
+    authorities to trust), ``tubemq.tls.cert.file`` / ``tubemq.tls.key.file`` (a client certificate) and
+    ``tubemq.tls.check.hostname``."""
+    given = _prefixed(options, "tubemq.")
+    out: ConnectOptions = {}
+    tls: dict[str, str] = {}
+    for key, value in given.items():
+        if key in ("username", "password"):
+            out[key] = value
+        elif key in ("request.timeout.ms", "connect.timeout.ms"):
+            out[key.replace(".", "_")] = _int(f"tubemq.{key}", value)
+        elif key in ("tls.ca.file", "tls.cert.file", "tls.key.file", "tls.check.hostname"):
+            tls[key] = value
+        else:
+            raise ValueError(f"option tubemq.{key} is not known to the tubemqwire source")
+    if tls:
+        out["ssl_context"] = _tls_context(tls)
+    return out
+
+
+def _tls_context(tls: dict[str, str]) -> ssl.SSLContext:
+    try:
+        context = ssl.create_default_context(cafile=tls.get("tls.ca.file"))
+        if "tls.cert.file" in tls:
+            context.load_cert_chain(tls["tls.cert.file"], tls.get("tls.key.file"))
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"options tubemq.tls.*: the PEM files could not be read ({type(exc).__name__})") from None
+    if "tls.check.hostname" in tls:
+        context.check_hostname = _bool("tubemq.tls.check.hostname", tls["tls.check.hostname"])
+    return context
