@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self, TypeVar
 
+from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
+
 __all__ = [
     "Client",
     "Consumer",
@@ -115,6 +117,9 @@ class Producer(Protocol):
     async def close(self) -> None:
         """Flush, then release everything the producer holds."""
 
+    def stats(self) -> ProducerStats:
+        """What the producer has sent so far and holds now (see ``mqwire.common.stats``)."""
+
 
 class Consumer(Protocol[MessageT]):
     """Receives from one or more topics; an async context manager and an async iterator of messages."""
@@ -151,6 +156,9 @@ class Consumer(Protocol[MessageT]):
     async def close(self) -> None:
         """Stop receiving and release everything the consumer holds."""
 
+    def stats(self) -> ConsumerStats:
+        """What the consumer has received so far, holds now, and its lag (see ``mqwire.common.stats``)."""
+
 
 class Client(Protocol[MessageT]):
     """A connection to one cluster, made by ``connect(url, ...)``; closing it closes what it made."""
@@ -177,6 +185,9 @@ class Client(Protocol[MessageT]):
         value_deserializer: Deserializer | None = None,
     ) -> Consumer[MessageT]:
         """A consumer of ``topics`` in ``group`` (start it with ``async with``)."""
+
+    def stats(self) -> ClientStats:
+        """Connections, and the statistics of every producer and consumer open now."""
 
     async def close(self) -> None:
         """Close every producer and consumer made by this client, then the connections."""

@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="repeatable")
     produce.add_argument("--rate", type=float, help="at most this many messages per second")
     produce.add_argument("--quiet", action="store_true", help="no summary table")
+    produce.add_argument("--stats", action="store_true", help="print the producer's statistics to stderr at the end")
 
     consume = sub.add_parser("consume", help="print messages to stdout")
     consume.add_argument("url")
@@ -87,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"output line, fields {', '.join('{' + f + '}' for f in TEMPLATE_FIELDS)} (default {DEFAULT_TEMPLATE!r})",
     )
     consume.add_argument("--quiet", action="store_true", help="no summary table")
+    consume.add_argument(
+        "--stats", action="store_true", help="print the consumer's statistics (with its lag) to stderr at the end"
+    )
 
     topics = sub.add_parser("topics", help="list, create, delete or describe topics (Kafka, Pulsar)")
     topics.add_argument("action", choices=("list", "create", "delete", "describe"))
@@ -137,10 +141,10 @@ async def _run(args: argparse.Namespace) -> int:
         if args.file:
             with open(args.file, "rb") as source:
                 return await commands.produce(
-                    args.url, args.topic, source, args.input, key, headers, args.rate, args.quiet
+                    args.url, args.topic, source, args.input, key, headers, args.rate, args.quiet, args.stats
                 )
         return await commands.produce(
-            args.url, args.topic, sys.stdin.buffer, args.input, key, headers, args.rate, args.quiet
+            args.url, args.topic, sys.stdin.buffer, args.input, key, headers, args.rate, args.quiet, args.stats
         )
     if args.command == "consume":
         if args.count is not None and args.count < 1:
@@ -156,6 +160,7 @@ async def _run(args: argparse.Namespace) -> int:
             args.idle_timeout,
             sys.stdout,
             args.quiet,
+            args.stats,
         )
     if args.command == "topics":
         if args.action != "list" and not args.names:

@@ -15,6 +15,7 @@ from kafkawire import TopicPartition
 from mqwire.common.contract import Producer, Receipt
 from mqwire.formats import InputRecord, Template, read_records
 from mqwire.progress import Meter
+from mqwire.stats_view import write_stats
 from mqwire.systems import ConsumerReceiver, UnsupportedError, connect, open_consumer, system_of
 
 # Exit codes (documented in --help).
@@ -30,6 +31,7 @@ async def produce(
     headers: Mapping[str, bytes],
     rate: float | None,
     quiet: bool,
+    stats: bool = False,
 ) -> int:
     started = time.monotonic()
     async with connect(url) as client, client.producer(topic) as producer:
@@ -44,6 +46,8 @@ async def produce(
                         await asyncio.sleep(ahead)
             await producer.flush()
             outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        if stats:
+            write_stats(producer.stats(), sys.stderr)
     failed = [o for o in outcomes if isinstance(o, BaseException)]
     if not quiet:
         meter.summary(
@@ -70,6 +74,7 @@ async def consume(
     idle_timeout: float,
     out: IO[str],
     quiet: bool,
+    stats: bool = False,
 ) -> int:
     system = system_of(url)
     async with connect(url) as client, open_consumer(client, system, topic, group, start) as consumer:
@@ -87,12 +92,24 @@ async def consume(
                 if group is not None:
                     await receiver.ack()
             out.flush()
+        if stats:
+            await _consumer_stats(consumer)
     if not quiet:
         meter.summary(f"consumed from {topic}")
     if count is not None and meter.count < count:
         print(f"mqwire: only {meter.count} of {count} messages arrived", file=sys.stderr)
         return INCOMPLETE
     return OK
+
+
+async def _consumer_stats(consumer: object) -> None:
+    refresh = getattr(consumer, "refresh_lag", None)  # Pulsar asks the broker for the backlog
+    if refresh is not None:
+        await refresh()
+    read = getattr(consumer, "stats", None)
+    if read is None:
+        raise UnsupportedError(f"--stats: {type(consumer).__name__} has no statistics")
+    write_stats(read(), sys.stderr)
 
 
 async def topics(url: str, action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
