@@ -128,7 +128,8 @@ class ShareConsumer:
         self._buffer: deque[ShareMessage] = deque()
         self._data = asyncio.Event()
         self._space = asyncio.Event()
-        self._wake = asyncio.Event()
+        self._wake = asyncio.Event()  # the supervisor: assignment or leaders changed
+        self._acked = asyncio.Event()  # fetch loops waiting for room: acknowledgements to send
         self._sessions: dict[int, ShareSession] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._loops: dict[int, asyncio.Task[None]] = {}
@@ -217,7 +218,7 @@ class ShareConsumer:
         if not self._life.started:
             await self.start()
         if self.acknowledgement_mode == "implicit" and self._acks.accept_delivered():
-            self._wake.set()
+            self._acked.set()
         held = self._gate.take_held(limit)
         if held:
             return self._deliver(self._gate.many(held))
@@ -273,7 +274,7 @@ class ShareConsumer:
         self._acks.ack(
             message.topic_partition, message.offset, message._serial, AcknowledgeType(type), time.monotonic()
         )
-        self._wake.set()
+        self._acked.set()
 
     def skip(self, message: ShareMessage, /) -> None:
         """Go on past a message whose deserializer failed; it is rejected (never delivered again)."""
@@ -414,8 +415,8 @@ class ShareConsumer:
                         await self._acknowledge_node(node, close=False)
                         continue
                     self._space.clear()
-                    self._wake.clear()
-                    await _first(self._space.wait(), self._wake.wait())
+                    self._acked.clear()
+                    await _first(self._space.wait(), self._acked.wait())
                     continue
                 if await self._fetch_once(node, session, want):
                     backoff.reset()
