@@ -113,6 +113,40 @@ async def kafkawire_consume(url: str, topic: str, count: int, clock: Clock) -> N
             seen += got
 
 
+async def kafkawire_group_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+    """kafkawire in a consumer group of its own (the share consumer's comparison)."""
+    import kafkawire
+
+    group = f"bench-group-{uuid.uuid4().hex[:8]}"
+    async with kafkawire.connect(url) as client, client.consumer(topic, group=group, start="earliest") as consumer:
+        seen = 0
+        while seen < count:
+            got = len(await consumer.getmany(timeout_ms=1000, max_records=100_000))
+            if got:
+                clock.start()
+            seen += got
+
+
+async def kafkawire_share_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+    """kafkawire as the one member of a share group of its own (implicit acknowledgement), started at the
+    beginning of the topic."""
+    import kafkawire
+
+    group = f"bench-share-{uuid.uuid4().hex[:8]}"
+    async with kafkawire.connect(url) as client:
+        partitions = await client.partitions_for(topic)
+        async with client.admin() as admin:
+            await admin.alter_share_group_offsets(group, {(topic, p): 0 for p in partitions})
+        async with client.share_consumer(topic, group=group) as consumer:
+            seen = 0
+            while seen < count:
+                got = len(await consumer.getmany(timeout=1, max_records=100_000))
+                if got:
+                    clock.start()
+                seen += got
+            await consumer.commit()
+
+
 async def aiokafka_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
     from aiokafka import AIOKafkaProducer
 
@@ -338,6 +372,8 @@ async def tubemqwire_consume(url: str, topic: str, count: int, clock: Clock) -> 
 CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
     "kafka": {
         "kafkawire": (kafkawire_produce, kafkawire_consume),
+        "kafkawire-group": (kafkawire_produce, kafkawire_group_consume),
+        "kafkawire-share": (kafkawire_produce, kafkawire_share_consume),
         "aiokafka": (aiokafka_produce, aiokafka_consume),
         "kafka-python": (kafka_python_produce, kafka_python_consume),
         "confluent-kafka": (confluent_produce, confluent_consume),

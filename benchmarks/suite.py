@@ -1,7 +1,8 @@
 """The benchmark suite (``make bench``): every client against the same brokers, records and run.
 
 Kafka: kafkawire, aiokafka, kafka-python, confluent-kafka, and Kafka's own Java producer performance tool
-(the broker's limit on this machine, produce only). Pulsar: pulsarwire and pulsar-client. TubeMQ:
+(the broker's limit on this machine, produce only); kafkawire also consuming in a consumer group and in a
+share group (KIP-932), for the cost of each. Pulsar: pulsarwire and pulsar-client. TubeMQ:
 tubemqwire and the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions; for each
 of those settings the clients take turns, in an order that rotates from one setting to the next, each in
 a process of its own on a fresh topic: produce, then consume what it produced.
@@ -49,7 +50,8 @@ RECORDS = {
 }
 OURS = {"kafka": "kafkawire", "pulsar": "pulsarwire", "tubemq": "tubemqwire"}
 PEERS = {
-    "kafka": ["aiokafka", "kafka-python", "confluent-kafka", "kafka-java-perf"],
+    # kafkawire-group and kafkawire-share: kafkawire itself in a consumer group and in a share group.
+    "kafka": ["aiokafka", "kafka-python", "confluent-kafka", "kafka-java-perf", "kafkawire-group", "kafkawire-share"],
     "pulsar": ["pulsar-client"],
     "tubemq": ["tubemq-java"],
 }
