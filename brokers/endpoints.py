@@ -102,13 +102,29 @@ class TubeMQBroker:
         )
 
 
-Endpoint = KafkaBroker | PulsarBroker | TubeMQBroker
+@dataclass(frozen=True)
+class SchemaRegistry:
+    """A schema registry: ``url`` is the base of its registry REST API (``/subjects``, ``/schemas/ids/...``)."""
 
-_KINDS: dict[str, type[KafkaBroker] | type[PulsarBroker] | type[TubeMQBroker]] = {
+    host: str
+    port: int
+    url: str
+    log_files: tuple[str, ...] = ()
+    data_dir: str | None = None
+
+    @classmethod
+    def at(cls, port: int, host: str = LOOPBACK, path: str = "/apis/ccompat/v7", **extra: Any) -> SchemaRegistry:
+        return cls(host, port, f"http://{host}:{port}{path}", **extra)
+
+
+Endpoint = KafkaBroker | PulsarBroker | TubeMQBroker | SchemaRegistry
+
+_KINDS: dict[str, type[KafkaBroker] | type[PulsarBroker] | type[TubeMQBroker] | type[SchemaRegistry]] = {
     "kafka": KafkaBroker,
     "pulsar": PulsarBroker,
     "tubemq": TubeMQBroker,
     "kafka3": KafkaBroker,
+    "registry": SchemaRegistry,
 }
 
 
@@ -160,6 +176,7 @@ __all__ = [
     "HostPort",
     "KafkaBroker",
     "PulsarBroker",
+    "SchemaRegistry",
     "TubeMQBroker",
     "from_json",
     "split_url",

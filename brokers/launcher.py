@@ -22,6 +22,7 @@ from mqwire.testing.paths import BROKER_NAMES, default_state_dir
 from mqwire.testing.plan import BrokerKind, Spawner
 from mqwire.testing.procs import ProcSpec
 from mqwire.testing.pulsar import PulsarKind
+from mqwire.testing.registry import RegistryKind
 from mqwire.testing.state import Record, StateDir, end
 from mqwire.testing.tubemq import TubeMQKind, enable_tls, require_authentication
 
@@ -30,6 +31,7 @@ KINDS: dict[str, BrokerKind] = {
     "pulsar": PulsarKind(),
     "tubemq": TubeMQKind(),
     "kafka3": KafkaKind("kafka3", share_groups=False),
+    "registry": RegistryKind(),
 }
 DEFAULT_START_TIMEOUT = 180.0
 STOP_TIMEOUT = 20.0

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 POM_ROOT = Path(__file__).resolve().parent / "maven"
-BROKER_NAMES = ("kafka", "pulsar", "tubemq", "kafka3")
-# What ``start`` and ``broker_urls`` bring up when no names are given; kafka3 only runs when asked.
+BROKER_NAMES = ("kafka", "pulsar", "tubemq", "kafka3", "registry")
+# What ``start`` and ``broker_urls`` bring up when no names are given; kafka3 and the schema registry only run
+# when asked.
 DEFAULT_BROKERS = ("kafka", "pulsar", "tubemq")
 
 

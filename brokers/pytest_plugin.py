@@ -1,6 +1,6 @@
 """pytest fixtures for real brokers: ``kafka_broker``, ``pulsar_broker``, ``tubemq_broker``, ``broker_urls``,
-and ``kafka3_broker`` (Kafka 3.9, started only by the tests that ask for it); ``schema_registry``, the URL of a
-schema registry for the registry serializers.
+and ``kafka3_broker`` (Kafka 3.9, started only by the tests that ask for it); ``schema_registry``, a schema
+registry (Apicurio Registry, started by the tests that ask for it).
 
 Installed with ``mqwire[testing]``, this plugin is registered through the ``pytest11`` entry point, so pytest
 loads it in any project without a conftest line (``examples/testing_conftest.py`` shows a conftest that uses
@@ -21,7 +21,15 @@ from typing import Any, TypeVar
 
 import pytest
 
-from mqwire.testing.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, summary
+from mqwire.testing.endpoints import (
+    Endpoint,
+    KafkaBroker,
+    PulsarBroker,
+    SchemaRegistry,
+    TubeMQBroker,
+    split_url,
+    summary,
+)
 from mqwire.testing.errors import BrokerError
 from mqwire.testing.paths import DEFAULT_BROKERS
 from mqwire.testing.procs import log_tails
@@ -138,20 +146,32 @@ def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> T
 
 
 @pytest.fixture(scope="session")
-def schema_registry() -> Iterator[str]:
-    """The URL of a schema registry: ``MQWIRE_SCHEMA_REGISTRY_URL`` if set, else the REST-subset stand-in.
+def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistry]:
+    """A schema registry (``.url``, the base of its REST API), whatever the broker provider.
 
-    The stand-in (:class:`mqwire.testing.registry.RestSubsetRegistry`) is not a real registry server; see
-    brokers/VERSIONS.md for why the tests use it.
+    ``MQWIRE_SCHEMA_REGISTRY_URL`` names one that runs; otherwise Apicurio Registry is started here (a JVM,
+    ready in about 20 s; it needs no broker) and stopped when the session ends. One that cannot start fails
+    the tests that need it.
     """
     url = os.environ.get("MQWIRE_SCHEMA_REGISTRY_URL")
     if url:
-        yield url
+        at = split_url(url, 8081)
+        yield SchemaRegistry(at.host, at.port, url.rstrip("/"))
         return
-    from mqwire.testing.registry import RestSubsetRegistry
+    from mqwire.testing.launcher import Launcher
 
-    with RestSubsetRegistry() as registry:
-        yield registry.url
+    root = tmp_path_factory.mktemp("schema-registry")
+    launcher = Launcher(state_dir=root / "state", work_root=root, owned=True)
+    try:
+        status = launcher.start("registry")
+    except (BrokerError, OSError) as err:
+        pytest.fail(f"schema registry unavailable: {err}", pytrace=False)
+    try:
+        if not isinstance(status.endpoint, SchemaRegistry):
+            pytest.fail(f"schema registry: the launcher returned {type(status.endpoint).__name__}", pytrace=False)
+        yield status.endpoint
+    finally:
+        launcher.stop("registry")
 
 
 @pytest.fixture(scope="session")

@@ -1,190 +1,70 @@
-"""A REST-subset schema registry for the tests: NOT a real registry server, a small stand-in named as such.
+"""Apicurio Registry: a schema registry whose Confluent-compatible REST API the registry serializers use.
 
-No Apache-licensed registry server could be run on this machine from a package index it reaches (see
-brokers/VERSIONS.md): Karapace is not on PyPI, Apicurio Registry's runnable build is not on Maven Central.
-So the registry tests use this stand-in, which implements the part of the registry REST API that the
-serializers of mqwire and of confluent-kafka call, in memory:
-
-- ``POST /subjects/{subject}/versions`` registers a schema (the same schema keeps its global id everywhere);
-- ``POST /subjects/{subject}`` looks a schema up under a subject;
-- ``GET /subjects``, ``GET /subjects/{subject}/versions``, ``GET /subjects/{subject}/versions/{n|latest}``;
-- ``GET /schemas/ids/{id}`` (query parameters such as ``subject`` and ``format`` are ignored);
-- optional HTTP basic authentication (401 without it).
-
-It checks no compatibility and stores schemas as given (JSON schemas compared without formatting). The wire
-format is proven against confluent-kafka's own serializers through it, both ways (tests/integration).
+Apicurio Registry (Apache-2.0) runs from its distribution on Maven Central (brokers/maven/registry/pom.xml
+unpacks it): a Quarkus runner jar started with ``java -jar``, storing schemas in an H2 database file in its
+work folder, serving the registry API under ``/apis/ccompat/v7`` on a loopback port. It needs no broker.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import re
-import threading
-import urllib.parse
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any
+import time
+from pathlib import Path
 
-__all__ = ["RestSubsetRegistry"]
+from mqwire.testing import rest
+from mqwire.testing.endpoints import Endpoint, SchemaRegistry
+from mqwire.testing.errors import BrokerError
+from mqwire.testing.net import LOOPBACK, free_port
+from mqwire.testing.plan import Plan, Spawner, marker
+from mqwire.testing.procs import ProcSpec, wait_until
 
-_JSON = "application/vnd.schemaregistry.v1+json"
-
-
-@dataclass
-class _Store:
-    schemas: list[tuple[str, str, str]] = field(default_factory=list)  # by id - 1: (type, text, canonical)
-    subjects: dict[str, list[int]] = field(default_factory=dict)  # subject -> ids by version - 1
-    lock: threading.Lock = field(default_factory=threading.Lock)
+# The path of the registry API (the Confluent-compatible one) below the server's root.
+API_PATH = "/apis/ccompat/v7"
+JVM_FLAGS = ("-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError")
 
 
-def _canonical(text: str, kind: str) -> str:
-    if kind == "PROTOBUF":
-        return text
-    try:
-        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
-    except ValueError:
-        return text
+class RegistryKind:
+    """The launcher's view of Apicurio Registry: one JVM, one HTTP port."""
 
+    name = "registry"
 
-class RestSubsetRegistry:
-    """The stand-in registry on ``127.0.0.1`` (a free port unless ``port``); ``url`` once started.
+    def build_plan(self, work_dir: Path, java: str, classpath: str, instance: str) -> Plan:
+        """``classpath`` is the runner jar (the one entry the pom's unpacked distribution gives)."""
+        port = free_port()
+        logs, data = work_dir / "logs", work_dir / "data"
+        for folder in (logs, data):
+            folder.mkdir(parents=True, exist_ok=True)
+        log_file = logs / "registry.log"
+        mark = marker(self.name, "registry", instance)
+        argv = (
+            java,
+            *JVM_FLAGS,
+            mark,
+            f"-Dquarkus.http.host={LOOPBACK}",
+            f"-Dquarkus.http.port={port}",
+            # A file, not the default in-memory database, so a registry restarted by the launcher keeps its ids.
+            f"-Dapicurio.datasource.url=jdbc:h2:file:{data / 'registry'}",
+            "-Dquarkus.log.file.enable=true",
+            f"-Dquarkus.log.file.path={log_file}",
+            "-jar",
+            classpath,
+        )
+        spec = ProcSpec("registry", argv, str(work_dir), str(logs / "registry.stdout.log"), str(log_file), mark)
+        return Plan(self.name, instance, str(work_dir), {"http": port}, [spec])
 
-    ``basic_auth`` (``"user:password"``) makes every request need those credentials.
-    """
+    def launch(self, plan: Plan, spawn: Spawner, fresh: bool, timeout: float) -> None:
+        spec = plan.proc("registry")
+        pid = spawn(spec)
+        url = self.endpoint(plan).url
+        deadline = time.monotonic() + timeout
 
-    def __init__(self, *, port: int = 0, basic_auth: str | None = None) -> None:
-        self._store = _Store()
-        expected = None if basic_auth is None else "Basic " + base64.b64encode(basic_auth.encode()).decode()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self._store, expected))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        def answers() -> bool | None:
+            reply = rest.answers(f"{url}/subjects")
+            return True if reply is not None and reply.ok else None
 
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        wait_until(f"schema registry API on {url}", answers, max(deadline - time.monotonic(), 1.0), [(pid, spec)])
 
-    def start(self) -> RestSubsetRegistry:
-        """Serve in a daemon thread."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="rest-subset-registry", daemon=True)
-            self._thread.start()
-        return self
+    def endpoint(self, plan: Plan) -> SchemaRegistry:
+        return SchemaRegistry.at(plan.ports["http"], log_files=plan.log_files, data_dir=plan.work_dir)
 
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> RestSubsetRegistry:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-def _handler(store: _Store, expected_auth: str | None) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # quiet: the tests report what matters
-
-        def _reply(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", _JSON)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _error(self, status: int, code: int, message: str) -> None:
-            self._reply(status, {"error_code": code, "message": message})
-
-        def _authorized(self) -> bool:
-            if expected_auth is not None and self.headers.get("Authorization") != expected_auth:
-                self._error(401, 401, "Unauthorized")
-                return False
-            return True
-
-        def _body(self) -> Any:
-            length = int(self.headers.get("Content-Length") or 0)
-            return json.loads(self.rfile.read(length) or b"{}")
-
-        def do_GET(self) -> None:
-            if not self._authorized():
-                return
-            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path).rstrip("/")
-            with store.lock:
-                if path == "/subjects":
-                    return self._reply(200, sorted(store.subjects))
-                m = re.fullmatch(r"/schemas/ids/(\d+)", path)
-                if m:
-                    index = int(m.group(1)) - 1
-                    if not 0 <= index < len(store.schemas):
-                        return self._error(404, 40403, "Schema not found")
-                    kind, text, _ = store.schemas[index]
-                    return self._reply(200, {"schema": text, "schemaType": kind})
-                m = re.fullmatch(r"/subjects/(.+)/versions", path)
-                if m:
-                    ids = store.subjects.get(m.group(1))
-                    if ids is None:
-                        return self._error(404, 40401, "Subject not found")
-                    return self._reply(200, list(range(1, len(ids) + 1)))
-                m = re.fullmatch(r"/subjects/(.+)/versions/(latest|-1|\d+)", path)
-                if m:
-                    subject, ids = m.group(1), store.subjects.get(m.group(1))
-                    if ids is None:
-                        return self._error(404, 40401, "Subject not found")
-                    number = len(ids) if m.group(2) in ("latest", "-1") else int(m.group(2))
-                    if not 1 <= number <= len(ids):
-                        return self._error(404, 40402, "Version not found")
-                    return self._reply(200, self._version(subject, number, ids[number - 1]))
-            self._error(404, 404, f"not part of the REST subset: GET {path}")
-
-        def _version(self, subject: str, number: int, schema_id: int) -> dict[str, Any]:
-            kind, text, _ = store.schemas[schema_id - 1]
-            return {"subject": subject, "version": number, "id": schema_id, "schema": text, "schemaType": kind}
-
-        def do_POST(self) -> None:
-            if not self._authorized():
-                return
-            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path).rstrip("/")
-            try:
-                body = self._body()
-                text, kind = body["schema"], body.get("schemaType") or "AVRO"
-            except (ValueError, KeyError, TypeError):
-                return self._error(422, 42201, "Invalid schema")
-            canonical = _canonical(text, kind)
-            with store.lock:
-                existing = next(
-                    (i + 1 for i, s in enumerate(store.schemas) if s[0] == kind and s[2] == canonical), None
-                )
-                m = re.fullmatch(r"/subjects/(.+)/versions", path)
-                if m:
-                    if existing is None:
-                        store.schemas.append((kind, text, canonical))
-                        existing = len(store.schemas)
-                    ids = store.subjects.setdefault(m.group(1), [])
-                    if existing not in ids:
-                        ids.append(existing)
-                    return self._reply(200, {"id": existing})
-                m = re.fullmatch(r"/subjects/(.+)", path)
-                if m:
-                    subject, known = m.group(1), store.subjects.get(m.group(1))
-                    if known is None:
-                        return self._error(404, 40401, "Subject not found")
-                    if existing is None or existing not in known:
-                        return self._error(404, 40403, "Schema not found")
-                    return self._reply(200, self._version(subject, known.index(existing) + 1, existing))
-            self._error(404, 404, f"not part of the REST subset: POST {path}")
-
-    return Handler
+    def create_topic(self, endpoint: Endpoint, topic: str, partitions: int, timeout: float = 30.0) -> str:
+        raise BrokerError("a schema registry has no topics")

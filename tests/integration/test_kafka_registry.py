@@ -1,8 +1,5 @@
-"""Registry serializers on a real Kafka broker, proven against confluent-kafka's own serializers both ways.
-
-The registry is the ``schema_registry`` fixture: the REST-subset stand-in (mqwire.testing.registry), not a real
-registry server, unless MQWIRE_SCHEMA_REGISTRY_URL names one (see brokers/VERSIONS.md).
-"""
+"""Registry serializers on a real Kafka broker and a real schema registry (Apicurio Registry, the
+``schema_registry`` fixture), proven against confluent-kafka's own serializers both ways."""
 
 from __future__ import annotations
 
@@ -39,7 +36,7 @@ from mqwire.registry import (
     UnknownSchemaIdError,
     WireFormatError,
 )
-from mqwire.testing.endpoints import KafkaBroker
+from mqwire.testing.endpoints import KafkaBroker, SchemaRegistry
 
 pytestmark = pytest.mark.integration
 
@@ -158,12 +155,12 @@ def ours(registry: RegistryClient, kind: str, topic: str) -> tuple[Any, Any]:
 
 @pytest.mark.parametrize("kind", ["avro", "json", "protobuf"])
 async def test_confluent_serializer_to_kafkawire_deserializer(
-    client: kafkawire.Client, schema_registry: str, kind: str
+    client: kafkawire.Client, schema_registry: SchemaRegistry, kind: str
 ) -> None:
     topic = await new_topic(client)
-    their_ser, _ = await asyncio.to_thread(theirs, schema_registry, kind, topic)
+    their_ser, _ = await asyncio.to_thread(theirs, schema_registry.url, kind, topic)
     encoded = [await asyncio.to_thread(their_ser, o) for o in ORDERS]
-    _, deserializer = ours(RegistryClient(schema_registry), kind, topic)
+    _, deserializer = ours(RegistryClient(schema_registry.url), kind, topic)
     assert await deserializer.prepare()  # the id confluent-kafka registered
     got = await through_kafka(client, topic, encoded, bytes, deserializer)
     if kind == "protobuf":
@@ -173,23 +170,23 @@ async def test_confluent_serializer_to_kafkawire_deserializer(
 
 @pytest.mark.parametrize("kind", ["avro", "json", "protobuf"])
 async def test_kafkawire_serializer_to_confluent_deserializer(
-    client: kafkawire.Client, schema_registry: str, kind: str
+    client: kafkawire.Client, schema_registry: SchemaRegistry, kind: str
 ) -> None:
     topic = await new_topic(client)
-    serializer, _ = ours(RegistryClient(schema_registry), kind, topic)
+    serializer, _ = ours(RegistryClient(schema_registry.url), kind, topic)
     await serializer.prepare()
     values = [as_proto(o) for o in ORDERS] if kind == "protobuf" else ORDERS
     raw = await through_kafka(client, topic, values, serializer)
-    _, their_de = await asyncio.to_thread(theirs, schema_registry, kind, topic)
+    _, their_de = await asyncio.to_thread(theirs, schema_registry.url, kind, topic)
     got = [await asyncio.to_thread(their_de, data) for data in raw]
     assert got == ORDERS
 
 
 async def test_bad_payloads_raise_with_the_position_and_are_held(
-    client: kafkawire.Client, schema_registry: str
+    client: kafkawire.Client, schema_registry: SchemaRegistry
 ) -> None:
     topic = await new_topic(client)
-    registry = RegistryClient(schema_registry)
+    registry = RegistryClient(schema_registry.url)
     serializer, deserializer = ours(registry, "avro", topic)
     await serializer.prepare()
     good = serializer(ORDERS[0])

@@ -1,14 +1,24 @@
-"""The registry's wire format and the REST client's failures, without a broker."""
+"""The registry's wire format, subject names and the REST client's HTTP handling, without a registry.
+
+The HTTP tests use a one-request fake server (asyncio) that records what the client sent and answers a fixed
+status: they check the headers and the error mapping only; the registry itself is exercised for real in
+tests/integration/test_kafka_registry.py.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import pytest
 
-from mqwire.registry import RegistryClient, WireFormatError
-from mqwire.registry.errors import SchemaNotFoundError
+from mqwire.common.errors import ConfigurationError
+from mqwire.registry import RegistryClient, RegistryError, SchemaNotFoundError, WireFormatError
 from mqwire.registry.naming import record_name, topic_name, topic_record_name
 from mqwire.registry.wire import decode_indexes, encode_indexes, frame, unframe
-from mqwire.testing.registry import RestSubsetRegistry
 
 
 def test_frame_round_trip_and_bad_headers() -> None:
@@ -45,19 +55,46 @@ def test_subject_name_strategies() -> None:
         topic_name(None, "value", None)
 
 
-async def test_basic_auth_and_lookup_through_the_rest_subset_stand_in() -> None:
-    with RestSubsetRegistry(basic_auth="alice:secret") as server:
-        host = server.url.removeprefix("http://")
-        refused = RegistryClient(server.url)
-        with pytest.raises(Exception, match="HTTP 401"):
-            await refused.subjects()
-        registry = RegistryClient(f"http://alice:secret@{host}")
-        assert registry.url == server.url  # credentials are not kept in the URL shown in errors
-        first = await registry.register("t-value", '{"type": "string"}')
-        again = await registry.register("u-value", '{"type":"string"}')
-        assert first.schema_id == again.schema_id
-        found = await registry.lookup("t-value", '{"type": "string"}')
-        assert (found.schema_id, found.version) == (first.schema_id, 1)
-        assert (await registry.latest("u-value")).schema_id == first.schema_id
-        with pytest.raises(SchemaNotFoundError):
-            await registry.schema(99)
+@asynccontextmanager
+async def one_answer(status: int, body: object) -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A server on a free port that records each request's head and answers ``status`` with ``body``."""
+    heads: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        data = json.dumps(body).encode()
+        writer.write(b"HTTP/1.1 %d X\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (status, len(data), data))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"127.0.0.1:{port}", heads
+
+
+async def test_basic_auth_from_the_url_is_sent_and_never_shown() -> None:
+    async with one_answer(200, {"id": 7}) as (address, heads):
+        registry = RegistryClient(f"http://alice:s%40cret@{address}/base")
+        assert registry.url == f"http://{address}/base"
+        assert (await registry.register("t-value", '{"type": "string"}')).schema_id == 7
+        assert (await registry.register("t-value", '{"type":"string"}')).schema_id == 7  # from the cache
+    assert len(heads) == 1
+    head = heads[0].decode()
+    assert head.startswith("POST /base/subjects/t-value/versions HTTP/1.1")
+    assert "Authorization: Basic " + base64.b64encode(b"alice:s@cret").decode() in head
+    with pytest.raises(ConfigurationError, match="not both"):
+        RegistryClient(f"http://a:b@{address}", basic_auth="c:d")
+    with pytest.raises(ConfigurationError, match="user:password"):
+        RegistryClient(f"http://{address}", basic_auth="nocolon")
+
+
+async def test_error_statuses_are_typed() -> None:
+    async with one_answer(404, {"error_code": 40403, "message": "Schema not found"}) as (address, _):
+        with pytest.raises(SchemaNotFoundError, match="Schema not found") as missing:
+            await RegistryClient(f"http://{address}").schema(99)
+    assert missing.value.code == 40403
+    async with one_answer(409, {"error_code": 409, "message": "incompatible"}) as (address, _):
+        with pytest.raises(RegistryError, match="HTTP 409") as refused:
+            await RegistryClient(f"http://{address}").register("s", "{}")
+    assert not isinstance(refused.value, SchemaNotFoundError)
