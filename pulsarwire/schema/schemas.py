@@ -114,6 +114,8 @@ class AvroSchema(_RecordSchema[T]):
         super().__init__(record, SchemaType.AVRO, namespace, definition)
         fastavro = _fastavro()
         self._parsed = fastavro.parse_schema(self.definition)
+        # Writers' schemas met by decode_with, parsed once each (a topic has few versions).
+        self._writers: dict[bytes, Any] = {}
 
     def encode(self, value: T) -> bytes:
         """``value`` as Avro binary, without a header (as Pulsar stores it)."""
@@ -123,8 +125,24 @@ class AvroSchema(_RecordSchema[T]):
         return out.getvalue()
 
     def decode(self, data: bytes) -> T:
-        """The record in Avro binary ``data`` (written with this definition)."""
+        """The record in Avro binary ``data`` written with this definition (as a consumer with this schema reads).
+
+        A message written with another version of the topic's schema (``message.schema_version``) is read with
+        :meth:`decode_with` and that version's schema from ``client.get_schema(topic, version)``.
+        """
         decoded = _fastavro().schemaless_reader(io.BytesIO(data), self._parsed, None)
+        result: T = from_dict(self.record, decoded)
+        return result
+
+    def decode_with(self, data: bytes, writer: SchemaInfo) -> T:
+        """The record in ``data`` written with schema ``writer``, resolved into this definition by Avro's rules
+        (fields the writer lacks take their defaults, fields this record lacks are dropped)."""
+        if writer.type is not SchemaType.AVRO:
+            raise ValueError(f"decode_with needs the writer's AVRO schema, not {writer.type.name}")
+        parsed = self._writers.get(writer.data)
+        if parsed is None:
+            parsed = self._writers[writer.data] = _fastavro().parse_schema(json.loads(writer.data))
+        decoded = _fastavro().schemaless_reader(io.BytesIO(data), parsed, self._parsed)
         result: T = from_dict(self.record, decoded)
         return result
 

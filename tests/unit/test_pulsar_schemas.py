@@ -154,3 +154,18 @@ def test_the_schema_version_travels_in_the_metadata() -> None:
     parsed = MessageMetadata.FromString(raw)
     assert (parsed.producer_name, parsed.schema_version, parsed.sequence_id) == ("p", version, 7)
     assert schema_version_field(b"") == b""
+
+
+@dataclass
+class LineV2:
+    sku: str
+    count: Int32
+    price: float = 0.0
+
+
+def test_avro_reads_an_older_writer_with_its_schema() -> None:
+    old, new = AvroSchema(Line), AvroSchema(LineV2, definition={**avro_definition(LineV2), "name": "Line"})
+    data = old.encode(Line("a", 3))
+    assert new.decode_with(data, old.info) == LineV2("a", 3, 0.0)
+    with pytest.raises(ValueError, match="AVRO"):
+        new.decode_with(data, StringSchema().info)
