@@ -77,10 +77,12 @@ spark-env: $(STAMP)
 clean:
 	rm -rf $(VENV) dist build .pytest_cache .mypy_cache .ruff_cache
 
-# Every client against its peers on the same brokers in one run, and the Spark read (not part of the tests).
+# Every client against its peers on the same brokers in one run, the Spark read, and what statistics and
+# tracing cost the Kafka producer (not part of the tests).
 bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/suite.py $(BENCH_ARGS)
 	$(PY) benchmarks/spark_kafka_read.py $(SPARK_BENCH_ARGS)
+	$(PY) benchmarks/overhead.py $(OVERHEAD_ARGS)
 
 # Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
 FUZZ_EXAMPLES ?= 100000

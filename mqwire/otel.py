@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("mqwire.otel needs OpenTelemetry: pip install 'mqwire[otel]'") from exc
 
 from mqwire import __version__
-from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
+from mqwire.common.stats import ClientStats, ConsumerStats, LatencyHistogram, ProducerStats
 
 __all__ = ["Telemetry", "TracedConsumer", "TracedProducer", "extract_context", "inject_context"]
 
@@ -188,14 +188,12 @@ class Telemetry:
         if isinstance(span_queue_size, bool) or not isinstance(span_queue_size, int) or span_queue_size < 1:
             raise ValueError(f"option span_queue_size must be a positive int, got {span_queue_size!r}")
         self.tracer = trace.get_tracer("mqwire", __version__, tracer_provider)
+        self._tracer_provider = tracer_provider
         self._ender = _SpanEnder(span_queue_size)
         self._sources: weakref.WeakSet[Any] = weakref.WeakSet()
         self.callback_errors = 0
         self._warned_callback = False
         meter = metrics.get_meter("mqwire", __version__, meter_provider=meter_provider)
-        self.operation_duration = meter.create_histogram(
-            "messaging.client.operation.duration", unit="s", description="Send time until the broker's ack."
-        )
         self._instruments = _Instruments(meter, self._collect)
 
     # ----------------------------------------------------------------------------------- tracing
@@ -206,6 +204,19 @@ class Telemetry:
     def consumer(self, consumer: C) -> TracedConsumer[C]:
         """``consumer`` with ``receive``, ``getmany`` and ``async for`` traced, and ``process(message)``."""
         return TracedConsumer(self, consumer)
+
+    @property
+    def never_samples(self) -> bool:
+        """Whether the tracer provider's sampler samples nothing (the SDK's ``ALWAYS_OFF`` or a trace id ratio
+        of 0): wrappers made then pass every call straight through, at no cost per message. They are made once,
+        so a sampler changed later needs new wrappers."""
+        provider = self._tracer_provider or trace.get_tracer_provider()
+        sampler = getattr(provider, "sampler", None)
+        if sampler is None:
+            return False
+        if getattr(sampler, "rate", None) == 0 and type(sampler).__name__ == "TraceIdRatioBased":
+            return True
+        return bool(sampler.get_description() == "AlwaysOffSampler")
 
     def end_span(self, span: trace.Span) -> None:
         """End ``span`` off the event loop (see the module's documentation)."""
@@ -296,6 +307,9 @@ class _Instruments:
         gauge("mqwire.producer.buffered.messages", [p(lambda s: s.buffered_records)], unit="{message}")
         gauge("mqwire.producer.buffered.bytes", [p(lambda s: s.buffered_bytes)], unit="By")
         gauge("mqwire.producer.requests.in_flight", [p(lambda s: s.requests_in_flight)], unit="{request}")
+        # The send latency from the statistics' histogram (fixed buckets: a quantile is its bucket's bound).
+        gauge("mqwire.producer.send_latency.mean", [self._latency(lambda h: h.mean_ms)], unit="ms")
+        gauge("mqwire.producer.send_latency.p99", [self._latency(lambda h: h.quantile(0.99))], unit="ms")
         counter("mqwire.consumer.received.bytes", [c(lambda s: s.bytes_received)], unit="By")
         counter("mqwire.consumer.received.batches", [c(lambda s: s.batches_received)], unit="{batch}")
         counter("mqwire.consumer.requests", [c(lambda s: s.requests_sent)], unit="{request}")
@@ -322,6 +336,17 @@ class _Instruments:
                 key = (stats.system, stats.topic or "")
                 totals[key] = totals.get(key, 0) + value(stats)
             return [Observation(v, _attributes(system, topic)) for (system, topic), v in totals.items()]
+
+        return observe
+
+    def _latency(self, value: Callable[[LatencyHistogram], float | None]) -> _Callback:
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            out = []
+            for stats in self._snapshot()[0]:
+                latency = value(stats.send_latency)
+                if latency is not None and latency != float("inf"):
+                    out.append(Observation(latency, _attributes(stats.system, stats.topic or "")))
+            return out
 
         return observe
 
@@ -385,6 +410,10 @@ class TracedProducer(Generic[P]):
         self.wrapped = producer
         self._telemetry = telemetry
         self._system = _system_of(producer)
+        if telemetry.never_samples:
+            # Nothing would be recorded: the producer's own methods, without a span or a header per message.
+            object.__setattr__(self, "send", producer.send)  # type: ignore[attr-defined]
+            object.__setattr__(self, "enqueue", producer.enqueue)  # type: ignore[attr-defined]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -408,31 +437,32 @@ class TracedProducer(Generic[P]):
         telemetry = self._telemetry
         topic = kwargs.get("topic") or _producer_topic(self.wrapped)
         span = telemetry.tracer.start_span(f"send {topic}", kind=trace.SpanKind.PRODUCER)
-        if span.is_recording():
-            span.set_attribute("messaging.system", self._system)
-            span.set_attribute("messaging.destination.name", topic)
-            span.set_attribute("messaging.operation.name", "send")
-            span.set_attribute("messaging.operation.type", "send")
+        if not span.is_recording():
+            # Not sampled: no span to end; a context to pass on only when the message continues a trace.
+            if trace.get_current_span().get_span_context().is_valid:
+                headers = inject_context(headers, trace.set_span_in_context(span))
+            unsampled: Awaitable[Any] = await self.wrapped.enqueue(value, *args, headers=headers, **kwargs)  # type: ignore[attr-defined]
+            return unsampled
+        span.set_attribute("messaging.system", self._system)
+        span.set_attribute("messaging.destination.name", topic)
+        span.set_attribute("messaging.operation.name", "send")
+        span.set_attribute("messaging.operation.type", "send")
         headers = inject_context(headers, trace.set_span_in_context(span))
-        started = time.perf_counter()
         try:
             future = await self.wrapped.enqueue(value, *args, headers=headers, **kwargs)  # type: ignore[attr-defined]
         except BaseException as exc:
             _fail(span, exc)
             telemetry.end_span(span)
             raise
-        future.add_done_callback(lambda done: self._acknowledged(span, started, topic, done))
+        future.add_done_callback(lambda done: self._acknowledged(span, done))
         return future  # type: ignore[no-any-return]
 
-    def _acknowledged(self, span: trace.Span, started: float, topic: str, future: Any) -> None:
-        attributes = _attributes(self._system, topic)
+    def _acknowledged(self, span: trace.Span, future: Any) -> None:
         if future.cancelled():
             _fail(span, None)
         elif future.exception() is not None:
-            error = future.exception()
-            _fail(span, error)
-            attributes["error.type"] = type(error).__name__
-        elif span.is_recording():
+            _fail(span, future.exception())
+        else:
             receipt = future.result()
             partition = getattr(receipt, "partition", None)
             if partition is not None:
@@ -440,7 +470,6 @@ class TracedProducer(Generic[P]):
             offset = getattr(receipt, "offset", None)
             if offset is not None and self._system == "kafka":
                 span.set_attribute("messaging.kafka.offset", offset)
-        self._telemetry.operation_duration.record(time.perf_counter() - started, attributes)
         self._telemetry.end_span(span)
 
 
@@ -455,6 +484,10 @@ class TracedConsumer(Generic[C]):
         self._group: str | None = getattr(consumer, "group", None) or getattr(
             getattr(consumer, "options", None), "subscription", None
         )
+        self._off = telemetry.never_samples
+        if self._off:
+            object.__setattr__(self, "receive", consumer.receive)  # type: ignore[attr-defined]
+            object.__setattr__(self, "getmany", consumer.getmany)  # type: ignore[attr-defined]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -469,7 +502,7 @@ class TracedConsumer(Generic[C]):
         await self.wrapped.__aexit__(exc_type, exc, tb)  # type: ignore[attr-defined]
 
     def __aiter__(self) -> AsyncIterator[Any]:
-        return self._iterate()
+        return self.wrapped.__aiter__() if self._off else self._iterate()  # type: ignore[attr-defined]
 
     async def _iterate(self) -> AsyncIterator[Any]:
         async for message in self.wrapped:  # type: ignore[attr-defined]
@@ -508,12 +541,17 @@ class TracedConsumer(Generic[C]):
         return span
 
     def _received(self, message: Any) -> None:
-        self._telemetry.end_span(self._span("receive", message))
+        span = self._span("receive", message)
+        if span.is_recording():
+            self._telemetry.end_span(span)
 
     @contextlib.contextmanager
     def process(self, message: Any) -> Iterator[trace.Span]:
         """A ``process {topic}`` span, child of the message's producer span, current while the block runs:
         messages sent inside carry it, so the trace goes on into the next system."""
+        if self._off:
+            yield trace.INVALID_SPAN
+            return
         span = self._span("process", message)
         try:
             with trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):

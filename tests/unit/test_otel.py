@@ -1,0 +1,107 @@
+"""mqwire.otel without a broker: the header carriers, the pass-through when nothing is sampled, and the
+span thread's bounded queue."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
+
+from mqwire.otel import Telemetry, extract_context, inject_context
+
+
+def test_context_travels_through_each_header_shape() -> None:
+    provider = TracerProvider()
+    span = provider.get_tracer("t").start_span("send")
+    context = trace.set_span_in_context(span)
+    as_dict = inject_context({"app": b"1"}, context)
+    assert as_dict["app"] == b"1" and as_dict["traceparent"].startswith(b"00-")
+    as_list = inject_context([("app", b"1"), ("traceparent", b"stale")], context)
+    assert [name for name, _ in as_list] == ["app", "traceparent"] and as_list[1][1] == as_dict["traceparent"]
+    assert inject_context(None, context) == {"traceparent": as_dict["traceparent"]}
+    parent = trace.get_current_span(extract_context(as_dict)).get_span_context()
+    assert parent.trace_id == span.get_span_context().trace_id and parent.span_id == span.get_span_context().span_id
+    assert not trace.get_current_span(extract_context({})).get_span_context().is_valid
+    assert not trace.get_current_span(extract_context({"traceparent": b"\xff garbage"})).get_span_context().is_valid
+
+
+class Raw:
+    topic = "t"
+
+    async def enqueue(self, value: Any, /, *, headers: Any = None, **kwargs: Any) -> asyncio.Future[Any]:
+        self.headers = headers
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        loop.call_soon(future.set_result, None)  # acknowledged on the next turn of the loop, as by a broker
+        return future
+
+    async def send(self, value: Any, /, **kwargs: Any) -> Any:
+        return await (await self.enqueue(value, **kwargs))
+
+    def stats(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("sampler", [ALWAYS_OFF, TraceIdRatioBased(0)])
+async def test_nothing_sampled_passes_calls_straight_through(sampler: Any) -> None:
+    telemetry = Telemetry(tracer_provider=TracerProvider(sampler=sampler))
+    assert telemetry.never_samples
+    raw = Raw()
+    traced = telemetry.producer(raw)
+    assert traced.enqueue == raw.enqueue and traced.send == raw.send
+    await traced.send(b"x")
+    assert raw.headers is None
+
+
+async def test_parent_based_sampler_at_zero_follows_a_sampled_parent() -> None:
+    telemetry = Telemetry(tracer_provider=TracerProvider(sampler=ParentBased(TraceIdRatioBased(0))))
+    assert not telemetry.never_samples
+    raw = Raw()
+    traced = telemetry.producer(raw)
+    await traced.send(b"x")
+    assert raw.headers is None  # a root send is not sampled and continues no trace: nothing to carry
+    parent = TracerProvider().get_tracer("upstream").start_span("process")
+    with trace.use_span(parent):
+        await traced.send(b"x")
+    assert raw.headers["traceparent"].split(b"-")[1] == format(parent.get_span_context().trace_id, "032x").encode()
+    assert telemetry.flush(5)
+
+
+def test_observe_needs_stats() -> None:
+    with pytest.raises(TypeError):
+        Telemetry().observe(object())
+    with pytest.raises(ValueError):
+        Telemetry(span_queue_size=0)
+
+
+class Stuck(SpanProcessor):
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.release.wait(10)
+
+
+async def test_a_stuck_processor_fills_the_queue_then_spans_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    stuck = Stuck()
+    provider = TracerProvider()
+    provider.add_span_processor(stuck)
+    telemetry = Telemetry(tracer_provider=provider, span_queue_size=5)
+    traced = telemetry.producer(Raw())
+    try:
+        with caplog.at_level(logging.WARNING, logger="mqwire.otel"):
+            async with asyncio.timeout(2):  # 50 sends against a processor stuck for 10 s each
+                for _ in range(50):
+                    await traced.send(b"x")
+        assert 44 <= telemetry.dropped_spans <= 45  # the queue holds 5, the stuck one took 1 or not yet
+        assert sum("spans are dropped" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        stuck.release.set()
+    assert telemetry.flush(10)
+    telemetry.close()
