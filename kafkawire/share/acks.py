@@ -20,6 +20,7 @@ from mqwire.common.errors import FatalError
 
 __all__ = [
     "GAP",
+    "RENEW",
     "AcknowledgeType",
     "AcknowledgementError",
     "AcquisitionLockExpiredError",
@@ -31,6 +32,8 @@ __all__ = [
 
 # Acknowledge type 0: no record at this offset (a control record or a compacted one) in an acquired range.
 GAP = 0
+# Acknowledge type 4 (KIP-1222): keep the record and extend its acquisition lock.
+RENEW = 4
 
 
 class AcknowledgeType(IntEnum):
@@ -123,10 +126,8 @@ class ShareAcks:
             return False
         return True
 
-    # ------------------------------------------------------------------------------ acknowledging
-    def ack(self, tp: TopicPartition, offset: int, serial: int, type_: int, now: float) -> None:
-        """Queue an acknowledgement of the delivery ``serial`` of ``tp``/``offset``; AcknowledgementError when
-        this consumer does not hold that delivery or its lock expired."""
+    def check(self, tp: TopicPartition, offset: int, serial: int, now: float) -> float:
+        """The lock deadline of the delivery ``serial``; AcknowledgementError as ``ack`` when it is not held."""
         state = self._partitions.get(tp)
         held = None if state is None else state.held.get(offset)
         if state is None or held is None or held.serial != serial:
@@ -138,12 +139,28 @@ class ShareAcks:
                 f"{tp.topic}[{tp.partition}]@{offset} is not held by this consumer (another consumer's "
                 "message, or delivered again since)"
             )
-        del state.held[offset]
         if now >= held.deadline:
+            del state.held[offset]
             raise AcquisitionLockExpiredError(
                 f"{tp.topic}[{tp.partition}]@{offset}: the acquisition lock expired; the broker delivers it again"
             )
-        state.pending[offset] = (type_, held.deadline)
+        return held.deadline
+
+    def renewed(self, tp: TopicPartition, offset: int, serial: int, deadline: float) -> None:
+        """The broker renewed the lock of the delivery ``serial`` until ``deadline``."""
+        state = self._partitions.get(tp)
+        held = None if state is None else state.held.get(offset)
+        if held is not None and held.serial == serial:
+            held.deadline = max(held.deadline, deadline)
+
+    # ------------------------------------------------------------------------------ acknowledging
+    def ack(self, tp: TopicPartition, offset: int, serial: int, type_: int, now: float) -> None:
+        """Queue an acknowledgement of the delivery ``serial`` of ``tp``/``offset``; AcknowledgementError when
+        this consumer does not hold that delivery or its lock expired."""
+        deadline = self.check(tp, offset, serial, now)
+        state = self._partitions[tp]
+        del state.held[offset]
+        state.pending[offset] = (type_, deadline)
         state.settled[offset] = serial
 
     def accept_delivered(self) -> int:

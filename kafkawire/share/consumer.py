@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
-from kafkawire.share.acks import AcknowledgeType, AcquisitionLockExpiredError, ShareAcks
+from kafkawire.share.acks import RENEW, AcknowledgeType, AcquisitionLockExpiredError, ShareAcks
 from kafkawire.share.membership import SHARE_ACKNOWLEDGE_KEY, SHARE_FETCH_KEY, ShareMembership
 from kafkawire.share.message import ShareMessage
 from kafkawire.share.session import FetchSettings, ShareSession, acquired_messages
@@ -30,6 +30,7 @@ from mqwire.common.errors import (
     MqwireError,
     ReceiveTimeoutError,
     RequestTimeoutError,
+    UnsupportedVersionError,
 )
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.serde import Deserializing
@@ -43,6 +44,8 @@ log = logging.getLogger(__name__)
 
 AcknowledgementMode = Literal["implicit", "explicit"]
 AcquireMode = Literal["batch_optimized", "record_limit"]
+
+RENEW_MIN_VERSION = 2  # ShareAcknowledge v2: RENEW acknowledgements (KIP-1222)
 
 # Errors after which the broker no longer knows this member's share session with it.
 _SESSION_LOST = (errors.ShareSessionNotFoundError, errors.InvalidShareSessionEpochError)
@@ -275,6 +278,53 @@ class ShareConsumer:
             message.topic_partition, message.offset, message._serial, AcknowledgeType(type), time.monotonic()
         )
         self._acked.set()
+
+    async def renew(self, message: ShareMessage, /) -> None:
+        """Extend the acquisition lock of ``message`` (a RENEW acknowledgement, KIP-1222), for processing
+        that takes longer than the group's ``share.record.lock.duration.ms``; sent at once.
+
+        Needs ShareAcknowledge v2 (Kafka 4.2+; ``UnsupportedVersionError`` otherwise) and a group whose
+        ``share.renew.acknowledge.enable`` is on; raises as ``ack`` for a message not held, and the
+        broker's error when it refuses.
+        """
+        self._life.check_open()
+        tp = message.topic_partition
+        self._acks.check(tp, message.offset, message._serial, time.monotonic())
+        node = self._cluster.metadata.leader_id(*tp)
+        session = self._sessions.get(node)
+        if session is None:
+            raise errors.NotLeaderOrFollowerError(
+                f"{tp.topic}[{tp.partition}]: no share session with its leader"
+            )
+        async with self._lock(node):
+            if not session.can_acknowledge:
+                raise errors.ShareSessionNotFoundError(
+                    f"{tp.topic}[{tp.partition}]: the share session is reopening"
+                )
+            connection = await self._cluster.connection(node)
+            version = connection.version_for(SHARE_ACKNOWLEDGE_KEY)
+            if version < RENEW_MIN_VERSION:
+                raise UnsupportedVersionError(
+                    f"renewing a record lock needs ShareAcknowledge v{RENEW_MIN_VERSION} (Kafka 4.2+); "
+                    f"the broker offers v{version}"
+                )
+            sent_at = time.monotonic()
+            body = session.acknowledge_request({tp: {message.offset: RENEW}}, self._topic_ids(), renew=True)
+            response = await connection.request(body, version=version)
+            if response.error_code:
+                error = errors.error_for(
+                    response.error_code, response.error_message or "ShareAcknowledge (renew)"
+                )
+                if isinstance(error, _SESSION_LOST):
+                    session.reset()
+                raise error
+            session.answered()
+        for topic in response.responses:
+            for part in topic.partitions:
+                if part.error_code:
+                    raise errors.error_for(part.error_code, part.error_message or f"renewing {tp}")
+        deadline = sent_at + response.acquisition_lock_timeout_ms / 1000
+        self._acks.renewed(tp, message.offset, message._serial, deadline)
 
     def skip(self, message: ShareMessage, /) -> None:
         """Go on past a message whose deserializer failed; it is rejected (never delivered again)."""

@@ -111,9 +111,10 @@ class ShareSession:
         )
 
     def acknowledge_request(
-        self, acks: Acks, topic_ids: Mapping[str, uuid.UUID], *, close: bool = False
+        self, acks: Acks, topic_ids: Mapping[str, uuid.UUID], *, close: bool = False, renew: bool = False
     ) -> ShareAcknowledgeRequest:
-        """A ShareAcknowledge of ``acks``; with ``close`` it also ends the session (epoch -1)."""
+        """A ShareAcknowledge of ``acks``; with ``close`` it also ends the session (epoch -1); ``renew`` marks
+        a request carrying RENEW acknowledgements (version 2)."""
         if not close and not self.can_acknowledge:
             raise ValueError("a share session must be opened by a ShareFetch before it acknowledges")
         by_topic: dict[str, list[ShareAcknowledgePartition]] = {}
@@ -128,6 +129,7 @@ class ShareSession:
             group_id=self.group,
             member_id=self.member_id,
             share_session_epoch=CLOSE_EPOCH if close else self.epoch,
+            is_renew_ack=renew,
             topics=[
                 ShareAcknowledgeTopic(topic_id=topic_ids[name], partitions=parts)
                 for name, parts in by_topic.items()

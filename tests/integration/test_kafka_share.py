@@ -431,3 +431,30 @@ async def test_a_broker_without_share_groups_is_refused_at_subscribe(kafka3_brok
         with pytest.raises(UnsupportedVersionError, match="ShareGroupHeartbeat"):
             await consumer.start()
         await consumer.close()
+
+
+async def test_renewing_a_lock_keeps_the_record(kafka_broker: KafkaBroker, java_member: JavaMember) -> None:
+    url = kafka_broker.url
+    topic, group = unique("topic"), unique("group")
+    await create_topic(url, topic, 1)
+    await asyncio.to_thread(
+        java_member.configure,
+        url,
+        group,
+        share_auto_offset_reset="earliest",
+        share_record_lock_duration_ms=str(LOCK_MS),
+        share_renew_acknowledge_enable="true",
+    )
+    await produce(url, topic, ["slow"], partitions=1)
+    async with kafkawire.connect(url) as client:
+        async with client.share_consumer(topic, group=group, share_acknowledgement_mode="explicit") as consumer:
+            message = await consumer.receive(timeout=30)
+            half = LOCK_MS / 1000 * 0.6
+            await asyncio.sleep(half)
+            await consumer.renew(message)
+            await asyncio.sleep(half)  # past the first lock's end
+            await consumer.ack(message)  # still held: the renewal moved the deadline
+            assert await consumer.commit() == {}
+            assert await consumer.getmany(timeout=1) == []
+        async with client.share_consumer(topic, group=group) as other:
+            assert await other.getmany(timeout=2) == []

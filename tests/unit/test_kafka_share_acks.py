@@ -13,6 +13,7 @@ from kafkawire.protocol.messages import AcquiredRecords, ShareFetchRequest
 from kafkawire.protocol.records import BatchBuilder
 from kafkawire.share.acks import (
     GAP,
+    RENEW,
     AcknowledgeType,
     AcquisitionLockExpiredError,
     AlreadyAcknowledgedError,
@@ -153,3 +154,21 @@ def test_gaps_are_acknowledged_as_gaps() -> None:
     acks = ShareAcks()
     acks.gap(TP, 7, deadline=10.0)
     assert acks.take([TP], now=1.0)[0] == {TP: {7: GAP}}
+
+
+def test_a_renewed_lock_moves_the_deadline_of_that_delivery_only() -> None:
+    acks = ShareAcks()
+    serial = acks.acquire(TP, 0, deadline=10.0)
+    assert acks.check(TP, 0, serial, now=5.0) == 10.0
+    acks.renewed(TP, 0, serial + 1, deadline=40.0)  # another delivery: ignored
+    assert acks.check(TP, 0, serial, now=5.0) == 10.0
+    acks.renewed(TP, 0, serial, deadline=40.0)
+    acks.ack(TP, 0, serial, ACCEPT, now=20.0)
+    assert acks.take([TP], now=21.0)[0] == {TP: {0: ACCEPT}}
+
+
+def test_a_renew_request_is_marked() -> None:
+    session = ShareSession("g", "m")
+    session.answered()
+    body = session.acknowledge_request({TP: {3: RENEW}}, {"t": uuid.uuid4()}, renew=True)
+    assert body.is_renew_ack and body.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types == [RENEW]
