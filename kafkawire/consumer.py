@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
+from kafkawire import errors
 from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
 from kafkawire.group.assignors import ASSIGNORS, Assignor
 from kafkawire.group.heartbeat_membership import HeartbeatMembership
@@ -726,14 +727,32 @@ class Consumer:
         if not changed:
             return
         if self._membership is not None and self._membership.member_id:
-            member = self._membership.metadata
-            await commit_offsets(
-                self._cluster, self.group, changed, generation=member.generation_id, member_id=member.member_id,
-                group_instance_id=member.group_instance_id,
-            )
+            await self._commit_as_member(changed)
         else:
             await commit_offsets(self._cluster, self.group, changed)
         self._committed.update(changed)
+
+    async def _commit_as_member(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        """Commit with the member's generation (KIP-848: its epoch). An epoch that went stale while a heartbeat
+        was bringing the next one (STALE_MEMBER_EPOCH) is not a failure of the commit: it is sent again with the
+        new epoch, as the Java consumer does, until the request timeout."""
+        assert self.group is not None and self._membership is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._cluster.request_timeout
+        while True:
+            member = self._membership.metadata
+            try:
+                await commit_offsets(
+                    self._cluster, self.group, offsets, generation=member.generation_id, member_id=member.member_id,
+                    group_instance_id=member.group_instance_id,
+                )
+                return
+            except errors.StaleMemberEpochError:
+                if loop.time() >= deadline:
+                    raise
+                log.debug("group %r: commit with a stale member epoch %d; sending it again", self.group,
+                          member.generation_id)
+                await asyncio.sleep(0.1)  # the heartbeat in flight brings the current epoch
 
     async def committed(self, tp: TopicPartition | tuple[str, int]) -> int | None:
         """The offset the group has committed for ``tp``, asked of the coordinator (None if none)."""

@@ -247,9 +247,14 @@ async def produce_and_consume_through(
             # The group goes on until it has had every record (or two minutes, then says what it missed).
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(120):
-                    while not acknowledged <= {value for _, _, value in seen}:
+                    while not acknowledged <= {value for _, _, value in seen} and not any(
+                        task.done() for task in consumers
+                    ):
                         await asyncio.sleep(0.5)
             undelivered = acknowledged - {value for _, _, value in seen}
+            # A member whose loop raised stops reading: its error explains what it missed.
+            crashed = [repr(task.exception()) for task in consumers if task.done() and task.exception()]
+            assert not crashed, f"a group member's loop failed: {crashed}"
             assignments = {
                 "first": sorted(tp.partition for tp in first.assignment()),
                 "second": sorted(tp.partition for tp in second.assignment()),
