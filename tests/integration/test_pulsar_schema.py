@@ -232,3 +232,24 @@ async def test_protobuf_schema_round_trip_through_the_broker(pulsar_broker: Puls
         assert (await consumer.receive(timeout=20)).value == ProtoOrder(id="p", qty=7)
         registered = await client.get_schema(name)
         assert registered is not None and registered.info.type is SchemaType.PROTOBUF
+
+
+async def test_a_body_the_schema_cannot_decode_raises_with_its_position_and_is_held(
+    pulsar_broker: PulsarBroker,
+) -> None:
+    name = topic()
+    async with (
+        pulsarwire.connect(pulsar_broker.url) as client,
+        client.consumer(name, group="g", schema=AvroSchema(Order), start="earliest") as consumer,
+    ):
+        # A producer without a schema may still write to the topic (schema validation is not enforced).
+        async with client.producer(name) as raw, client.producer(name, schema=AvroSchema(Order)) as typed:
+            bad = await raw.send(b"\xff\xff\xff")
+            await typed.send(ORDERS[3])
+        with pytest.raises(pulsarwire.DeserializationError) as caught:
+            await consumer.receive(timeout=20)
+        assert caught.value.position == bad.message_id and caught.value.topic == name
+        with pytest.raises(pulsarwire.DeserializationError):
+            await consumer.receive(timeout=5)  # held until skipped
+        consumer.skip(caught.value.message)
+        assert (await consumer.receive(timeout=20)).value == ORDERS[3]
