@@ -172,3 +172,20 @@ def test_a_renew_request_is_marked() -> None:
     session.answered()
     body = session.acknowledge_request({TP: {3: RENEW}}, {"t": uuid.uuid4()}, renew=True)
     assert body.is_renew_ack and body.topics[0].partitions[0].acknowledgement_batches[0].acknowledge_types == [RENEW]
+
+
+def test_share_consumer_options_are_checked_at_construction() -> None:
+    import kafkawire
+    from mqwire.common.errors import ConfigurationError
+
+    client = kafkawire.connect("kafka://127.0.0.1:9")
+    with pytest.raises(ConfigurationError, match="group"):
+        client.share_consumer("t")
+    with pytest.raises(ConfigurationError, match="share_acknowledgement_mode"):
+        client.share_consumer("t", group="g", share_acknowledgement_mode="manual")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="max_poll_records"):
+        client.share_consumer("t", group="g", max_poll_records=0)
+    with pytest.raises(kafkawire.UnknownOptionError, match="share_acquire_mode"):
+        client.share_consumer("t", group="g", share_acquire_modes="record_limit")  # type: ignore[call-arg]
+    consumer = client.share_consumer(["t", "u"], group="g", share_acquire_mode="record_limit")
+    assert consumer.topics == ["t", "u"] and consumer.acknowledgement_mode == "implicit"
