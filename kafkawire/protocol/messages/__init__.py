@@ -209,6 +209,12 @@ from kafkawire.protocol.messages.sync_group import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
+from kafkawire.protocol.messages.telemetry import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryRequest,
+    PushTelemetryResponse,
+)
 from kafkawire.protocol.messages.transactions import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -267,6 +273,8 @@ APIS: tuple[tuple[type[Request], type[Response]], ...] = (
     (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
     (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
     (DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
+    (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+    (PushTelemetryRequest, PushTelemetryResponse),
 )
 
 __all__ = [
@@ -360,6 +368,8 @@ __all__ = [
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "ForgottenTopic",
+    "GetTelemetrySubscriptionsRequest",
+    "GetTelemetrySubscriptionsResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
     "InitProducerIdRequest",
@@ -409,6 +419,8 @@ __all__ = [
     "PartitionProduceResponse",
     "ProduceRequest",
     "ProduceResponse",
+    "PushTelemetryRequest",
+    "PushTelemetryResponse",
     "ReplicaState",
     "SaslAuthenticateRequest",
     "SaslAuthenticateResponse",
