@@ -178,6 +178,7 @@ def test_every_declared_api_pairs_request_and_response() -> None:
 def test_required_apis_declared() -> None:
     required = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 24, 25, 26, 28, 32, 36, 37}
     required |= {60, 68}
+    required |= {42, 76, 77, 78, 79, 90, 91, 92}  # DeleteGroups and the share group APIs (KIP-932)
     assert required <= {request.API_KEY for request, _ in messages.APIS}
 
 
