@@ -28,6 +28,8 @@ SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
     "headers map<string, binary>"
 )
+
+
 class KafkaDataSource(DataSource):
     """Short name ``kafkawire``."""
 
@@ -42,7 +44,7 @@ class KafkaDataSource(DataSource):
         return KafkaBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS)
+        return RowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         from sparkwire.kafka_stream import KafkaStreamReader
@@ -50,7 +52,7 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), opts.kafka_url, WRITE_ROWS)
+        return RowsStreamWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
 
 
 async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[str]:

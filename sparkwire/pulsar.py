@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 import pulsarwire
 from sparkwire.pulsar_read import SCHEMA, PulsarBatchReader, pulsar_url
 from sparkwire.pulsar_stream import PulsarStreamReader
+from sparkwire.security import pulsar_connect
 from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
 
 
@@ -38,14 +39,13 @@ class PulsarDataSource(DataSource):
         return PulsarBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), pulsar_url, WRITE_ROWS)
+        return RowsWriter(dict(self.options), pulsar_url, WRITE_ROWS, pulsar_connect)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return PulsarStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), pulsar_url, WRITE_ROWS)
-
+        return RowsStreamWriter(dict(self.options), pulsar_url, WRITE_ROWS, pulsar_connect)
 
 
 WRITE_ROWS = RowsSender(pulsarwire.connect, empty_for_null=True)

@@ -1,12 +1,11 @@
 """Reading Pulsar topics in Spark tasks: the planned ranges, the batch reader and what the stream reader shares."""
 
-
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,8 +17,11 @@ from pyspark.sql.datasource import (
 
 import pulsarwire
 from pulsarwire.message import MessageId
+from pulsarwire.topic_pattern import TopicPattern
 from pulsarwire.topics import partition_of
 from sparkwire import options as opts
+from sparkwire.batches import Rows, drive, size_of
+from sparkwire.security import pulsar_connect
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, message_id binary, timestamp timestamp, "
@@ -37,7 +39,6 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 RECEIVE_TIMEOUT = 30.0  # seconds without a message before a range that should hold more is given up
-ROWS_PER_BATCH = 10_000
 
 
 @dataclass(frozen=True)
@@ -110,12 +111,36 @@ async def partition_names(client: pulsarwire.Client, topics: list[str]) -> list[
     return names
 
 
+def topic_pattern(options: Mapping[str, str]) -> TopicPattern | None:
+    """``subscribePattern`` over complete topic names of one namespace, or None for ``subscribe``."""
+    wanted = opts.pattern(options)
+    if wanted is None:
+        return None
+    try:
+        return TopicPattern(wanted)
+    except ValueError as exc:
+        raise ValueError(f"option subscribePattern: {exc}") from None
+
+
+async def pulsar_topics(client: pulsarwire.Client, options: Mapping[str, str]) -> list[str]:
+    """The topics of ``subscribe``, or those that ``subscribePattern`` matches now."""
+    pattern = topic_pattern(options)
+    if pattern is None:
+        return opts.topics(options)
+    return await pattern.matching(client._session)
+
+
+def connect(options: Mapping[str, str]) -> pulsarwire.Client:
+    """A client for ``url`` with the ``pulsar.*`` options (not yet started)."""
+    return pulsarwire.connect(pulsar_url(options), **pulsar_connect(options))
+
+
 async def _id_ranges(options: dict[str, str]) -> list[IdRange]:
     starting = (opts.get(options, "startingOffsets") or "earliest").strip()
     ending = (opts.get(options, "endingOffsets") or "latest").strip()
     ranges: list[IdRange] = []
-    async with pulsarwire.connect(pulsar_url(options)) as client:
-        for name, index in await partition_names(client, opts.topics(options)):
+    async with connect(options) as client:
+        for name, index in await partition_names(client, await pulsar_topics(client, options)):
             last = await last_id(client, name)
             end = _position(ending, name, "endingOffsets")
             end_id = last if end == "latest" else end
@@ -129,29 +154,28 @@ async def _id_ranges(options: dict[str, str]) -> list[IdRange]:
     return ranges
 
 
-async def read_range(url: str, part: IdRange) -> list[pa.RecordBatch]:
+async def read_range(options: Mapping[str, str], part: IdRange) -> AsyncIterator[pa.RecordBatch]:
+    """The messages of ``part`` as Arrow batches of bounded size (:mod:`sparkwire.batches`), each handed over
+    as soon as it is full, read with a client and a non-durable reader of their own."""
     end = RangeEnd(MessageId.deserialize(part.end))
     start: MessageId | Literal["earliest"] = "earliest" if part.start is None else MessageId.deserialize(part.start)
-    batches: list[pa.RecordBatch] = []
-    rows: list[Any] = []
-    async with pulsarwire.connect(url) as client, client.reader(part.topic, start=start) as reader:
+    rows: Rows[Any] = Rows(lambda messages: _to_batch(messages, part.partition), size_of)
+    async with connect(options) as client, client.reader(part.topic, start=start) as reader:
         done = False
         while not done:
-            message: Any = await reader.receive(timeout=RECEIVE_TIMEOUT)
+            message: Any = await reader.receive(timeout=RECEIVE_TIMEOUT)  # raises TimeoutError when none comes
             # A batch arrives whole: take what is already here before deciding whether the range is done.
             while message is not None:
                 if end.beyond(message.message_id):
                     done = True
                     break
-                rows.append(message)
+                rows.add(message)
                 done = done or end.reached(message.message_id)
+                if rows.full:
+                    yield rows.take()
                 message = reader.receive_nowait()
-            if len(rows) >= ROWS_PER_BATCH:
-                batches.append(_to_batch(rows, part.partition))
-                rows = []
-    if rows:
-        batches.append(_to_batch(rows, part.partition))
-    return batches
+    if len(rows):
+        yield rows.take()
 
 
 def _to_batch(messages: Sequence[Any], partition: int) -> pa.RecordBatch:
@@ -175,7 +199,10 @@ class PulsarBatchReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
         pulsar_url(options)
-        opts.topics(options)
+        topic_pattern(options)
+        pulsar_connect(options)
+        if opts.get(options, "minPartitions") is not None:
+            raise ValueError("option minPartitions is not supported by pulsarwire: message ids do not count messages")
 
     def partitions(self) -> Sequence[InputPartition]:
         return asyncio.run(_id_ranges(self.options))
@@ -184,4 +211,4 @@ class PulsarBatchReader(DataSourceReader):
         if not isinstance(partition, IdRange):
             return  # Spark's single placeholder partition of a plan without any: nothing to read
         # The client is opened and closed inside this call, so reused Python workers hold no connection.
-        yield from asyncio.run(read_range(pulsar_url(self.options), partition))
+        yield from drive(lambda: read_range(self.options, partition))

@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import tubemqwire
+from sparkwire.security import tubemq_connect
 from sparkwire.tubemq_read import SCHEMA, TubeMQBatchReader, tubemq_url
 from sparkwire.tubemq_stream import TubeMQStreamReader
 from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
@@ -42,14 +43,13 @@ class TubeMQDataSource(DataSource):
         return TubeMQBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), tubemq_url, WRITE_ROWS)
+        return RowsWriter(dict(self.options), tubemq_url, WRITE_ROWS, tubemq_connect)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return TubeMQStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), tubemq_url, WRITE_ROWS)
-
+        return RowsStreamWriter(dict(self.options), tubemq_url, WRITE_ROWS, tubemq_connect)
 
 
 def tubemq_message_options(fields: dict[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,10 @@
 """Reading TubeMQ topics in Spark tasks: the planned ranges, the batch reader and what the stream reader shares."""
 
-
 from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -16,6 +15,8 @@ from pyspark.sql.datasource import (
 
 import tubemqwire
 from sparkwire import options as opts
+from sparkwire.batches import Rows, drive, size_of
+from sparkwire.security import tubemq_connect
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, partition_key string, message_id long, "
@@ -36,7 +37,6 @@ ARROW_SCHEMA = pa.schema(
 )
 RECEIVE_TIMEOUT = 30.0  # seconds without progress before a range that should hold more is given up
 POLL = 0.5  # seconds a task waits for a message before it looks at the confirmed position again
-ROWS_PER_BATCH = 10_000
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,15 @@ def reading_group(label: str) -> str:
     return f"sparkwire_{label}_{secrets.token_hex(6)}"
 
 
-async def partition_bounds(url: str, topics: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
+def connect(options: Mapping[str, str]) -> tubemqwire.Client:
+    """A client for ``url`` with the ``tubemq.*`` options (not yet started)."""
+    return tubemqwire.connect(tubemq_url(options), **tubemq_connect(options))
+
+
+async def partition_bounds(options: Mapping[str, str], topics: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
     """``{topic: {partition key: (first offset, end offset)}}`` as the brokers tell them now."""
     bounds: dict[str, dict[str, tuple[int, int]]] = {}
-    async with tubemqwire.connect(url) as client:
+    async with connect(options) as client:
         for topic in topics:
             found = bounds.setdefault(topic, {})
             async with client.client_balance_consumer(topic, group=reading_group("plan"), start="earliest") as probe:
@@ -87,11 +92,11 @@ def _bound(spec: str | dict[str, dict[str, int]], topic: str, key: str, name: st
 
 
 async def plan_ranges(options: Mapping[str, str]) -> list[OffsetRange]:
-    url, topics = tubemq_url(options), opts.topics(options)
+    topics = opts.topics(options)
     starting = opts.offset_spec(options, "startingOffsets", "earliest")
     ending = opts.offset_spec(options, "endingOffsets", "latest")
     ranges: list[OffsetRange] = []
-    for topic, partitions in (await partition_bounds(url, topics)).items():
+    for topic, partitions in (await partition_bounds(options, topics)).items():
         for key, (first, end) in sorted(partitions.items()):
             low = _bound(starting, topic, key, "startingOffsets", end if starting == "latest" else first)
             high = _bound(ending, topic, key, "endingOffsets", end)
@@ -102,11 +107,12 @@ async def plan_ranges(options: Mapping[str, str]) -> list[OffsetRange]:
     return ranges
 
 
-async def read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
-    batches: list[pa.RecordBatch] = []
-    rows: list[tubemqwire.Message] = []
+async def read_range(options: Mapping[str, str], part: OffsetRange) -> AsyncIterator[pa.RecordBatch]:
+    """The messages of ``part`` as Arrow batches of bounded size (:mod:`sparkwire.batches`), each handed over
+    as soon as it is full, read with a client and a consumer group of their own."""
+    rows = Rows(to_batch, size_of)
     async with (
-        tubemqwire.connect(url) as client,
+        connect(options) as client,
         client.client_balance_consumer(
             part.topic, group=reading_group("read"), partitions={part.partition_key: part.start}
         ) as consumer,
@@ -126,17 +132,15 @@ async def read_range(url: str, part: OffsetRange) -> list[pa.RecordBatch]:
                     ) from None
                 continue
             idle = 0.0
-            rows.append(message)
+            rows.add(message)
             await consumer.ack(message)  # the last of a batch confirms it and moves the position on
-            if len(rows) >= ROWS_PER_BATCH:
-                batches.append(to_batch(rows))
-                rows = []
+            if rows.full:
+                yield rows.take()
             progress = consumer.offsets().get(part.partition_key)
             if progress is not None and (progress.position or 0) >= part.end:
                 break
-    if rows:
-        batches.append(to_batch(rows))
-    return batches
+    if len(rows):
+        yield rows.take()
 
 
 def to_batch(messages: Sequence[tubemqwire.Message]) -> pa.RecordBatch:
@@ -167,6 +171,9 @@ class TubeMQBatchReader(DataSourceReader):
         opts.topics(options)
         opts.offset_spec(options, "startingOffsets", "earliest")
         opts.offset_spec(options, "endingOffsets", "latest")
+        tubemq_connect(options)
+        if opts.get(options, "minPartitions") is not None:
+            raise ValueError("option minPartitions is not supported by tubemqwire: store offsets do not count messages")
 
     def partitions(self) -> Sequence[InputPartition]:
         return asyncio.run(plan_ranges(self.options))
@@ -175,4 +182,4 @@ class TubeMQBatchReader(DataSourceReader):
         if not isinstance(partition, OffsetRange):
             return  # Spark's single placeholder partition of a plan without any: nothing to read
         # The client is opened and closed inside this call, so reused Python workers hold no connection.
-        yield from asyncio.run(read_range(tubemq_url(self.options), partition))
+        yield from drive(lambda: read_range(self.options, partition))

@@ -18,7 +18,10 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
+from mqwire.common.errors import ProtocolError
 from sparkwire import options as opts
+from sparkwire.batches import drive
+from sparkwire.security import tubemq_connect
 from sparkwire.tubemq_read import OffsetRange, partition_bounds, read_range, tubemq_url
 from tubemqwire.protocol.metadata import parse_partition_key
 
@@ -29,14 +32,16 @@ class TubeMQStreamReader(DataSourceStreamReader):
     """The checkpoint keeps, per partition, the index offset the next micro-batch starts from."""
 
     def __init__(self, options: dict[str, str]) -> None:
-        self.url = tubemq_url(options)
+        self.options = options
+        tubemq_url(options)
+        tubemq_connect(options)
         self.topics = opts.topics(options)
         self.starting = (opts.get(options, "startingOffsets") or "latest").strip()
         if self.starting not in ("earliest", "latest"):
             raise ValueError("option startingOffsets of a tubemqwire stream must be earliest or latest")
 
     def _bounds(self) -> dict[str, tuple[int, int]]:
-        bounds = asyncio.run(partition_bounds(self.url, self.topics))
+        bounds = asyncio.run(partition_bounds(self.options, self.topics))
         return {key: span for partitions in bounds.values() for key, span in partitions.items()}
 
     def initialOffset(self) -> Offsets:
@@ -45,6 +50,7 @@ class TubeMQStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         # Every limit is read as "all available": offsets do not count messages (see the module docstring).
+        start = self.checked(start)
         ends = {key: span[1] for key, span in self._bounds().items()}
         # A partition never goes back: an end below the start (a store emptied by retention) keeps the start.
         return {key: max(end, start.get(key, 0)) for key, end in sorted(ends.items())}
@@ -60,7 +66,25 @@ class TubeMQStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange):
             return
-        yield from asyncio.run(read_range(self.url, partition))
+        yield from drive(lambda: read_range(self.options, partition))
+
+    def checked(self, start: object) -> Offsets:
+        """``start`` from the checkpoint, refused unless it is this source's and names only subscribed topics."""
+        if not isinstance(start, dict) or not all(isinstance(v, int) for v in start.values()):
+            raise ValueError(
+                "the checkpoint's offsets were not written by the tubemqwire source: use a new checkpointLocation"
+            )
+        for key in start:
+            try:
+                topic = parse_partition_key(key)[1]
+            except ProtocolError:
+                topic = key
+            if topic not in self.topics:
+                raise ValueError(
+                    f"the checkpoint holds offsets of topic {topic!r}, which this query does not subscribe to: "
+                    "use a new checkpointLocation"
+                )
+        return start
 
     def commit(self, end: Offsets) -> None:
         # Progress lives in Spark's checkpoint; each read uses a group of its own.

@@ -16,6 +16,7 @@ from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, Wri
 
 from mqwire.common.contract import Client, Producer, Receipt
 from sparkwire import options as opts
+from sparkwire.options import ConnectOptions
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,10 @@ class WriteResult(WriterCommitMessage):
 Enqueue = Callable[[str, dict[str, Any]], Awaitable[Awaitable[Receipt]]]
 # options -> the connect() URL
 UrlOf = Callable[[Mapping[str, str]], str]
-# (url, default topic, rows) -> how many were acknowledged
-WriteRows = Callable[[str, "str | None", Iterator[Any]], Coroutine[Any, Any, int]]
+# options -> the connect() keywords (security and timeouts) they give
+ConnectOf = Callable[[Mapping[str, str]], ConnectOptions]
+# (url, default topic, rows, connect() keywords) -> how many were acknowledged
+WriteRows = Callable[[str, "str | None", Iterator[Any], ConnectOptions], Coroutine[Any, Any, int]]
 
 
 async def send_rows(rows: Iterator[Any], default_topic: str | None, enqueue: Enqueue) -> int:
@@ -70,6 +73,11 @@ class ProducersByTopic:
             await producer.close()
 
 
+def no_connect_options(options: Mapping[str, str]) -> ConnectOptions:
+    """No connect() keyword beyond the URL."""
+    return {}
+
+
 def no_options(fields: dict[str, Any]) -> dict[str, Any]:
     """No per-message option beyond value, key and headers."""
     return {}
@@ -82,13 +90,15 @@ class RowsSender:
 
     Picklable (module-level functions only), as Spark ships writers to executors."""
 
-    connect: Callable[[str], Client[Any]]
+    connect: Callable[..., Client[Any]]
     options_of: Callable[[dict[str, Any]], dict[str, Any]] = no_options
     # Pulsar and TubeMQ writers have always sent a missing value as empty bytes; Kafka keeps a null (tombstone).
     empty_for_null: bool = False
 
-    async def __call__(self, url: str, default_topic: str | None, rows: Iterator[Any]) -> int:
-        async with self.connect(url) as client:
+    async def __call__(
+        self, url: str, default_topic: str | None, rows: Iterator[Any], options: ConnectOptions | None = None
+    ) -> int:
+        async with self.connect(url, **(options or {})) as client:
             producers = ProducersByTopic(client)
 
             async def enqueue(topic: str, fields: dict[str, Any]) -> Awaitable[Receipt]:
@@ -116,13 +126,20 @@ def as_headers(headers: Any) -> dict[str, bytes] | None:
 class _WritesRows:
     """What both writers do in a task: connect, send every row, wait for every acknowledgement."""
 
-    def __init__(self, options: Mapping[str, str], url_of: UrlOf, write: WriteRows) -> None:
+    def __init__(
+        self, options: Mapping[str, str], url_of: UrlOf, write: WriteRows, connect_of: ConnectOf = no_connect_options
+    ) -> None:
         self.url = url_of(options)
         self.topic = opts.get(options, "topic")
         self.write_rows = write
+        connect_of(options)  # a wrong option fails here, at planning
+        # The options are kept, not the keywords: an SSL context does not travel to executors.
+        self.options = dict(options)
+        self.connect_of = connect_of
 
     def write(self, iterator: Iterator[Any]) -> WriteResult:
-        return WriteResult(asyncio.run(self.write_rows(self.url, self.topic, iterator)))
+        connect = self.connect_of(self.options)
+        return WriteResult(asyncio.run(self.write_rows(self.url, self.topic, iterator, connect)))
 
 
 class RowsWriter(_WritesRows, DataSourceWriter):
