@@ -11,6 +11,7 @@ from kafkawire.client import Client
 from kafkawire.consumer import Consumer
 from kafkawire.message import Message, RecordMetadata
 from kafkawire.producer import Producer
+from kafkawire.share.message import ShareMessage
 from mqwire.common import contract
 
 
@@ -36,4 +37,9 @@ def message(value: Message) -> contract.Message:
 
 def receipt(value: RecordMetadata) -> contract.Receipt:
     """``kafkawire.RecordMetadata`` (what ``send`` returns) is a ``Receipt``."""
+    return value
+
+
+def share_message(value: ShareMessage) -> contract.Message:
+    """``kafkawire.ShareMessage`` (what a share consumer yields) is a ``Message``."""
     return value

@@ -66,6 +66,10 @@ class ShareConsumer:
     ``ack(message, type=...)`` settles one sooner or otherwise. In ``"explicit"`` mode only ``ack`` settles
     records; one left unacknowledged is delivered again once its acquisition lock times out.
     Acknowledgements ride on the next ShareFetch to the partition's leader; ``commit`` sends them at once.
+
+    It follows the shared consumer contract where it applies (``receive``, ``getmany``, ``async for``,
+    ``ack``, ``skip``, deserializers, ``async with``); seeking does not: where a share group reads is the
+    group's, set with ``Admin.alter_share_group_offsets``.
     """
 
     def __init__(
