@@ -197,7 +197,7 @@ class ShareConsumer:
                     task.cancel()
                 await asyncio.gather(*self._loops.values(), return_exceptions=True)
                 await self._acknowledge_all(close=True)
-                await self._membership.leave()
+            await self._membership.leave()  # also closes its connection after a failed start
         finally:
             self._cluster.release(self)
 
