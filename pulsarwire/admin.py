@@ -1,7 +1,7 @@
 """Topic administration over the broker's admin REST API (``/admin/v2``), as ``pulsar-admin topics`` does it.
 
 ``async with client.admin() as admin`` (the client needs ``admin_url``, e.g. ``http://host:8080``, or pass
-it to ``admin()``). Every call is one HTTP request on its own connection (see ``admin_http``), so an admin
+it to ``admin()``). Every call is one HTTP request on its own connection (see ``mqwire.common.http``), so an admin
 holds nothing open between calls.
 """
 
@@ -14,9 +14,9 @@ from types import TracebackType
 from typing import Any, TypedDict
 
 from mqwire.common.errors import BrokerError, FatalBrokerError, ProtocolError, RetriableBrokerError
+from mqwire.common.http import HttpEndpoint, Response, request
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_int_range, check_positive
-from pulsarwire.admin_http import HttpEndpoint, Response, request
 from pulsarwire.errors import TopicNotFoundError
 from pulsarwire.topics import DEFAULT_NAMESPACE, complete_name
 

@@ -1,6 +1,6 @@
 """An async client of the schema registry REST API: register and look up schemas, fetch them by id, cached.
 
-HTTP goes through the small HTTP/1.1 client the Pulsar admin API uses (``pulsarwire.admin_http``). A registry
+HTTP goes through the small HTTP/1.1 client the Pulsar admin API uses (``mqwire.common.http``). A registry
 that does not answer fails the call at once with :class:`RegistryUnreachableError` naming its URL (credentials
 are never part of a message); error statuses become :class:`RegistryError` with the registry's own message.
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mqwire.common.errors import ConfigurationError, ConnectError, ConnectionLostError, RequestTimeoutError
+from mqwire.common.http import HttpEndpoint, Response, request
 from mqwire.common.options import check_positive
 from mqwire.registry.errors import RegistryError, RegistryUnreachableError, SchemaNotFoundError
-from pulsarwire.admin_http import HttpEndpoint, Response, request
 
 __all__ = ["RegisteredSchema", "RegistryClient", "SchemaType"]
 

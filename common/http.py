@@ -1,4 +1,4 @@
-"""A small asyncio HTTP/1.1 client for JSON admin APIs: one connection per request, bounded and timed.
+"""A small asyncio HTTP/1.1 client for JSON REST APIs (Pulsar admin, schema registries), bounded and timed.
 
 Administration calls are rare, so each request opens its own connection (``Connection: close``) rather than
 keeping a pool: nothing stays open between calls and a broker restart needs no reconnection logic. Status

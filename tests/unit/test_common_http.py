@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from mqwire.common.errors import ConnectionLostError, ProtocolError, RequestTimeoutError
-from pulsarwire.admin_http import HttpEndpoint, request
+from mqwire.common.http import HttpEndpoint, request
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
