@@ -11,6 +11,7 @@ where it could settle a later delivery by mistake. Time is passed in (``now``, s
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -65,6 +66,11 @@ class AcquisitionLockExpiredError(AcknowledgementError):
     """The record's acquisition lock timed out: the broker may already have given it to another member."""
 
 
+# Serials are unique across the consumers of the process: a message of one consumer can never pass for a
+# delivery that another consumer holds of the same record.
+_SERIALS = itertools.count(1)
+
+
 @dataclass(slots=True)
 class _Held:
     serial: int
@@ -86,7 +92,6 @@ class ShareAcks:
 
     def __init__(self) -> None:
         self._partitions: dict[TopicPartition, _Partition] = {}
-        self._serial = 0
 
     def _partition(self, tp: TopicPartition) -> _Partition:
         state = self._partitions.get(tp)
@@ -98,12 +103,12 @@ class ShareAcks:
     def acquire(self, tp: TopicPartition, offset: int, deadline: float) -> int:
         """Record an acquired record; returns the serial its message carries. A newer acquisition of the same
         offset replaces an older one (whose lock had expired), so the old message can no longer be acked."""
-        self._serial += 1
+        serial = next(_SERIALS)
         state = self._partition(tp)
-        state.held[offset] = _Held(self._serial, deadline)
+        state.held[offset] = _Held(serial, deadline)
         state.pending.pop(offset, None)
         state.settled.pop(offset, None)
-        return self._serial
+        return serial
 
     def gap(self, tp: TopicPartition, offset: int, deadline: float) -> None:
         """An acquired offset without an application record: acknowledged as a gap with the next request."""

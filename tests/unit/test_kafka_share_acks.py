@@ -189,3 +189,12 @@ def test_share_consumer_options_are_checked_at_construction() -> None:
         client.share_consumer("t", group="g", share_acquire_modes="record_limit")  # type: ignore[call-arg]
     consumer = client.share_consumer(["t", "u"], group="g", share_acquire_mode="record_limit")
     assert consumer.topics == ["t", "u"] and consumer.acknowledgement_mode == "implicit"
+
+
+def test_another_consumers_message_never_passes_for_a_delivery_held_here() -> None:
+    first, second = ShareAcks(), ShareAcks()
+    stale = first.acquire(TP, 0, deadline=10.0)  # the first consumer's delivery, lock ran out
+    current = second.acquire(TP, 0, deadline=50.0)  # delivered again, to the second consumer
+    assert stale != current
+    with pytest.raises(NotAcquiredError):
+        second.ack(TP, 0, stale, ACCEPT, now=20.0)
