@@ -1,0 +1,125 @@
+"""The kafkawire Spark source against the broker's secured listeners (SASL_SSL with a JAAS line and a PEM
+trust store, SASL_PLAINTEXT), through the prefixed options of Spark's own Kafka source; and what a wrong
+option, a wrong password or an unreachable broker reports: the option's name or the address, never a secret."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+import sparkwire
+from mqwire.testing.endpoints import KafkaBroker
+from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+JAAS = (
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
+)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sparkwire-secured-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    sparkwire.register(session)
+    yield session
+    session.stop()
+
+
+def sasl_ssl(broker: KafkaBroker, password: str = SASL_PASSWORD) -> dict[str, str]:
+    assert broker.sasl_ssl_port is not None and broker.ssl_cafile, "the launcher did not open a SASL_SSL listener"
+    return {
+        "kafka.bootstrap.servers": f"{broker.host}:{broker.sasl_ssl_port}",
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-256",
+        "kafka.sasl.jaas.config": JAAS.format(user=SASL_USER, password=password),
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": broker.ssl_cafile,
+    }
+
+
+def test_write_and_read_back_over_sasl_ssl_without_the_secret_in_the_plan(
+    spark: Any, kafka_broker: KafkaBroker
+) -> None:
+    topic = f"sw-secured-{uuid.uuid4().hex[:8]}"
+    options = sasl_ssl(kafka_broker)
+    data = [(b"k%d" % i, b"secured-%d" % i) for i in range(500)]
+    spark.createDataFrame(data, "key binary, value binary").write.format("kafkawire").options(**options).option(
+        "topic", topic
+    ).mode("append").save()
+
+    df = spark.read.format("kafkawire").options(**options).option("subscribe", topic).load()
+    rows = df.select("key", "value").collect()
+    assert sorted((bytes(r.key), bytes(r.value)) for r in rows) == sorted(data)
+
+    plan = df._jdf.queryExecution().toString()
+    assert topic in plan or "kafkawire" in plan.lower()
+    assert SASL_PASSWORD not in plan
+
+
+def test_sasl_plaintext_with_username_and_password_options(spark: Any, kafka_broker: KafkaBroker) -> None:
+    topic = f"sw-sasl-{uuid.uuid4().hex[:8]}"
+    options = {
+        "kafka.bootstrap.servers": f"{kafka_broker.host}:{kafka_broker.sasl_port}",
+        "kafka.security.protocol": "SASL_PLAINTEXT",
+        "kafka.sasl.mechanism": "PLAIN",
+        "kafka.sasl.username": SASL_USER,
+        "kafka.sasl.password": SASL_PASSWORD,
+    }
+    data = [(b"v-%d" % i,) for i in range(200)]
+    writer = spark.createDataFrame(data, "value binary").write.format("kafkawire").options(**options)
+    writer.option("topic", topic).mode("append").save()
+    df = spark.read.format("kafkawire").options(**options).option("subscribe", topic).load()
+    assert sorted(bytes(r.value) for r in df.select("value").collect()) == sorted(v for (v,) in data)
+
+
+def test_an_unknown_option_fails_at_planning_naming_it(spark: Any, kafka_broker: KafkaBroker) -> None:
+    with pytest.raises(Exception, match="kafka.sasl.mechanizm") as caught:
+        spark.read.format("kafkawire").options(**sasl_ssl(kafka_broker)).option(
+            "kafka.sasl.mechanizm", "PLAIN"
+        ).option("subscribe", "any").load().collect()
+    assert SASL_PASSWORD not in str(caught.value)
+    with pytest.raises(Exception, match="subscribe"):
+        spark.read.format("kafkawire").option("url", kafka_broker.url).load().collect()
+
+
+def test_a_wrong_password_fails_without_the_secret(spark: Any, kafka_broker: KafkaBroker) -> None:
+    wrong = f"not-the-password-{uuid.uuid4().hex[:6]}"
+    with pytest.raises(Exception) as caught:
+        spark.read.format("kafkawire").options(**sasl_ssl(kafka_broker, wrong)).option(
+            "subscribe", "any"
+        ).load().collect()
+    text = str(caught.value)
+    assert "authentic" in text.lower() or "sasl" in text.lower(), text[-2000:]
+    assert wrong not in text
+
+
+def test_an_unreachable_broker_fails_with_its_address_and_no_secret(spark: Any) -> None:
+    options = {
+        "kafka.bootstrap.servers": "127.0.0.1:1",
+        "kafka.security.protocol": "SASL_PLAINTEXT",
+        "kafka.sasl.mechanism": "PLAIN",
+        "kafka.sasl.username": "user",
+        "kafka.sasl.password": "secret-unreachable-pw",
+        "kafka.request.timeout.ms": "3000",
+        "kafka.socket.connection.setup.timeout.ms": "1000",
+    }
+    with pytest.raises(Exception) as caught:
+        spark.read.format("kafkawire").options(**options).option("subscribe", "any").load().collect()
+    text = str(caught.value)
+    assert "127.0.0.1:1" in text, text[-2000:]
+    assert "secret-unreachable-pw" not in text
