@@ -47,8 +47,13 @@ AcquireMode = Literal["batch_optimized", "record_limit"]
 
 RENEW_MIN_VERSION = 2  # ShareAcknowledge v2: RENEW acknowledgements (KIP-1222)
 
-# Errors after which the broker no longer knows this member's share session with it.
-_SESSION_LOST = (errors.ShareSessionNotFoundError, errors.InvalidShareSessionEpochError)
+# Errors after which the broker no longer knows this member's share session with it. An unknown member
+# (removed after its session timeout) rejoins through the heartbeat; its fetching opens a new session.
+_SESSION_LOST = (
+    errors.ShareSessionNotFoundError,
+    errors.InvalidShareSessionEpochError,
+    errors.UnknownMemberIdError,
+)
 _LEADER_MOVED = (
     errors.NotLeaderOrFollowerError,
     errors.UnknownTopicOrPartitionError,
