@@ -1,10 +1,13 @@
 """Produce and consume loops of every Python client the suite compares, one pair per client.
 
-Each produce loop sends ``count`` copies of ``value`` and returns once all are acknowledged; it calls
-``clock.start()`` once connected (so connection set-up is not timed) and hands a sample of the sends to
-``latencies`` (enqueue to acknowledgement). Each consume loop reads ``count`` messages from the start of the
-topic and calls ``clock.start()`` at the first one. The loops use the settings each client's users would
-pick for throughput: lingering batches, many sends in flight, batch getters.
+Each produce loop sends ``count`` copies of ``value`` and returns once all are acknowledged, every delivery
+checked (a future's result or a delivery callback's error); it calls ``clock.start()`` once connected (so
+connection set-up is not timed) and hands a sample of the sends to ``latencies`` (enqueue to
+acknowledgement). With a ``pace`` of a fixed rate it sends no faster than that rate (the latency a
+service sees), without one as fast as it can (saturation). Each consume loop reads ``count`` messages
+from the start of the topic (as the member of ``group``, or with the subscription ``group`` in Pulsar)
+and calls ``clock.start()`` at the first one. The loops use each client as its users would for
+throughput: lingering batches, many sends in flight, batch getters.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +53,7 @@ class Clock:
 class Latencies:
     """Send-to-acknowledgement times of every ``every``-th send, in seconds."""
 
-    every: int = 50
+    every: int = 10
     samples: list[float] = field(default_factory=list)
 
     def track(self, index: int) -> Callable[..., None] | None:
@@ -68,26 +70,52 @@ class Latencies:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+class Pace:
+    """How many sends are due so far: all of them at saturation (no rate), else ``rate`` per second from the
+    first call on. Sends go out in the small bursts a timer-driven service makes (about a millisecond's worth)."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self._begun = 0.0
+
+    def due(self, sent: int, count: int) -> int:
+        if self.rate is None:
+            return count
+        now = time.perf_counter()
+        if sent == 0 and not self._begun:
+            self._begun = now
+        return min(count, int((now - self._begun) * self.rate) + 1)
+
+
 async def enqueue_all(
-    enqueue: Callable[[bytes], Awaitable[Any]], count: int, value: bytes, lat: Latencies
+    enqueue: Callable[[bytes], Awaitable[Any]], count: int, value: bytes, lat: Latencies, pace: Pace
 ) -> list[Any]:
-    """``count`` enqueues of ``value``; returns the futures, every ``lat.every``-th one timed."""
+    """``count`` enqueues of ``value`` at the pace's rate; returns the futures, every ``lat.every``-th one timed."""
     futures = []
-    for i in range(count):
-        future = await enqueue(value)
-        callback = lat.track(i)
-        if callback is not None:
-            future.add_done_callback(callback)
-        futures.append(future)
+    sent = 0
+    while sent < count:
+        due = pace.due(sent, count)
+        if due == sent:
+            await asyncio.sleep(0.0005)
+            continue
+        for i in range(sent, due):
+            future = await enqueue(value)
+            callback = lat.track(i)
+            if callback is not None:
+                future.add_done_callback(callback)
+            futures.append(future)
+        sent = due
     return futures
 
 
-Produce = Callable[[str, str, int, bytes, Clock, Latencies], Awaitable[None]]
-Consume = Callable[[str, str, int, Clock], Awaitable[None]]
+Produce = Callable[[str, str, int, bytes, Clock, Latencies, Pace], Awaitable[None]]
+Consume = Callable[[str, str, int, Clock, str], Awaitable[None]]
 
 
 # ----------------------------------------------------------------------------------------------- Kafka
-async def kafkawire_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+async def kafkawire_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
     import kafkawire
 
     async with kafkawire.connect(url) as client, client.producer(
@@ -95,13 +123,48 @@ async def kafkawire_produce(url: str, topic: str, count: int, value: bytes, cloc
     ) as producer:
         await producer.send(value)  # warm-up: metadata and connection ready
         clock.start()
-        futures = await enqueue_all(producer.enqueue, count, value, lat)
+        futures = await enqueue_all(producer.enqueue, count, value, lat, pace)
         await producer.flush()
         for future in futures:
             future.result()
 
 
-async def kafkawire_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+# Records per enqueue_many call: what a batch job or a Spark task hands over at once.
+BULK = 10_000
+
+
+async def kafkawire_bulk_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    """kafkawire's bulk path: records already in memory, ``enqueue_many`` of up to BULK (or a
+    millisecond's worth at a fixed rate) at a time, one future per call."""
+    import kafkawire
+
+    async with kafkawire.connect(url) as client, client.producer(
+        topic, linger_ms=LINGER_MS, batch_size=BATCH_BYTES
+    ) as producer:
+        await producer.send(value)
+        clock.start()
+        futures = []
+        sent = 0
+        while sent < count:
+            due = min(pace.due(sent, count), sent + BULK)
+            if due == sent:
+                await asyncio.sleep(0.0005)
+                continue
+            future = await producer.enqueue_many([value] * (due - sent))
+            callback = lat.track(0)  # every call timed: one future covers all of its records
+            assert callback is not None
+            future.add_done_callback(callback)
+            futures.append(future)
+            sent = due
+        await producer.flush()
+        got = sum(len(future.result()) for future in futures)
+        if got != count:
+            raise RuntimeError(f"enqueue_many acknowledged {got} of {count} records")
+
+
+async def kafkawire_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import kafkawire
 
     async with kafkawire.connect(url) as client, client.consumer(topic, start="earliest") as consumer:
@@ -113,11 +176,10 @@ async def kafkawire_consume(url: str, topic: str, count: int, clock: Clock) -> N
             seen += got
 
 
-async def kafkawire_group_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def kafkawire_group_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     """kafkawire in a consumer group of its own (the share consumer's comparison)."""
     import kafkawire
 
-    group = f"bench-group-{uuid.uuid4().hex[:8]}"
     async with kafkawire.connect(url) as client, client.consumer(topic, group=group, start="earliest") as consumer:
         seen = 0
         while seen < count:
@@ -127,12 +189,11 @@ async def kafkawire_group_consume(url: str, topic: str, count: int, clock: Clock
             seen += got
 
 
-async def kafkawire_share_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def kafkawire_share_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     """kafkawire as the one member of a share group of its own (implicit acknowledgement), started at the
     beginning of the topic."""
     import kafkawire
 
-    group = f"bench-share-{uuid.uuid4().hex[:8]}"
     async with kafkawire.connect(url) as client:
         partitions = await client.partitions_for(topic)
         async with client.admin() as admin:
@@ -147,7 +208,9 @@ async def kafkawire_share_consume(url: str, topic: str, count: int, clock: Clock
             await consumer.commit()
 
 
-async def aiokafka_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+async def aiokafka_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(
@@ -157,7 +220,7 @@ async def aiokafka_produce(url: str, topic: str, count: int, value: bytes, clock
     try:
         await (await producer.send(topic, value))
         clock.start()
-        futures = await enqueue_all(lambda v: producer.send(topic, v), count, value, lat)
+        futures = await enqueue_all(lambda v: producer.send(topic, v), count, value, lat, pace)
         await producer.flush()
         for future in futures:
             future.result()
@@ -165,7 +228,7 @@ async def aiokafka_produce(url: str, topic: str, count: int, value: bytes, clock
         await producer.stop()
 
 
-async def aiokafka_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def aiokafka_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(topic, bootstrap_servers=url.removeprefix("kafka://"), auto_offset_reset="earliest")
@@ -182,7 +245,9 @@ async def aiokafka_consume(url: str, topic: str, count: int, clock: Clock) -> No
         await consumer.stop()
 
 
-async def kafka_python_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+async def kafka_python_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
@@ -192,12 +257,19 @@ async def kafka_python_produce(url: str, topic: str, count: int, value: bytes, c
         producer.send(topic, value).get(timeout=60)
         clock.start()
         futures = []
-        for i in range(count):
-            future = producer.send(topic, value)
-            callback = lat.track(i)
-            if callback is not None:
-                future.add_callback(callback)
-            futures.append(future)
+        sent = 0
+        while sent < count:
+            due = pace.due(sent, count)
+            if due == sent:
+                time.sleep(0.0005)
+                continue
+            for i in range(sent, due):
+                future = producer.send(topic, value)
+                callback = lat.track(i)
+                if callback is not None:
+                    future.add_callback(callback)
+                futures.append(future)
+            sent = due
         producer.flush()
         for future in futures:
             future.get(timeout=60)
@@ -205,7 +277,7 @@ async def kafka_python_produce(url: str, topic: str, count: int, value: bytes, c
         producer.close()
 
 
-async def kafka_python_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def kafka_python_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     from kafka import KafkaConsumer
 
     consumer = KafkaConsumer(
@@ -223,38 +295,59 @@ async def kafka_python_consume(url: str, topic: str, count: int, clock: Clock) -
         consumer.close()
 
 
-async def confluent_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+def confluent_write(
+    url: str, topic: str, count: int, value: bytes, lat: Latencies, pace: Pace, ready: Callable[[], None]
+) -> None:
+    """confluent-kafka as its users produce: produce() with a delivery callback, poll(0) after each, poll on
+    a full queue, flush at the end; every delivery's error checked."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": url.removeprefix("kafka://"), "linger.ms": LINGER_MS, "acks": "all"})
     producer.produce(topic, value)
-    producer.flush()
-    clock.start()
+    producer.flush()  # warm-up: metadata and connection ready
+    ready()
     failed: list[Any] = []
+    delivered_count = 0
 
     def delivered(error: Any, _message: Any) -> None:
+        nonlocal delivered_count
+        delivered_count += 1
         if error is not None:
             failed.append(error)
 
-    for i in range(count):
-        callback = lat.track(i)
-        report = delivered if callback is None else (lambda e, m, cb=callback: (delivered(e, m), cb()))
-        while True:
-            try:
-                producer.produce(topic, value, on_delivery=report)
-                break
-            except BufferError:
-                producer.poll(0.01)
-        producer.poll(0)
+    lat_every = lat.every
+    sent = 0
+    while sent < count:
+        due = pace.due(sent, count)
+        if due == sent:
+            producer.poll(0.0005)
+            continue
+        for i in range(sent, due):
+            callback = lat.track(i) if i % lat_every == 0 else None
+            report = delivered if callback is None else (lambda e, m, cb=callback: (delivered(e, m), cb()))
+            while True:
+                try:
+                    producer.produce(topic, value, on_delivery=report)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+            producer.poll(0)
+        sent = due
     producer.flush()
-    if failed:
-        raise RuntimeError(f"{len(failed)} confluent-kafka deliveries failed: {failed[0]}")
+    if failed or delivered_count != count:
+        raise RuntimeError(f"confluent-kafka: {delivered_count} of {count} delivered, {len(failed)} failed")
 
 
-async def confluent_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def confluent_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    confluent_write(url, topic, count, value, lat, pace, clock.start)
+
+
+async def confluent_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": url.removeprefix("kafka://"), "group.id": f"bench-{uuid.uuid4()}",
+    consumer = Consumer({"bootstrap.servers": url.removeprefix("kafka://"), "group.id": group,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
     try:
@@ -269,7 +362,9 @@ async def confluent_consume(url: str, topic: str, count: int, clock: Clock) -> N
 
 
 # ---------------------------------------------------------------------------------------------- Pulsar
-async def pulsarwire_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+async def pulsarwire_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
     import pulsarwire
 
     async with pulsarwire.connect(url) as client, client.producer(
@@ -277,17 +372,17 @@ async def pulsarwire_produce(url: str, topic: str, count: int, value: bytes, clo
     ) as producer:
         await producer.send(value)
         clock.start()
-        futures = await enqueue_all(producer.enqueue, count, value, lat)
+        futures = await enqueue_all(producer.enqueue, count, value, lat, pace)
         await producer.flush()
         for future in futures:
             future.result()
 
 
-async def pulsarwire_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def pulsarwire_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import pulsarwire
 
     async with pulsarwire.connect(url) as client, client.consumer(
-        topic, subscription="bench", start="earliest"
+        topic, subscription=group, start="earliest"
     ) as consumer:
         for _ in range(count):
             message = await consumer.receive()
@@ -295,7 +390,10 @@ async def pulsarwire_consume(url: str, topic: str, count: int, clock: Clock) -> 
             await consumer.ack(message)
 
 
-async def pulsar_client_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+def pulsar_client_write(
+    url: str, topic: str, count: int, value: bytes, lat: Latencies, pace: Pace, ready: Callable[[], None]
+) -> None:
+    """pulsar-client as its users produce: send_async with a callback whose result is checked, flush."""
     import pulsar
 
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
@@ -303,30 +401,46 @@ async def pulsar_client_produce(url: str, topic: str, count: int, value: bytes, 
         producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=1000,
                                           max_pending_messages=10_000, block_if_queue_full=True)
         producer.send(value)
-        clock.start()
+        ready()
         failed: list[Any] = []
+        acknowledged = 0
 
         def sent(result: Any, _id: Any) -> None:
+            nonlocal acknowledged
+            acknowledged += 1
             if result != pulsar.Result.Ok:
                 failed.append(result)
 
-        for i in range(count):
-            callback = lat.track(i)
-            producer.send_async(value, sent if callback is None else (lambda r, m, cb=callback: (sent(r, m), cb())))
+        done = 0
+        while done < count:
+            due = pace.due(done, count)
+            if due == done:
+                time.sleep(0.0005)
+                continue
+            for i in range(done, due):
+                callback = lat.track(i)
+                producer.send_async(value, sent if callback is None else (lambda r, m, cb=callback: (sent(r, m), cb())))
+            done = due
         producer.flush()
         producer.close()
-        if failed:
-            raise RuntimeError(f"{len(failed)} pulsar-client sends failed: {failed[0]}")
+        if failed or acknowledged != count:
+            raise RuntimeError(f"pulsar-client: {acknowledged} of {count} acknowledged, {len(failed)} failed")
     finally:
         client.close()
 
 
-async def pulsar_client_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def pulsar_client_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    pulsar_client_write(url, topic, count, value, lat, pace, clock.start)
+
+
+async def pulsar_client_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import pulsar
 
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
-        consumer = client.subscribe(topic, "bench", initial_position=pulsar.InitialPosition.Earliest)
+        consumer = client.subscribe(topic, group, initial_position=pulsar.InitialPosition.Earliest)
         for _ in range(count):
             message = consumer.receive()
             clock.start()
@@ -345,23 +459,24 @@ def tubemq_in_flight(size: int) -> int:
     return max(16, min(1000, 1_000_000 // size))
 
 
-async def tubemqwire_produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies) -> None:
+async def tubemqwire_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
     import tubemqwire
 
     in_flight = tubemq_in_flight(len(value))
     async with tubemqwire.connect(url) as client, client.producer(topic, max_in_flight=in_flight) as producer:
         await producer.send(value)
         clock.start()
-        futures = await enqueue_all(producer.enqueue, count, value, lat)
+        futures = await enqueue_all(producer.enqueue, count, value, lat, pace)
         await producer.flush()
         for future in futures:
             future.result()
 
 
-async def tubemqwire_consume(url: str, topic: str, count: int, clock: Clock) -> None:
+async def tubemqwire_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import tubemqwire
 
-    group = f"bench_{uuid.uuid4().hex[:8]}"
     async with tubemqwire.connect(url) as client, client.consumer(topic, group=group, start="earliest") as consumer:
         for _ in range(count):
             message = await consumer.getone(timeout=120)
@@ -369,11 +484,26 @@ async def tubemqwire_consume(url: str, topic: str, count: int, clock: Clock) -> 
             await consumer.ack(message)
 
 
+async def _none_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    raise RuntimeError("this client only consumes")
+
+
+async def _none_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+    raise RuntimeError("this client only produces")
+
+
+# Producer-only and consumer-only variants: the suite runs only the phase each one has.
+PRODUCE_ONLY = {"kafkawire-bulk", "kafka-java-perf"}
+CONSUME_ONLY = {"kafkawire-group", "kafkawire-share"}
+
 CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
     "kafka": {
         "kafkawire": (kafkawire_produce, kafkawire_consume),
-        "kafkawire-group": (kafkawire_produce, kafkawire_group_consume),
-        "kafkawire-share": (kafkawire_produce, kafkawire_share_consume),
+        "kafkawire-bulk": (kafkawire_bulk_produce, _none_consume),
+        "kafkawire-group": (_none_produce, kafkawire_group_consume),
+        "kafkawire-share": (_none_produce, kafkawire_share_consume),
         "aiokafka": (aiokafka_produce, aiokafka_consume),
         "kafka-python": (kafka_python_produce, kafka_python_consume),
         "confluent-kafka": (confluent_produce, confluent_consume),
@@ -386,14 +516,32 @@ CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
 }
 
 
-def run(system: str, client: str, phase: str, url: str, topic: str, count: int, size: int) -> dict[str, Any]:
+def seed(system: str, url: str, topic: str, count: int, size: int) -> None:
+    """Write the topic every consumer of a setting reads, once: with confluent-kafka for Kafka, with
+    pulsar-client for Pulsar, with tubemqwire for TubeMQ (the Java client's large sends are refused)."""
+    value, lat, pace = b"x" * size, Latencies(every=1 << 62), Pace(None)
+    if system == "kafka":
+        confluent_write(url, topic, count, value, lat, pace, lambda: None)
+    elif system == "pulsar":
+        pulsar_client_write(url, topic, count, value, lat, pace, lambda: None)
+    else:
+        asyncio.run(tubemqwire_produce(url, topic, count, value, Clock(), lat, pace))
+
+
+def run(
+    system: str, client: str, phase: str, url: str, topic: str, count: int, size: int,
+    rate: float | None = None, group: str = "bench",
+) -> dict[str, Any]:
     """One client and phase; the measured figures as a JSON-ready dict."""
     produce, consume = CLIENTS[system][client]
     clock, lat = Clock(), Latencies()
+    if phase == "seed":
+        seed(system, url, topic, count, size)
+        return {"records": count}
     if phase == "produce":
-        work = produce(url, topic, count, b"x" * size, clock, lat)
+        work = produce(url, topic, count, b"x" * size, clock, lat, Pace(rate))
     else:
-        work = consume(url, topic, count, clock)
+        work = consume(url, topic, count, clock, group)
     asyncio.run(work)
     clock.stop()
     p50, p99 = lat.percentile(0.5), lat.percentile(0.99)

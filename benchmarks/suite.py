@@ -1,18 +1,26 @@
-"""The benchmark suite (``make bench``): every client against the same brokers, records and run.
+"""The benchmark suite (``make bench``): every client against the same brokers, records and run, fairly.
 
-Kafka: kafkawire, aiokafka, kafka-python, confluent-kafka, and Kafka's own Java producer performance tool
-(the broker's limit on this machine, produce only); kafkawire also consuming in a consumer group and in a
-share group (KIP-932), for the cost of each. Pulsar: pulsarwire and pulsar-client. TubeMQ:
-tubemqwire and the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions; for each
-of those settings the clients take turns, in an order that rotates from one setting to the next, each in
-a process of its own on a fresh topic: produce, then consume what it produced.
+Kafka: kafkawire (per-record ``enqueue`` and the bulk ``enqueue_many``), aiokafka, kafka-python,
+confluent-kafka and Kafka's own Java producer performance tool (produce only); kafkawire also consuming in a
+consumer group and in a share group (KIP-932). Pulsar: pulsarwire and pulsar-client. TubeMQ: tubemqwire and
+the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions.
 
-Reported per run: records/s, MB/s, CPU seconds over the measured interval (for the Kafka Java tool, the
-whole process including the JVM's start), peak resident memory of the process, and p50/p99 of the time
-from send to acknowledgement (a sample of every 50th send; the Java TubeMQ client does not report it).
-The ratio table compares our client with each peer. Results go to build/bench/ as JSON and a PNG chart.
+Fairness: for each setting one topic is written once (by confluent-kafka, pulsar-client, tubemqwire) and
+every consumer reads that same topic from its start, so that they read the same batches; every producer
+writes a fresh topic and checks every delivery (futures, or a delivery callback's error); each client runs
+in a process of its own; ``--rounds`` rounds (at least 3 for quoted figures), the clients' order rotated
+from one round and setting to the next, and the median of the rounds reported. Producers also run at fixed
+rates (``FIXED_RATES``, records/s), the latency a service sending at that rate sees, as well as at
+saturation.
 
-    .venv/bin/python benchmarks/suite.py [--scale 0.1] [--systems kafka,pulsar,tubemq]
+Reported: records/s, CPU microseconds per record (the process's CPU time over the measured interval, all
+threads: librdkafka's and the JVM's included; for the Kafka Java tool the whole process), peak resident
+memory, and p50/p99 of the time from send to acknowledgement (a sample of every 10th send; the Java
+TubeMQ client does not report it). Results go to benchmarks/results/ as text, JSON and a PNG chart;
+``--readme FILE.json`` rewrites README's speed table from such a file.
+
+    .venv/bin/python benchmarks/suite.py [--quick] [--rounds 3] [--scale 1] [--systems kafka,pulsar,tubemq]
+        [--clients kafkawire,confluent-kafka,...]
 """
 
 from __future__ import annotations
@@ -22,20 +30,21 @@ import asyncio
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from clients import tubemq_in_flight  # noqa: E402
+from clients import CONSUME_ONLY, PRODUCE_ONLY, tubemq_in_flight  # noqa: E402
 
 from mqwire.testing import classpath, pulsar_admin  # noqa: E402
 from mqwire.testing.java import find_java  # noqa: E402
@@ -48,15 +57,23 @@ RECORDS = {
     "pulsar": {100: 200_000, 10_240: 10_000},
     "tubemq": {100: 60_000, 10_240: 6_000},
 }
+# Fixed send rates (records/s) at which producers' latency is measured, each for RATE_SECONDS; a rate whose
+# bytes/s pass MAX_FIXED_BYTES for a message size is left out (no client here keeps it up).
+FIXED_RATES = {"kafka": (5_000, 50_000), "pulsar": (5_000,), "tubemq": ()}
+MAX_FIXED_BYTES = 60e6
 OURS = {"kafka": "kafkawire", "pulsar": "pulsarwire", "tubemq": "tubemqwire"}
 PEERS = {
-    # kafkawire-group and kafkawire-share: kafkawire itself in a consumer group and in a share group.
-    "kafka": ["aiokafka", "kafka-python", "confluent-kafka", "kafka-java-perf", "kafkawire-group", "kafkawire-share"],
+    # kafkawire-bulk: kafkawire's enqueue_many (produce only); kafkawire-group and kafkawire-share:
+    # kafkawire consuming in a consumer group and in a share group (consume only).
+    "kafka": ["kafkawire-bulk", "confluent-kafka", "aiokafka", "kafka-python", "kafka-java-perf",
+              "kafkawire-group", "kafkawire-share"],
     "pulsar": ["pulsar-client"],
     "tubemq": ["tubemq-java"],
 }
+# The peers the ratio table and README's table compare ours with.
+REFERENCES = {"kafka": ("confluent-kafka", "aiokafka"), "pulsar": ("pulsar-client",), "tubemq": ("tubemq-java",)}
 RUN_TIMEOUT = 1800.0
-OUT = ROOT / "build" / "bench"
+RESULTS = HERE / "results"
 
 
 @dataclass
@@ -65,17 +82,31 @@ class Row:
     size: int
     partitions: int
     client: str
-    phase: str
+    phase: str  # produce, consume, or produce@RATE (fixed send rate, records/s)
     records: int
     seconds: float
     cpu_seconds: float
     rss_mb: float
     p50_ms: float | None = None
     p99_ms: float | None = None
+    round: int = 0
 
     @property
     def rate(self) -> float:
         return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_us(self) -> float:
+        """CPU microseconds per record."""
+        return self.cpu_seconds / self.records * 1e6 if self.records else 0.0
+
+
+def produces(client: str) -> bool:
+    return client not in CONSUME_ONLY
+
+
+def consumes(client: str) -> bool:
+    return client not in PRODUCE_ONLY
 
 
 # ------------------------------------------------------------------------------------------- processes
@@ -98,12 +129,17 @@ def run_process(argv: list[str], timeout: float = RUN_TIMEOUT) -> tuple[str, flo
     return out, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
-def python_run(system: str, client: str, phase: str, url: str, topic: str, records: int, size: int) -> Row:
-    argv = [sys.executable, str(HERE / "worker.py"), system, client, phase, url, topic, str(records), str(size)]
+def python_run(
+    system: str, client: str, phase: str, url: str, topic: str, records: int, size: int,
+    rate: float | None = None, group: str = "bench",
+) -> Row:
+    argv = [sys.executable, str(HERE / "worker.py"), system, client, phase, url, topic, str(records), str(size),
+            "-" if rate is None else str(rate), group]
     out, _cpu, rss = run_process(argv)
     figures = json.loads(out.strip().splitlines()[-1])
-    return Row(system, size, 0, client, phase, records, figures["seconds"], figures["cpu_seconds"], rss,
-               figures["p50_ms"], figures["p99_ms"])
+    shown = phase if rate is None else f"{phase}@{rate:.0f}"
+    return Row(system, size, 0, client, shown, records, figures.get("seconds", 0.0),
+               figures.get("cpu_seconds", 0.0), rss, figures.get("p50_ms"), figures.get("p99_ms"))
 
 
 _PERF = re.compile(
@@ -112,17 +148,19 @@ _PERF = re.compile(
 )
 
 
-def kafka_java_perf(bootstrap: str, topic: str, records: int, size: int) -> Row:
+def kafka_java_perf(bootstrap: str, topic: str, records: int, size: int, rate: float | None) -> Row:
     java = find_java("kafka").executable
     argv = [java, "-Xmx1g", "-cp", classpath.classpath("kafka-tools"), "org.apache.kafka.tools.ProducerPerformance",
-            "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+            "--topic", topic, "--num-records", str(records), "--record-size", str(size),
+            "--throughput", "-1" if rate is None else str(int(rate)),
             "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5", "batch.size=262144"]
     out, cpu, rss = run_process(argv)
     found = _PERF.findall(out)
     if not found:
         raise RuntimeError(f"no summary line from ProducerPerformance:\n{out[-2000:]}")
-    sent, rate, _avg, _max, p50, _p95, p99 = found[-1]
-    return Row("kafka", size, 0, "kafka-java-perf", "produce", int(sent), int(sent) / float(rate), cpu, rss,
+    sent, got_rate, _avg, _max, p50, _p95, p99 = found[-1]
+    phase = "produce" if rate is None else f"produce@{rate:.0f}"
+    return Row("kafka", size, 0, "kafka-java-perf", phase, int(sent), int(sent) / float(got_rate), cpu, rss,
                float(p50), float(p99))
 
 
@@ -158,116 +196,234 @@ async def kafka_topic(url: str, partitions: int) -> str:
     return topic
 
 
-async def pulsar_topic(url: str, admin_url: str, partitions: int) -> str:
+async def pulsar_topic(url: str, admin_url: str, partitions: int, subscriptions: list[str]) -> str:
     import pulsarwire
 
     topic = f"persistent://public/default/bench-{uuid.uuid4().hex[:10]}"
     if partitions > 1:
         pulsar_admin.create_partitioned_topic(admin_url, topic, partitions)
-    # Subscribed before producing, so that the messages are kept for the consume phase.
-    async with pulsarwire.connect(url) as client, client.consumer(topic, subscription="bench"):
-        pass
+    # Subscribed before producing, so that the messages are kept for every consumer that will read them.
+    async with pulsarwire.connect(url) as client:
+        for name in subscriptions or ["bench"]:
+            async with client.consumer(topic, subscription=name):
+                pass
     return topic
 
 
 def tubemq_topics(systems: list[str]) -> dict[tuple[str, int, int], str]:
-    """TubeMQ topics are deployed when the broker starts (a later deployment waits ~30 s for each)."""
+    """TubeMQ topics are deployed when the broker starts (a later deployment waits ~30 s for each): one per
+    producer and setting, and the seed topic every consumer of a setting reads."""
     if "tubemq" not in systems:
         return {}
     return {
         (client, size, parts): f"bench_{client.replace('-', '_')}_{size}_{parts}"
-        for client in ("tubemqwire", "tubemq-java")
+        for client in ("tubemqwire", "tubemq-java", "seed")
         for size in SIZES
         for parts in PARTITIONS
     }
 
 
 # ---------------------------------------------------------------------------------------------- the run
+@dataclass
+class Plan:
+    """What one run of the suite does."""
+
+    systems: list[str]
+    clients: set[str] | None
+    scale: float
+    rounds: int
+    rate_seconds: float
+
+
+def clients_of(system: str, plan: Plan) -> list[str]:
+    every = [OURS[system], *PEERS[system]]
+    return [c for c in every if plan.clients is None or c in plan.clients]
+
+
 def run_suite(
-    urls: dict[str, str],
-    systems: list[str],
-    scale: float,
-    tube: dict[tuple[str, int, int], str],
-    failures: list[tuple[str, str]],
+    urls: dict[str, str], plan: Plan, tube: dict[tuple[str, int, int], str], failures: list[tuple[str, str]]
 ) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder:
-        tube_java = TubeJava(Path(folder)) if "tubemq" in systems else None
+        tube_java = TubeJava(Path(folder)) if "tubemq" in plan.systems else None
         turn = 0
         for size in SIZES:
             for parts in PARTITIONS:
-                for system in systems:
-                    clients = [OURS[system], *PEERS[system]]
-                    # The order rotates from one setting to the next: no client always runs first or last.
-                    shift = turn % len(clients)
-                    turn += 1
-                    records = max(100, int(RECORDS[system][size] * scale))
-                    for client in clients[shift:] + clients[:shift]:
-                        started = time.monotonic()
-                        try:
-                            done = run_client(urls, system, client, size, parts, records, tube, tube_java)
-                        except (RuntimeError, subprocess.CalledProcessError, StopIteration) as exc:
-                            # One client failing is a result to report, not a reason to drop the others'.
-                            failures.append((client, f"{system} {size} B x{parts} {client}: {exc}"))
-                            print(f"  {system} {size} B x{parts}: {client} FAILED", file=sys.stderr, flush=True)
-                            continue
-                        for row in done:
-                            row.partitions = parts
-                        rows += done
-                        print(f"  {system} {size} B x{parts}: {client} in {time.monotonic() - started:.0f} s",
-                              file=sys.stderr, flush=True)
+                for system in plan.systems:
+                    clients = clients_of(system, plan)
+                    records = max(100, int(RECORDS[system][size] * plan.scale))
+                    setting = Setting(urls, system, size, parts, records, tube, tube_java, plan)
+                    try:
+                        setting.seed()
+                    except (RuntimeError, subprocess.CalledProcessError) as exc:
+                        failures.append(("seed", f"{system} {size} B x{parts} seed: {exc}"))
+                        continue
+                    for number in range(plan.rounds):
+                        # The order rotates from one round and setting to the next: no client always runs first.
+                        shift = turn % len(clients)
+                        turn += 1
+                        for client in clients[shift:] + clients[:shift]:
+                            started = time.monotonic()
+                            try:
+                                done = setting.run(client, number)
+                            except (RuntimeError, subprocess.CalledProcessError, StopIteration) as exc:
+                                # One client failing is a result to report, not a reason to drop the others'.
+                                failures.append((client, f"{system} {size} B x{parts} {client}: {exc}"))
+                                print(f"  {system} {size} B x{parts}: {client} FAILED", file=sys.stderr, flush=True)
+                                continue
+                            for row in done:
+                                row.partitions, row.round = parts, number
+                            rows += done
+                            print(f"  {system} {size} B x{parts} round {number + 1}: {client} in "
+                                  f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     return rows
 
 
-def run_client(
-    urls: dict[str, str], system: str, client: str, size: int, parts: int, records: int,
-    tube: dict[tuple[str, int, int], str], tube_java: TubeJava | None,
-) -> list[Row]:
-    if system == "kafka":
-        topic = asyncio.run(kafka_topic(urls["kafka"], parts))
-        if client == "kafka-java-perf":
-            return [kafka_java_perf(urls["kafka"].removeprefix("kafka://"), topic, records, size)]
-        url = urls["kafka"]
-    elif system == "pulsar":
-        topic = asyncio.run(pulsar_topic(urls["pulsar"], urls["pulsar_admin"], parts))
-        url = urls["pulsar"]
-    else:
-        topic, url = tube[(client, size, parts)], urls["tubemq"]
+@dataclass
+class Setting:
+    """One system, message size and partition count: its seed topic and its clients' runs."""
+
+    urls: dict[str, str]
+    system: str
+    size: int
+    parts: int
+    records: int
+    tube: dict[tuple[str, int, int], str]
+    tube_java: TubeJava | None
+    plan: Plan
+    seed_topic: str = ""
+
+    def group(self, client: str, number: int) -> str:
+        return f"bench_{client.replace('-', '_')}_{number}_{uuid.uuid4().hex[:6]}"
+
+    def seed(self) -> None:
+        system, url = self.system, self.urls[self.system]
+        if system == "kafka":
+            self.seed_topic = asyncio.run(kafka_topic(url, self.parts))
+        elif system == "pulsar":
+            self.subscriptions = [
+                f"bench-{client}-{number}"
+                for client in clients_of(system, self.plan) if consumes(client)
+                for number in range(self.plan.rounds)
+            ]
+            self.seed_topic = asyncio.run(pulsar_topic(url, self.urls["pulsar_admin"], self.parts, self.subscriptions))
+        else:
+            self.seed_topic = self.tube[("seed", self.size, self.parts)]
+        python_run(system, OURS[system], "seed", url, self.seed_topic, self.records, self.size)
+
+    def fixed_rates(self) -> list[float]:
+        return [r for r in FIXED_RATES[self.system] if r * self.size <= MAX_FIXED_BYTES]
+
+    def run(self, client: str, number: int) -> list[Row]:
+        rows = []
+        if produces(client):
+            rows.append(self.produce(client, None, self.records))
+            for rate in self.fixed_rates():
+                rows.append(self.produce(client, rate, max(100, int(rate * self.plan.rate_seconds))))
+        if consumes(client):
+            rows.append(self.consume(client, number))
+        return rows
+
+    def produce(self, client: str, rate: float | None, records: int) -> Row:
+        system, url, size = self.system, self.urls[self.system], self.size
+        if system == "kafka":
+            topic = asyncio.run(kafka_topic(url, self.parts))
+            if client == "kafka-java-perf":
+                return kafka_java_perf(url.removeprefix("kafka://"), topic, records, size, rate)
+        elif system == "pulsar":
+            topic = asyncio.run(pulsar_topic(url, self.urls["pulsar_admin"], self.parts, []))
+        else:
+            topic = self.tube[(client, size, self.parts)]
+            if client == "tubemq-java":
+                assert self.tube_java is not None and rate is None
+                # The Java program sends one warm-up message first, as our producer does.
+                return self.tube_java.run("produce", url.removeprefix("tubemq://"), topic, records, size)
+        return python_run(system, client, "produce", url, topic, records, size, rate)
+
+    def consume(self, client: str, number: int) -> Row:
+        system, url = self.system, self.urls[self.system]
         if client == "tubemq-java":
-            assert tube_java is not None
-            master = url.removeprefix("tubemq://")
-            # The Java program sends one warm-up message first, as our producer does.
-            return [tube_java.run("produce", master, topic, records, size),
-                    tube_java.run("consume", master, topic, records, size)]
-    return [python_run(system, client, phase, url, topic, records, size) for phase in ("produce", "consume")]
+            assert self.tube_java is not None
+            return self.tube_java.run("consume", url.removeprefix("tubemq://"), self.seed_topic, self.records,
+                                      self.size)
+        group = f"bench-{client}-{number}" if system == "pulsar" else self.group(client, number)
+        return python_run(system, client, "consume", url, self.seed_topic, self.records, self.size, None, group)
 
 
 # ------------------------------------------------------------------------------------------- reporting
+@dataclass
+class Median:
+    """The median of one client's rounds in one setting and phase."""
+
+    system: str
+    size: int
+    partitions: int
+    client: str
+    phase: str
+    rounds: int
+    rate: float
+    cpu_us: float
+    rss_mb: float
+    p50_ms: float | None
+    p99_ms: float | None
+
+
+def medians(rows: list[Row]) -> list[Median]:
+    groups: dict[tuple[str, int, int, str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.system, r.size, r.partitions, r.client, r.phase), []).append(r)
+
+    def mid(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return statistics.median(present) if present else None
+
+    out = []
+    for key, runs in groups.items():
+        rate, cpu, rss = (statistics.median(getattr(r, a) for r in runs) for a in ("rate", "cpu_us", "rss_mb"))
+        p50, p99 = mid([r.p50_ms for r in runs]), mid([r.p99_ms for r in runs])
+        out.append(Median(*key, len(runs), rate, cpu, rss, p50, p99))
+    return out
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def print_tables(rows: list[Row]) -> None:
-    print(f"{'system':<7}{'size':>7}{'parts':>6} {'client':<17}{'phase':<8}{'records/s':>11}{'MB/s':>8}"
-          f"{'cpu s':>7}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}")
-    for r in rows:
-        print(f"{r.system:<7}{r.size:>7}{r.partitions:>6} {r.client:<17}{r.phase:<8}{r.rate:>11,.0f}"
-              f"{r.rate * r.size / 1e6:>8.1f}{r.cpu_seconds:>7.2f}{r.rss_mb:>8.0f}{_ms(r.p50_ms):>8}{_ms(r.p99_ms):>8}")
-    print("\nratios, records/s of ours / peer:")
-    index = {(r.system, r.size, r.partitions, r.client, r.phase): r for r in rows}
-    for r in rows:
-        ours = index.get((r.system, r.size, r.partitions, OURS[r.system], r.phase))
-        if r.client == OURS[r.system] or ours is None or not r.rate:
+def report(rows: list[Row]) -> str:
+    """The medians, then ours against each reference peer (records/s and CPU per record)."""
+    lines = [f"{'system':<7}{'size':>7}{'parts':>6} {'client':<17}{'phase':<15}{'n':>2}{'records/s':>11}"
+             f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}"]
+    table = medians(rows)
+    for m in table:
+        lines.append(f"{m.system:<7}{m.size:>7}{m.partitions:>6} {m.client:<17}{m.phase:<15}{m.rounds:>2}"
+                     f"{m.rate:>11,.0f}{m.rate * m.size / 1e6:>8.1f}{m.cpu_us:>11.2f}{m.rss_mb:>8.0f}"
+                     f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}")
+    lines.append("\nratios of medians, ours / peer: records/s, CPU per record (and p99 at fixed rates)")
+    index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
+    for m in table:
+        if m.client not in REFERENCES[m.system]:
             continue
-        print(f"  {r.system:<7}{r.size:>6} B x{r.partitions} {r.phase:<8} {OURS[r.system]} / {r.client:<16}"
-              f"{ours.rate / r.rate:6.2f}x")
+        for mine in (OURS[m.system], "kafkawire-bulk") if m.system == "kafka" else (OURS[m.system],):
+            ours = index.get((m.system, m.size, m.partitions, mine, m.phase))
+            if ours is None or not m.rate or not m.cpu_us:
+                continue
+            extra = ""
+            if "@" in m.phase and ours.p99_ms is not None and m.p99_ms:
+                extra = f"   p99 {ours.p99_ms / m.p99_ms:5.2f}x"
+            lines.append(f"  {m.system:<7}{m.size:>6} B x{m.partitions} {m.phase:<14} {mine:<15}/ {m.client:<16}"
+                         f"{ours.rate / m.rate:6.2f}x  cpu {ours.cpu_us / m.cpu_us:5.2f}x{extra}")
+    return "\n".join(lines)
 
 
-def write_outputs(rows: list[Row], stamp: str) -> list[Path]:
-    OUT.mkdir(parents=True, exist_ok=True)
-    data_file = OUT / f"bench-{stamp}.json"
-    data_file.write_text(json.dumps([asdict(r) | {"rate": r.rate} for r in rows], indent=1), encoding="utf-8")
-    written = [data_file]
+def write_outputs(rows: list[Row], text: str, stamp: str) -> list[Path]:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    data_file = RESULTS / f"bench-{stamp}.json"
+    data_file.write_text(
+        json.dumps([asdict(r) | {"rate": r.rate, "cpu_us": r.cpu_us} for r in rows], indent=1), encoding="utf-8"
+    )
+    text_file = RESULTS / f"bench-{stamp}.txt"
+    text_file.write_text(text + "\n", encoding="utf-8")
+    written = [data_file, text_file]
     try:
         import matplotlib
 
@@ -276,29 +432,64 @@ def write_outputs(rows: list[Row], stamp: str) -> list[Path]:
     except ImportError:
         print("matplotlib is not installed: no chart", file=sys.stderr)
         return written
-    systems = sorted({r.system for r in rows})
+    table = [m for m in medians(rows) if "@" not in m.phase]
+    systems = sorted({m.system for m in table})
     figure, axes = plt.subplots(len(systems), 1, figsize=(13, 4.5 * len(systems)), squeeze=False)
     for axis, system in zip(axes[:, 0], systems, strict=True):
-        mine = [r for r in rows if r.system == system]
-        groups = sorted({(r.phase, r.size, r.partitions) for r in mine}, key=lambda g: (g[0] != "produce", *g[1:]))
-        present = {r.client for r in mine}
+        mine = [m for m in table if m.system == system]
+        groups = sorted({(m.phase, m.size, m.partitions) for m in mine}, key=lambda g: (g[0] != "produce", *g[1:]))
+        present = {m.client for m in mine}
         clients = [c for c in (OURS[system], *PEERS[system]) if c in present]  # ours first, same colours
         width = 0.8 / len(clients)
         for i, client in enumerate(clients):
-            by_group = {(r.phase, r.size, r.partitions): r.rate for r in mine if r.client == client}
+            by_group = {(m.phase, m.size, m.partitions): m.rate for m in mine if m.client == client}
             rates = [by_group.get(group, 0.0) for group in groups]
             axis.bar([g + i * width for g in range(len(groups))], rates, width, label=client)
         axis.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
         axis.set_xticklabels([f"{p}\n{s} B x{n}" for p, s, n in groups])
         axis.set_yscale("log")
-        axis.set_ylabel("records/s")
+        axis.set_ylabel("records/s (median)")
         axis.set_title(system)
         axis.legend(fontsize="small")
     figure.tight_layout()
-    chart = OUT / f"bench-{stamp}.png"
+    chart = RESULTS / f"bench-{stamp}.png"
     figure.savefig(chart, dpi=90)
     written.append(chart)
     return written
+
+
+# ----------------------------------------------------------------------------------------------- README
+README_BEGIN = "<!-- speed-table: generated by benchmarks/suite.py --readme; do not edit -->"
+README_END = "<!-- /speed-table -->"
+
+
+def readme_table(rows: list[Row]) -> str:
+    """README's table: for each setting, ours against the reference peers, medians of the rounds."""
+    table = medians(rows)
+    index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
+    out = ["| system | size | parts | phase | client | records/s | CPU µs/rec | p99 ms | vs ours |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for m in sorted(table, key=lambda m: (m.system, m.size, m.partitions, m.phase, m.client)):
+        if m.client not in (OURS[m.system], "kafkawire-bulk", *REFERENCES[m.system]):
+            continue
+        ours = index.get((m.system, m.size, m.partitions, OURS[m.system], m.phase))
+        versus = "" if ours is None or m.client == OURS[m.system] or not m.rate else f"{ours.rate / m.rate:.2f}x"
+        out.append(f"| {m.system} | {m.size} B | {m.partitions} | {m.phase} | {m.client} | {m.rate:,.0f} | "
+                   f"{m.cpu_us:.2f} | {_ms(m.p99_ms)} | {versus} |")
+    return "\n".join(out)
+
+
+def update_readme(results: Path) -> None:
+    data = json.loads(results.read_text(encoding="utf-8"))
+    names = {f.name for f in fields(Row)}
+    rows = [Row(**{k: v for k, v in item.items() if k in names}) for item in data]
+    readme = ROOT / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    begin, end = text.index(README_BEGIN), text.index(README_END)
+    rounds = max(r.round for r in rows) + 1
+    note = f"From `benchmarks/results/{results.name}` ({rounds} rounds, medians):\n\n"
+    text = text[: begin + len(README_BEGIN)] + "\n" + note + readme_table(rows) + "\n" + text[end:]
+    readme.write_text(text, encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------- brokers
@@ -312,33 +503,73 @@ def start_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int,
     return urls
 
 
+def running_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, str]:
+    """The URLs of brokers already running in ``state_dir``; the TubeMQ topics created there if missing."""
+    status = subprocess.run(
+        [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "status"],
+        check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    urls: dict[str, str] = json.loads(status.stdout)
+    for (_client, _size, parts), name in tube.items():
+        subprocess.run(
+            [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "create-topic", "tubemq", name,
+             "--partitions", str(parts)],
+            check=False, stdout=subprocess.DEVNULL, cwd=ROOT,
+        )
+    missing = set(systems) - set(urls)
+    if missing:
+        raise SystemExit(f"no {', '.join(sorted(missing))} running in {state_dir}")
+    return urls
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every record count")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every client (medians are quoted)")
+    parser.add_argument("--rate-seconds", type=float, default=3.0, help="length of each fixed-rate run")
+    parser.add_argument("--quick", action="store_true", help="a smoke test: --scale 0.01 --rounds 1 --rate-seconds 0.3")
     parser.add_argument("--systems", default="kafka,pulsar,tubemq")
+    parser.add_argument("--clients", default="", help="only these clients (comma-separated); default all")
+    parser.add_argument("--state-dir", help="use the brokers running in this state folder instead of starting some")
+    parser.add_argument("--readme", type=Path, help="rewrite README's speed table from this results JSON and exit")
     args = parser.parse_args()
+    if args.readme is not None:
+        update_readme(args.readme)
+        return 0
+    if args.quick:
+        args.scale, args.rounds, args.rate_seconds = 0.01, 1, 0.3
     systems = [s for s in args.systems.split(",") if s]
     unknown = set(systems) - set(OURS)
     if unknown or not systems:
         parser.error(f"--systems takes some of {', '.join(OURS)}")
+    clients = {c for c in args.clients.split(",") if c} or None
+    plan = Plan(systems, clients, args.scale, max(1, args.rounds), args.rate_seconds)
     tube = tubemq_topics(systems)
-    state_dir = tempfile.mkdtemp(prefix="mqwire-bench-")
     started = time.monotonic()
     failures: list[tuple[str, str]] = []
-    try:
-        urls = start_brokers(state_dir, systems, tube)
-        rows = run_suite(urls, systems, args.scale, tube, failures)
-    finally:
-        stop = [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"]
-        subprocess.run(stop, check=False, cwd=ROOT)
-    print_tables(rows)
-    for path in write_outputs(rows, time.strftime("%Y%m%d-%H%M%S")):
+    if args.state_dir:
+        rows = run_suite(running_brokers(args.state_dir, systems, tube), plan, tube, failures)
+    else:
+        state_dir = tempfile.mkdtemp(prefix="mqwire-bench-")
+        try:
+            urls = start_brokers(state_dir, systems, tube)
+            rows = run_suite(urls, plan, tube, failures)
+        finally:
+            stop = [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"]
+            subprocess.run(stop, check=False, cwd=ROOT)
+    load = os.getloadavg()
+    text = report(rows) + (
+        f"\n\nscale {plan.scale}, {plan.rounds} rounds, fixed rates for {plan.rate_seconds} s; "
+        f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(text)
+    for path in write_outputs(rows, text, time.strftime("%Y%m%d-%H%M%S")):
         print(f"wrote {path.relative_to(ROOT)}")
     print(f"suite ran {time.monotonic() - started:.0f} s")
     for _client, failure in failures:
         print(f"FAILED: {failure}")
     # A peer that cannot finish against these brokers is a result (printed above); one of ours is an error.
-    return 1 if any(client in OURS.values() for client, _ in failures) else 0
+    return 1 if any(client in (*OURS.values(), "kafkawire-bulk", "seed") for client, _ in failures) else 0
 
 
 if __name__ == "__main__":
