@@ -25,11 +25,12 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a venv wit
 
 from mqwire import commands
 from mqwire.common.errors import MqwireError
+from mqwire.connect_options import read_config
 from mqwire.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header
-from mqwire.systems import UnsupportedError, UsageError
+from mqwire.systems import UnsupportedError, UsageError, configure
 
 EPILOG = f"""URLs: kafka://host:port[,host:port], kafka+ssl://..., pulsar://host:port, pulsar+ssl://...,
-tubemq://master:port[,master:port]
+tubemq://master:port[,master:port], tubemq+ssl://...
 
 exit codes: {commands.OK} done; {commands.FAILED} the broker or the network failed (the message says why);
 {commands.USAGE} the command line is wrong; {commands.UNSUPPORTED} the system cannot do that;
@@ -40,6 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mqwire", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument(
+        "-X",
+        dest="client_options",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a client option, as kcat takes them (security.protocol=SASL_SSL, sasl.mechanism=PLAIN, "
+        "sasl.username=..., ssl.ca.location=ca.pem; Pulsar authParams=token:..., tlsTrustCertsFilePath=...; "
+        "TubeMQ username=..., tls.ca.file=...); repeatable, after any -F",
+    )
+    parser.add_argument("-F", dest="config", metavar="FILE", help="client options from a file of NAME=VALUE lines")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     produce = sub.add_parser("produce", help="send messages read from stdin or a file")
@@ -118,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        configure(client_options_of(args.config, args.client_options))
         return asyncio.run(_run(args))
     except UsageError as exc:
         print(f"mqwire: {exc}", file=sys.stderr)
@@ -130,6 +143,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.FAILED
     except KeyboardInterrupt:
         return 130
+
+
+def client_options_of(config: str | None, pairs: list[str]) -> dict[str, str]:
+    """The options of ``-F config`` then each ``-X name=value`` (a later one wins)."""
+    options = read_config(config) if config else {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"-X takes name=value, got {pair.split('=', 1)[0]!r}")
+        options[name.strip()] = value
+    return options
 
 
 async def _run(args: argparse.Namespace) -> int:

@@ -1,10 +1,12 @@
-"""connect() options from prefixed reader and writer options, in the style of Spark's own Kafka source.
+"""connect() keywords from string options named as the reference clients name them.
 
-``kafka.*`` options keep the Java client's names (``kafka.security.protocol``, ``kafka.sasl.mechanism``,
-``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location``...), ``pulsar.*`` those of the Pulsar Java
-client's configuration (``pulsar.authPluginClassName``, ``pulsar.authParams``, ``pulsar.tlsTrustCertsFilePath``...),
-and ``tubemq.*`` name the ``tubemqwire.connect`` keywords. An unknown prefixed option is an error naming it.
-Values are never put into messages: an error names the option only, as values may be secrets.
+Kafka options keep the Java client's and librdkafka's names (``security.protocol``, ``sasl.mechanism``,
+``sasl.jaas.config``, ``sasl.username``, ``ssl.truststore.location``, ``ssl.ca.location``...), Pulsar options
+those of the Java client's configuration (``authPluginClassName``, ``authParams``, ``tlsTrustCertsFilePath``...),
+and TubeMQ options name the ``tubemqwire.connect`` keywords (``username``, ``tls.ca.file``...). The Spark data
+sources take them prefixed (``kafka.sasl.mechanism``), the ``mqwire`` command as ``-X name=value`` or in a
+config file (as kcat does). An unknown option is an error naming it. Values are never put into messages:
+an error names the option only, as values may be secrets.
 """
 
 from __future__ import annotations
@@ -14,14 +16,41 @@ import ssl
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sparkwire.options import ConnectOptions
+ConnectOptions = dict[str, Any]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
-def _prefixed(options: Mapping[str, str], prefix: str) -> dict[str, str]:
+def prefixed(options: Mapping[str, str], prefix: str) -> dict[str, str]:
     """The options that start with ``prefix``, by their lower-cased rest (Spark lower-cases option names)."""
     return {k.lower()[len(prefix) :]: v for k, v in options.items() if k.lower().startswith(prefix)}
+
+
+def lowered(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` by lower-cased names."""
+    return {k.strip().lower(): v for k, v in options.items()}
+
+
+def read_config(path: str) -> dict[str, str]:
+    """``name=value`` lines of a config file (``#`` starts a comment line), as kcat's ``-F`` reads them."""
+    found: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            name, sep, value = text.partition("=")
+            if not sep or not name.strip():
+                raise ValueError(f"{path}:{number}: expected name=value")
+            found[name.strip()] = value.strip()
+    return found
+
+
+def client_options(system: str, options: Mapping[str, str], prefix: str = "") -> ConnectOptions:
+    """The connect() keywords of ``system`` (kafka, pulsar, tubemq) from unprefixed ``options``; ``prefix``
+    is put before option names in errors."""
+    convert = {"kafka": kafka_options, "pulsar": pulsar_options, "tubemq": tubemq_options}[system]
+    return convert(lowered(options), prefix)
 
 
 def _bool(name: str, value: str) -> bool:
@@ -52,22 +81,22 @@ def jaas_credentials(value: str) -> tuple[str | None, str | None]:
     return found.get("username"), found.get("password")
 
 
-def kafka_security_protocol(options: Mapping[str, str]) -> str:
-    """``kafka.security.protocol``, upper-cased; PLAINTEXT when not given."""
-    raw = _prefixed(options, "kafka.").get("security.protocol", "PLAINTEXT").strip().upper()
+def kafka_security_protocol(given: Mapping[str, str], prefix: str = "") -> str:
+    """``security.protocol``, upper-cased; PLAINTEXT when not given."""
+    raw = given.get("security.protocol", "PLAINTEXT").strip().upper()
     if raw not in SECURITY_PROTOCOLS:
-        raise ValueError(f"option kafka.security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
+        raise ValueError(f"option {prefix}security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
     return raw
 
 
-def _pem_store(given: dict[str, str], kind: str) -> str | None:
+def _pem_store(given: dict[str, str], kind: str, prefix: str) -> str | None:
     location = given.get(f"ssl.{kind}.location")
     if location is None:
         return None
     store_type = given.get(f"ssl.{kind}.type", "PEM").strip().upper()
     if store_type != "PEM":
         raise ValueError(
-            f"option kafka.ssl.{kind}.type: only PEM files are read (convert a JKS or PKCS12 store to PEM)"
+            f"option {prefix}ssl.{kind}.type: only PEM files are read (convert a JKS or PKCS12 store to PEM)"
         )
     return location
 
@@ -100,27 +129,26 @@ _KAFKA_OTHER = {
 }
 
 
-def kafka_connect(options: Mapping[str, str]) -> ConnectOptions:
-    """``kafkawire.connect`` keywords from the ``kafka.*`` options."""
-    given = _prefixed(options, "kafka.")
-    kafka_security_protocol(options)
+def kafka_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
+    """``kafkawire.connect`` keywords from Kafka options (lower-cased names)."""
+    kafka_security_protocol(given, prefix)
     out: ConnectOptions = {}
     for key, value in given.items():
         if key in _KAFKA_PLAIN:
             keyword, convert = _KAFKA_PLAIN[key]
-            out[keyword] = convert(f"kafka.{key}", value)
+            out[keyword] = convert(f"{prefix}{key}", value)
         elif key not in _KAFKA_OTHER:
-            raise ValueError(f"option kafka.{key} is not known to the kafkawire source")
+            raise ValueError(f"option {prefix}{key} is not a known Kafka client option")
     if "sasl.jaas.config" in given:
         username, password = jaas_credentials(given["sasl.jaas.config"])
         if username is None or password is None:
-            raise ValueError('option kafka.sasl.jaas.config must give username="..." and password="..."')
+            raise ValueError(f'option {prefix}sasl.jaas.config must give username="..." and password="..."')
         out.setdefault("sasl_plain_username", username)
         out.setdefault("sasl_plain_password", password)
-    truststore = _pem_store(given, "truststore")
+    truststore = _pem_store(given, "truststore", prefix)
     if truststore is not None:
         out.setdefault("ssl_cafile", truststore)
-    keystore = _pem_store(given, "keystore")
+    keystore = _pem_store(given, "keystore", prefix)
     if keystore is not None:
         out.setdefault("ssl_certfile", keystore)
     if "ssl.endpoint.identification.algorithm" in given:
@@ -144,59 +172,56 @@ _PULSAR: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 TOKEN_PLUGINS = ("org.apache.pulsar.client.impl.auth.AuthenticationToken", "token")
 
 
-def pulsar_connect(options: Mapping[str, str]) -> ConnectOptions:
-    """``pulsarwire.connect`` keywords from the ``pulsar.*`` options (``pulsar.client.*`` is read the same)."""
-    given = _prefixed(options, "pulsar.")
+def pulsar_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
+    """``pulsarwire.connect`` keywords from Pulsar options (lower-cased names; ``client.x`` is read as ``x``)."""
     given = {key.removeprefix("client."): value for key, value in given.items()}
     out: ConnectOptions = {}
     for key, value in given.items():
         if key in _PULSAR:
             keyword, convert = _PULSAR[key]
-            out[keyword] = convert(f"pulsar.{key}", value)
+            out[keyword] = convert(f"{prefix}{key}", value)
         elif key not in ("authpluginclassname", "authparams", "service.url"):
-            raise ValueError(f"option pulsar.{key} is not known to the pulsarwire source")
+            raise ValueError(f"option {prefix}{key} is not a known Pulsar client option")
     plugin = given.get("authpluginclassname")
     if plugin is not None:
         if plugin.strip() not in TOKEN_PLUGINS:
             raise ValueError(
-                "option pulsar.authPluginClassName: only token authentication (AuthenticationToken) is supported"
+                f"option {prefix}authPluginClassName: only token authentication (AuthenticationToken) is supported"
             )
         params = given.get("authparams")
         if not params:
-            raise ValueError("option pulsar.authParams is required with pulsar.authPluginClassName")
+            raise ValueError(f"option {prefix}authParams is required with {prefix}authPluginClassName")
         out["auth_token"] = params.strip().removeprefix("token:")
     return out
 
 
-def tubemq_connect(options: Mapping[str, str]) -> ConnectOptions:
-    """``tubemqwire.connect`` keywords from the ``tubemq.*`` options: ``tubemq.username``, ``tubemq.password``,
-    ``tubemq.request.timeout.ms``, ``tubemq.connect.timeout.ms``, and for TLS ``tubemq.tls.ca.file`` (PEM
-    authorities to trust), ``tubemq.tls.cert.file`` / ``tubemq.tls.key.file`` (a client certificate) and
-    ``tubemq.tls.check.hostname``."""
-    given = _prefixed(options, "tubemq.")
+def tubemq_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
+    """``tubemqwire.connect`` keywords from TubeMQ options: ``username``, ``password``, ``request.timeout.ms``,
+    ``connect.timeout.ms``, and for TLS ``tls.ca.file`` (PEM authorities to trust), ``tls.cert.file`` /
+    ``tls.key.file`` (a client certificate) and ``tls.check.hostname``."""
     out: ConnectOptions = {}
     tls: dict[str, str] = {}
     for key, value in given.items():
         if key in ("username", "password"):
             out[key] = value
         elif key in ("request.timeout.ms", "connect.timeout.ms"):
-            out[key.replace(".", "_")] = _int(f"tubemq.{key}", value)
+            out[key.replace(".", "_")] = _int(f"{prefix}{key}", value)
         elif key in ("tls.ca.file", "tls.cert.file", "tls.key.file", "tls.check.hostname"):
             tls[key] = value
         else:
-            raise ValueError(f"option tubemq.{key} is not known to the tubemqwire source")
+            raise ValueError(f"option {prefix}{key} is not a known TubeMQ client option")
     if tls:
-        out["ssl_context"] = _tls_context(tls)
+        out["ssl_context"] = _tls_context(tls, prefix)
     return out
 
 
-def _tls_context(tls: dict[str, str]) -> ssl.SSLContext:
+def _tls_context(tls: dict[str, str], prefix: str) -> ssl.SSLContext:
     try:
         context = ssl.create_default_context(cafile=tls.get("tls.ca.file"))
         if "tls.cert.file" in tls:
             context.load_cert_chain(tls["tls.cert.file"], tls.get("tls.key.file"))
     except (OSError, ssl.SSLError) as exc:
-        raise ValueError(f"options tubemq.tls.*: the PEM files could not be read ({type(exc).__name__})") from None
+        raise ValueError(f"options {prefix}tls.*: the PEM files could not be read ({type(exc).__name__})") from None
     if "tls.check.hostname" in tls:
-        context.check_hostname = _bool("tubemq.tls.check.hostname", tls["tls.check.hostname"])
+        context.check_hostname = _bool(f"{prefix}tls.check.hostname", tls["tls.check.hostname"])
     return context

@@ -20,6 +20,7 @@ import pulsarwire
 import tubemqwire
 from mqwire.common.contract import Client, Consumer, Message, Start
 from mqwire.common.errors import ReceiveTimeoutError
+from mqwire.connect_options import ConnectOptions, client_options
 
 PACKAGES: dict[str, ModuleType] = {"kafka": kafkawire, "pulsar": pulsarwire, "tubemq": tubemqwire}
 SCHEMES = {
@@ -52,9 +53,26 @@ def system_of(url: str) -> str:
         ) from None
 
 
+# Client options of the command line (-X name=value, -F file): names as the reference clients spell them.
+_client_options: dict[str, str] = {}
+
+
+def configure(options: Mapping[str, str]) -> None:
+    """Use ``options`` (``security.protocol``, ``sasl.username``, ``authParams``...) for every client made
+    from now on; a wrong name or value fails when a client is made, naming the option but not its value."""
+    _client_options.clear()
+    _client_options.update(options)
+
+
+def options_for(system: str) -> ConnectOptions:
+    """The connect() keywords of ``system`` from the configured options."""
+    return client_options(system, _client_options, "-X ")
+
+
 def connect(url: str) -> Client[Any]:
-    """The client for ``url`` (an async context manager)."""
-    client: Client[Any] = PACKAGES[system_of(url)].connect(url)
+    """The client for ``url`` (an async context manager), with the configured options."""
+    system = system_of(url)
+    client: Client[Any] = PACKAGES[system].connect(url, **options_for(system))
     return client
 
 

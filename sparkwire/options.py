@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
-# Keyword options of a system's connect() (TLS files, SASL, tokens) built from the prefixed reader options.
-ConnectOptions = dict[str, Any]
+from mqwire.connect_options import ConnectOptions
+
+__all__ = ["ConnectOptions"]
 
 
 def get(options: Mapping[str, str], name: str) -> str | None:
