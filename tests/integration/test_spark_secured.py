@@ -19,9 +19,7 @@ from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-JAAS = (
-    'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
-)
+JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" password="{password}";'
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +86,10 @@ def test_sasl_plaintext_with_username_and_password_options(spark: Any, kafka_bro
 
 
 def test_an_unknown_option_fails_at_planning_naming_it(spark: Any, kafka_broker: KafkaBroker) -> None:
-    with pytest.raises(Exception, match="kafka.sasl.mechanizm") as caught:
-        spark.read.format("kafkawire").options(**sasl_ssl(kafka_broker)).option(
-            "kafka.sasl.mechanizm", "PLAIN"
-        ).option("subscribe", "any").load().collect()
+    with pytest.raises(Exception, match=r"kafka\.sasl\.mechanizm") as caught:
+        spark.read.format("kafkawire").options(**sasl_ssl(kafka_broker)).option("kafka.sasl.mechanizm", "PLAIN").option(
+            "subscribe", "any"
+        ).load().collect()
     assert SASL_PASSWORD not in str(caught.value)
     with pytest.raises(Exception, match="subscribe"):
         spark.read.format("kafkawire").option("url", kafka_broker.url).load().collect()
