@@ -30,6 +30,7 @@ from mqwire.common.errors import (
     MqwireError,
     ReceiveTimeoutError,
     RequestTimeoutError,
+    RetriableError,
     UnsupportedVersionError,
 )
 from mqwire.common.lifecycle import Lifecycle
@@ -377,12 +378,13 @@ class ShareConsumer:
             ]
             if not session.can_acknowledge:
                 return
-            acks = self._take_acks(led)
+            ids = self._topic_ids()
+            acks = self._take_acks(tp for tp in led if tp.topic in ids)
             if not acks and not close:
                 return
             try:
                 connection = await self._cluster.connection(node)
-                body = session.acknowledge_request(acks, self._topic_ids(), close=close)
+                body = session.acknowledge_request(acks, ids, close=close)
                 response = await connection.request(
                     body, version=connection.version_for(SHARE_ACKNOWLEDGE_KEY)
                 )
@@ -492,8 +494,9 @@ class ShareConsumer:
     async def _fetch_once(self, node: int, session: ShareSession, want: frozenset[TopicPartition]) -> bool:
         """One ShareFetch; False when the loop should back off."""
         async with self._lock(node):
-            acks = self._take_acks(want) if session.can_acknowledge else {}
             ids = self._topic_ids()
+            want = frozenset(tp for tp in want if tp.topic in ids)  # a topic deleted meanwhile: not asked for
+            acks = self._take_acks(want) if session.can_acknowledge else {}
             sent_at = time.monotonic()
             try:
                 connection = await self._cluster.connection(node)
@@ -501,7 +504,13 @@ class ShareConsumer:
                 body = session.fetch_request(want, acks, ids, self._settings)
                 timeout = self._cluster.request_timeout + self._settings.max_wait_ms / 1000
                 response = await connection.request(body, version=version, timeout=timeout)
-            except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
+            except (
+                ConnectError,
+                ConnectionLostError,
+                RequestTimeoutError,
+                RetriableError,
+                errors.BrokerNotAvailableError,  # the node left the metadata: its leaderships moved
+            ) as exc:
                 log.debug("share fetch from broker %d failed: %s", node, exc)
                 self._fail(acks, exc)
                 self._acks.answered(acks)
