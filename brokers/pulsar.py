@@ -196,11 +196,16 @@ class Security:
     cert_file: str
     key_file: str
     ca_file: str
+    # Also the TLS provider: a client certificate signed by ``ca_file`` authenticates as its common name.
+    tls_authentication: bool = False
 
     def conf(self, tls_port: int) -> dict[str, str | int]:
+        providers = ["org.apache.pulsar.broker.authentication.AuthenticationProviderToken"]
+        if self.tls_authentication:
+            providers.append("org.apache.pulsar.broker.authentication.AuthenticationProviderTls")
         return {
             "authenticationEnabled": "true",
-            "authenticationProviders": "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+            "authenticationProviders": ",".join(providers),
             "tokenSecretKey": "data:;base64," + base64.b64encode(self.token_secret).decode(),
             "superUserRoles": self.superuser_role,
             "brokerClientAuthenticationPlugin": "org.apache.pulsar.client.impl.auth.AuthenticationToken",

@@ -89,13 +89,15 @@ async def request(
     path: str,
     *,
     body: Any = None,
+    form: Mapping[str, str] | None = None,
     params: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: float,
     ssl: _ssl.SSLContext | None = None,
     max_body: int = _DEFAULT_MAX_BODY,
 ) -> Response:
-    """Send one request (``body`` as JSON when not None) and read the whole response within ``timeout`` seconds.
+    """Send one request (``body`` as JSON, or ``form`` URL-encoded, when given); read the whole response within
+    ``timeout`` seconds.
 
     Raises ConnectError when the connection cannot be made, ConnectionLostError when it drops before the
     response is complete, RequestTimeoutError after ``timeout`` and ProtocolError for a malformed or
@@ -104,7 +106,11 @@ async def request(
     target = endpoint.prefix + path
     if params:
         target += "?" + urllib.parse.urlencode(params)
+    if body is not None and form is not None:
+        raise ValueError("a request has a JSON body or a form, not both")
     data = b"" if body is None else json.dumps(body).encode()
+    if form is not None:
+        data = urllib.parse.urlencode(form).encode()
     lines = [
         f"{method} {target} HTTP/1.1",
         f"Host: {endpoint.host_header}",
@@ -114,6 +120,8 @@ async def request(
     ]
     if body is not None:
         lines.append("Content-Type: application/json")
+    elif form is not None:
+        lines.append("Content-Type: application/x-www-form-urlencoded")
     for name, value in (headers or {}).items():
         if "\r" in name or "\n" in name or "\r" in value or "\n" in value:
             raise ValueError(f"header {name!r} contains a line break")

@@ -16,6 +16,7 @@ from pulsarwire.consumer import Consumer
 from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from pulsarwire.errors import __all__ as _error_names
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId, Receipt
+from pulsarwire.oauth2 import OAuth2ClientCredentials
 from pulsarwire.options import ClientConfig, ConsumerConfig, DeadLetterPolicy, ProducerConfig, ReaderConfig
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
@@ -33,6 +34,7 @@ __all__ = [
     "DeadLetterPolicy",
     "Message",
     "MessageId",
+    "OAuth2ClientCredentials",
     "Producer",
     "ProducerConfig",
     "Reader",

@@ -132,7 +132,9 @@ class ClientConfig(TypedDict, total=False):
       broker's default listener (Java ``listenerName``).
     - ``auth_token`` — token authentication: the token (str), or an async callable returning it, called for
       each new connection, each challenge of the broker and each admin request; default None, no
-      authentication (the reference clients' ``AuthenticationToken``).
+      authentication (the reference clients' ``AuthenticationToken``). OAuth 2.0 client credentials are
+      such a callable: ``auth_token=pulsarwire.OAuth2ClientCredentials(issuer_url, private_key=...)``
+      (the reference clients' ``AuthenticationOAuth2``).
     - ``tls_ca_file`` — path of the PEM certificates trusted for the broker's certificate, with
       ``pulsar+ssl://`` only; default None, the system's CAs (Java ``tlsTrustCertsFilePath``, Python
       ``tls_trust_certs_file_path``).
@@ -144,6 +146,9 @@ class ClientConfig(TypedDict, total=False):
       True, where the reference clients default to False (Java ``enableTlsHostnameVerification``).
     - ``tls_allow_insecure_connection`` — accept any broker certificate without verifying it; default False
       (Java ``allowTlsInsecureConnection``).
+    - ``tls_authentication`` — authenticate with the client certificate ``tls_cert_file`` (or the one in
+      ``ssl_context``): the broker's TLS authentication provider takes the role from it (auth method
+      ``tls``); excludes ``auth_token``; default False (the reference clients' ``AuthenticationTls``).
     - ``ssl_context`` — a ready ``ssl.SSLContext`` for ``pulsar+ssl://`` connections, used instead of the
       ``tls_`` options above (they are then ignored); ignored with ``pulsar://``; default None.
     - ``client_version`` — the client version sent to the broker in CONNECT (shown in its statistics);
@@ -167,6 +172,7 @@ class ClientConfig(TypedDict, total=False):
     tls_key_file: str | None
     tls_validate_hostname: bool
     tls_allow_insecure_connection: bool
+    tls_authentication: bool
     ssl_context: ssl.SSLContext | None
     client_version: str
     admin_url: str | None

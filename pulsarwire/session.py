@@ -57,6 +57,7 @@ class Session:
         tls_key_file: str | None = None,
         tls_validate_hostname: bool = True,
         tls_allow_insecure_connection: bool = False,
+        tls_authentication: bool = False,
         ssl_context: _ssl.SSLContext | None = None,
         client_version: str = CLIENT_VERSION,
         admin_url: str | None = None,
@@ -79,6 +80,14 @@ class Session:
             self._auth_token_callback = auth_token
         elif auth_token is not None:
             self._auth_data = check_str("auth_token", auth_token).encode()
+        # The client certificate of the TLS handshake is the credential; the CONNECT only names the method.
+        self._auth_method: str | None = "tls" if check_bool("tls_authentication", tls_authentication) else None
+        if self._auth_method is not None:
+            if auth_token is not None:
+                raise ValueError("options auth_token and tls_authentication exclude each other")
+            if not self._url.tls or (tls_cert_file is None and ssl_context is None):
+                raise ValueError("option tls_authentication needs a pulsar+ssl:// URL and option tls_cert_file")
+            self._auth_data = b""
         self.client_version = check_str("client_version", client_version)
         self.admin_url = None if admin_url is None else check_str("admin_url", admin_url)
         self.admin_timeout = check_positive("admin_timeout", admin_timeout)
@@ -176,6 +185,8 @@ class Session:
         """The token to present to the admin API (asked of the callback each time), or None."""
         if self._auth_token_callback is not None:
             return (await self._token()).decode()
+        if self._auth_method is not None:
+            return None  # TLS authentication: the admin API gets the certificate from the TLS context
         return None if self._auth_data is None else self._auth_data.decode()
 
     @property
@@ -196,7 +207,7 @@ class Session:
             connect_timeout=self.connect_timeout,
             keepalive_interval=self.keepalive_interval,
             client_version=self.client_version,
-            auth_method=None if auth_data is None else "token",
+            auth_method=None if auth_data is None else self._auth_method or "token",
             auth_data=auth_data,
             auth_refresh=refresh,
             proxy_to_broker_url=logical if address.proxied else None,

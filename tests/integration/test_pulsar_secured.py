@@ -12,8 +12,10 @@ import json
 import logging
 import os
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pulsar
 import pytest
@@ -23,13 +25,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 import pulsarwire
-from mqwire.common.errors import AuthenticationError, ConnectError
+from mqwire.common.errors import AuthenticationError, ConnectError, ConnectionLostError
 from mqwire.testing.pulsar import SecuredPulsar, Security, start_secured
 from tests.integration.faultproxy import FaultProxy
 
 pytestmark = pytest.mark.integration
 
 SUPERUSER = "admin"
+MTLS_ROLE = "mtls-user"
 
 
 def token_for(secret: bytes, subject: str, expires_in: float | None = None) -> str:
@@ -51,7 +54,10 @@ def _name(common_name: str) -> x509.Name:
 
 
 def make_certificates(folder: Path, *, alt_ip: str = "127.0.0.1") -> tuple[Path, Path, Path]:
-    """A CA, and a server certificate for ``alt_ip`` signed by it: (ca.pem, server.pem, server-key.pem)."""
+    """A CA, and a server certificate for ``alt_ip`` signed by it: (ca.pem, server.pem, server-key.pem).
+
+    A client certificate for the role ``mtls-user`` signed by the same CA goes to client.pem and
+    client-key.pem."""
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
@@ -87,6 +93,22 @@ def make_certificates(folder: Path, *, alt_ip: str = "127.0.0.1") -> tuple[Path,
     key_file.write_bytes(key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ))
+    client_key = ec.generate_private_key(ec.SECP256R1())
+    client = (
+        x509.CertificateBuilder()
+        .subject_name(_name(MTLS_ROLE))
+        .issuer_name(ca.subject)
+        .public_key(client_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    (folder / "client.pem").write_bytes(client.public_bytes(serialization.Encoding.PEM))
+    (folder / "client-key.pem").write_bytes(client_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ))
     return ca_file, cert_file, key_file
 
 
@@ -113,6 +135,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         cert_file=str(cert_file),
         key_file=str(key_file),
         ca_file=str(ca_file),
+        tls_authentication=True,
     )
     broker = start_secured(tmp / "broker", security)
     try:
@@ -267,3 +290,129 @@ async def test_a_refused_token_fails_fast_without_a_reconnect_storm(secured: Sec
     # Refused once, reported at once: no retry loop until the operation timeout, no burst of connections.
     assert elapsed < 10, f"the refusal took {elapsed:.1f} s to surface"
     assert proxy.accepted <= 2, f"{proxy.accepted} connections for one refused token"
+
+
+# ------------------------------------------------------------------------ OAuth2 and TLS authentication
+class TokenEndpoint:
+    """A local OAuth2 provider: OpenID metadata, and client-credentials grants answered with JWTs signed
+    with the broker's key, living ``lifetime`` seconds."""
+
+    def __init__(self, secret: bytes, client_id: str, client_secret: str, lifetime: float) -> None:
+        self.secret, self.client_id, self.client_secret, self.lifetime = secret, client_id, client_secret, lifetime
+        self.grants: list[dict[str, str]] = []
+        self.issued: list[tuple[float, float]] = []  # (when, expiry) in time.time()
+        self.server: asyncio.Server | None = None
+
+    @property
+    def issuer_url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/issuer"
+
+    async def __aenter__(self) -> TokenEndpoint:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        method, path, _ = (await reader.readline()).decode().split(" ", 2)
+        length = 0
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        body = await reader.readexactly(length)
+        status, answer = self._answer(method, path, body)
+        data = json.dumps(answer).encode()
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                     f"Connection: close\r\n\r\n".encode() + data)
+        await writer.drain()
+        writer.close()
+
+    def _answer(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, object]]:
+        if method == "GET" and path == "/issuer/.well-known/openid-configuration":
+            return 200, {"issuer": self.issuer_url, "token_endpoint": self.issuer_url + "/token"}
+        if method != "POST" or path != "/issuer/token":
+            return 404, {"error": "not_found"}
+        form = dict(urllib.parse.parse_qsl(body.decode()))
+        self.grants.append(form)
+        if form.get("grant_type") != "client_credentials" or (form.get("client_id"), form.get("client_secret")) != (
+            self.client_id, self.client_secret
+        ):
+            return 401, {"error": "invalid_client", "error_description": "unknown client"}
+        now = time.time()
+        self.issued.append((now, now + self.lifetime))
+        token = token_for(self.secret, form["client_id"], expires_in=self.lifetime)
+        return 200, {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime}
+
+
+async def test_oauth2_client_credentials_refreshed_before_expiry(secured: Secured) -> None:
+    credentials = secured.tmp / "oauth2-credentials.json"
+    credentials.write_text(json.dumps({"type": "client_credentials", "client_id": "svc-orders",
+                                       "client_secret": "s3cret", "issuer_url": "unused"}))
+    async with TokenEndpoint(secured.secret, "svc-orders", "s3cret", lifetime=3) as endpoint:
+        oauth2 = pulsarwire.OAuth2ClientCredentials(
+            endpoint.issuer_url, private_key=f"file://{credentials}", audience="urn:pulsar", scope="produce",
+            early_token_refresh_percent=0.5,
+        )
+        try:
+            async with (
+                pulsarwire.connect(secured.broker.url, auth_token=oauth2) as client,
+                client.producer("persistent://public/default/oauth2", batching_enabled=False) as producer,
+            ):
+                # Sending for three token lifetimes: the broker challenges at each expiry and gets the new token.
+                until = time.monotonic() + 9
+                while time.monotonic() < until:
+                    await producer.send(b"still here")
+                    await asyncio.sleep(0.25)
+                assert [p._epoch for p in producer._producers] == [1]  # the connection never dropped
+                assert await round_trip(client, "oauth2-round-trip") == b"secret payload"
+        finally:
+            await oauth2.aclose()
+    assert endpoint.grants[0] == {"grant_type": "client_credentials", "client_id": "svc-orders",
+                                  "client_secret": "s3cret", "audience": "urn:pulsar", "scope": "produce"}
+    assert len(endpoint.issued) >= 4, endpoint.issued
+    # Each token was fetched while the one before was still valid.
+    for (_, expiry), (issued_at, _) in zip(endpoint.issued, endpoint.issued[1:], strict=False):
+        assert issued_at < expiry, endpoint.issued
+
+
+async def test_oauth2_refused_client_secret(secured: Secured) -> None:
+    async with TokenEndpoint(secured.secret, "svc-orders", "s3cret", lifetime=60) as endpoint:
+        oauth2 = pulsarwire.OAuth2ClientCredentials(endpoint.issuer_url, client_id="svc-orders",
+                                                    client_secret="wrong")
+        client = pulsarwire.Client(secured.broker.url, auth_token=oauth2, operation_timeout=5)
+        with pytest.raises(AuthenticationError, match="invalid_client") as caught:
+            await client.start()
+        await client.close()
+    assert "wrong" not in str(caught.value)
+    assert endpoint.issued == []
+
+
+async def test_tls_authentication_by_client_certificate(secured: Secured) -> None:
+    folder = Path(secured.ca_file).parent
+    options: dict[str, Any] = {
+        "tls_ca_file": secured.ca_file,
+        "tls_cert_file": str(folder / "client.pem"),
+        "tls_key_file": str(folder / "client-key.pem"),
+    }
+    async with pulsarwire.connect(secured.broker.tls_url, tls_authentication=True, **options) as client:
+        assert await round_trip(client, "mtls") == b"secret payload"
+    # The same certificate without naming the method: the broker has no credentials and refuses.
+    client = pulsarwire.Client(secured.broker.tls_url, operation_timeout=5, **options)
+    with pytest.raises(AuthenticationError):
+        await client.start()
+    await client.close()
+    # A certificate from another CA is not trusted: the broker ends the TLS session with an alert (under TLS 1.3
+    # the client learns it at its first read, the CONNECT).
+    other = secured.tmp / "other-client-ca"
+    make_certificates(other)
+    client = pulsarwire.Client(secured.broker.tls_url, tls_authentication=True, operation_timeout=5,
+                               tls_ca_file=secured.ca_file, tls_cert_file=str(other / "client.pem"),
+                               tls_key_file=str(other / "client-key.pem"))
+    with pytest.raises((ConnectError, ConnectionLostError), match=r"(?i)alert"):
+        await client.start()
+    await client.close()
