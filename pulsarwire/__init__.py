@@ -20,6 +20,7 @@ from pulsarwire.oauth2 import OAuth2ClientCredentials
 from pulsarwire.options import ClientConfig, ConsumerConfig, DeadLetterPolicy, ProducerConfig, ReaderConfig
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
+from pulsarwire.table_view import TableView, TableViewConfig
 
 __all__ = [
     "EARLIEST",
@@ -40,6 +41,8 @@ __all__ = [
     "Reader",
     "ReaderConfig",
     "Receipt",
+    "TableView",
+    "TableViewConfig",
     "RetriableAdminError",
     "TopicAlreadyExistsError",
     "connect",

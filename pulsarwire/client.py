@@ -16,6 +16,7 @@ from pulsarwire.reader import Reader
 from pulsarwire.schema import TopicSchema
 from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
+from pulsarwire.table_view import TableView, TableViewConfig
 from pulsarwire.topics import complete_name, partition_name
 
 __all__ = ["Client", "connect"]
@@ -87,6 +88,13 @@ class Client:
         The options are described in :class:`pulsarwire.ReaderConfig`; see also :class:`Reader`.
         """
         return Reader(self._session, topic, **options)
+
+    def table_view(self, topic: str, /, **options: Unpack[TableViewConfig]) -> TableView:
+        """The latest value of each key of ``topic``, kept current; use ``async with``.
+
+        The options are described in :class:`pulsarwire.TableViewConfig`; see also :class:`TableView`.
+        """
+        return TableView(self._session, topic, **options)
 
     def admin(self, **options: Unpack[AdminConfig]) -> Admin:
         """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's).
