@@ -26,6 +26,7 @@ from kafkawire.client import (
     UnknownOptionError,
     connect,
 )
+from kafkawire.bulk import BulkMetadata
 from kafkawire.consumer import Consumer
 from kafkawire.errors import *  # noqa: F403 - the named error of every Kafka error code
 from kafkawire.errors import __all__ as _error_names
@@ -59,6 +60,7 @@ __all__ = [
     "Admin",
     "AdminOptions",
     "BrokerNode",
+    "BulkMetadata",
     "BufferFullError",
     "Client",
     "ClientOptions",

@@ -9,10 +9,12 @@ the batch as they arrive (``BatchBuilder``), so sending a batch costs one compre
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
+from kafkawire.bulk import BulkSend
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import HEADER_SIZE, BatchBuilder
@@ -49,6 +51,7 @@ class ProducerBatch:
         "_encoded",
         "attempts",
         "builder",
+        "bulk",
         "closed",
         "created",
         "deadline",
@@ -66,8 +69,11 @@ class ProducerBatch:
     def __init__(self, tp: TopicPartition, builder: BatchBuilder, created: float, deadline: float) -> None:
         self.tp = tp
         self.builder = builder
-        self.futures: list[asyncio.Future[RecordMetadata]] = []
+        # One future per record from enqueue; None for a record of an enqueue_many call, whose runs are in
+        # ``bulk``: (the call, its first index in this batch, the call's positions of the run).
+        self.futures: list[asyncio.Future[RecordMetadata] | None] = []
         self.timestamps: list[int] = []
+        self.bulk: list[tuple[BulkSend, int, range | list[int]]] | None = None
         self.created = created
         self.deadline = deadline
         self.attempts = 0
@@ -124,17 +130,31 @@ class ProducerBatch:
         topic, partition = self.tp
         # tuple.__new__ builds the named tuple without its Python-level __new__: this runs once per record.
         make = tuple.__new__
-        for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
-            if not future.done():
-                offset = -1 if base_offset < 0 else base_offset + index
-                stamp = timestamp if log_append_time < 0 else log_append_time
-                future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))
+        bulk = self.bulk
+        if bulk is None:
+            for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
+                if not future.done():  # type: ignore[union-attr]  # no bulk runs: every record has a future
+                    offset = -1 if base_offset < 0 else base_offset + index
+                    stamp = timestamp if log_append_time < 0 else log_append_time
+                    future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))  # type: ignore[union-attr]
+        else:
+            for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
+                if future is not None and not future.done():
+                    offset = -1 if base_offset < 0 else base_offset + index
+                    stamp = timestamp if log_append_time < 0 else log_append_time
+                    future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))
+            for call, first, positions in bulk:
+                stamp = self.timestamps[first] if log_append_time < 0 else log_append_time
+                call.run_done(positions, topic, partition, -1 if base_offset < 0 else base_offset + first, stamp)
         self._finish()
 
     def fail(self, error: BaseException) -> None:
         for future in self.futures:
-            if not future.done():
+            if future is not None and not future.done():
                 future.set_exception(error)
+        if self.bulk is not None:
+            for call, _first, _positions in self.bulk:
+                call.run_failed(error)
         self._finish()
 
     def _finish(self) -> None:
@@ -235,6 +255,85 @@ class Accumulator:
         else:
             self._on_ready()  # the sender needs the new batch's linger deadline
         return new_future
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        headers: list[Sequence[Header]] | None,
+        positions: range | list[int],
+        start: int,
+        stop: int,
+        call: BulkSend,
+        *,
+        abort_on_new_batch: bool = False,
+    ) -> int:
+        """Add records ``start``..``stop`` of the lists to the partition's open batch, or to a new one, in one
+        pass; returns how many went in. 0 only when a new batch is needed and the caller said not to.
+        ``positions[start:stop]`` are the records' places in the call, for its results."""
+        queue = self._queues.get((topic, partition))  # type: ignore[call-overload]
+        if queue and not queue[-1].closed:
+            batch = queue[-1]
+            added = self._add_run(batch, timestamp, keys, values, headers, positions, start, stop, call)
+            if added:
+                if added < stop - start or batch.builder.size >= self.batch_size:
+                    self._seal(batch)
+                return added
+            self._seal(batch)
+        elif queue is None:
+            queue = self._queues[TopicPartition(topic, partition)] = deque()
+        if abort_on_new_batch:
+            return 0
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        now = self.clock()
+        first_key = None if keys is None else keys[start]
+        capacity = max(
+            self.batch_size,
+            HEADER_SIZE + estimate_record_size(first_key, values[start], () if headers is None else headers[start]),
+        )
+        batch = ProducerBatch(
+            TopicPartition(topic, partition),
+            BatchBuilder(compression=self.compression, max_size=capacity, transactional=self.transactional),
+            now,
+            now + self.delivery_timeout,
+        )
+        added = self._add_run(batch, timestamp, keys, values, headers, positions, start, stop, call)
+        queue.append(batch)
+        self._incomplete.add(batch)
+        batch.reserved = capacity
+        self.used += capacity
+        if added < stop - start or batch.size >= self.batch_size:
+            self._seal(batch)
+        else:
+            self._on_ready()
+        return added
+
+    @staticmethod
+    def _add_run(
+        batch: ProducerBatch,
+        timestamp: int,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        headers: list[Sequence[Header]] | None,
+        positions: range | list[int],
+        start: int,
+        stop: int,
+        call: BulkSend,
+    ) -> int:
+        first = len(batch.futures)
+        added = batch.builder.append_many(timestamp, keys, values, headers, start, stop)
+        if added:
+            batch.futures.extend(itertools.repeat(None, added))
+            batch.timestamps.extend(itertools.repeat(timestamp, added))
+            if batch.bulk is None:
+                batch.bulk = []
+            batch.bulk.append((call, first, positions[start : start + added]))
+            call.add_run()
+        return added
 
     def _seal(self, batch: ProducerBatch) -> None:
         batch.closed = True

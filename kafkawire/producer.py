@@ -13,10 +13,11 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, estimate_record_size
+from kafkawire.bulk import BulkMetadata, BulkSend
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndMetadata
@@ -399,6 +400,204 @@ class Producer:
             await asyncio.sleep(0)
         return future
 
+    async def enqueue_many(
+        self,
+        values: Sequence[Any],
+        *,
+        keys: Sequence[Any] | None = None,
+        headers: Sequence[HeadersInput] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        topic: str | None = None,
+    ) -> asyncio.Future[BulkMetadata]:
+        """Buffer many records already in memory in one call; one future for the call.
+
+        ``values`` (and ``keys`` and ``headers`` when given, one entry per record) are what ``enqueue``
+        takes, checked the same way with the same errors, all of them before any record is buffered: a call
+        is refused whole or buffered whole. The records share one timestamp and are encoded into batches in
+        one pass. The future resolves once every record is acknowledged, with a ``BulkMetadata``: the
+        RecordMetadata of each record in the order given. It fails with the first error of any batch
+        carrying the call's records (records of its other batches may have been written), or at once if
+        the producer closes or the buffer stays full (``max_block_ms``) before all are buffered.
+        """
+        if not self._running:
+            self._ensure_started()
+        fatal = self._sender.fatal_error
+        if fatal is not None:
+            raise fatal
+        if self._transaction is not None:
+            self._transaction.check_send()
+        if topic is None:
+            topic = self.topic if self.topic is not None else self._topic(None)
+        elif type(topic) is not str or not topic:
+            raise TypeError("topic must be a non-empty str")
+        if isinstance(values, (str, bytes, bytearray, memoryview)) or not isinstance(values, Sequence):
+            raise TypeError("values must be a sequence (a list) of record values")
+        count = len(values)
+        value_list = self._bulk_bytes(values, self._value_serializer, "value")
+        key_list = None
+        if keys is not None:
+            if isinstance(keys, (str, bytes, bytearray, memoryview)) or not isinstance(keys, Sequence):
+                raise TypeError("keys must be a sequence (a list) of record keys, or None")
+            if len(keys) != count:
+                raise ValueError(f"keys has {len(keys)} entries for {count} values")
+            key_list = self._bulk_bytes(keys, self._key_serializer, "key")
+        elif self._key_serializer is not None:
+            key_list = self._bulk_bytes([None] * count, self._key_serializer, "key")
+        header_lists: list[Sequence[Header]] | None = None
+        if headers is not None:
+            if isinstance(headers, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(headers, Sequence):
+                raise TypeError("headers must be a sequence with the headers of each record, or None")
+            if len(headers) != count:
+                raise ValueError(f"headers has {len(headers)} entries for {count} values")
+            header_lists = [_headers(h) if h else () for h in headers]
+            if not any(header_lists):
+                header_lists = None
+        self._check_sizes(key_list, value_list, header_lists)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        elif type(timestamp_ms) is not int:
+            raise TypeError("timestamp_ms must be an int (milliseconds since the epoch) or None")
+        accumulator = self._accumulator
+        if accumulator.closing:
+            raise ClosedError("producer is closed")
+        cached = self._topics.get(topic)
+        if cached is None or cached[0] != self._cluster.metadata.version:
+            await self._partitions(topic)
+            cached = self._topics[topic]
+        _, partitions, available = cached
+        if partition is not None:
+            if type(partition) is not int:
+                raise TypeError("partition must be an int or None")
+            if not 0 <= partition < len(partitions):
+                raise ValueError(
+                    f"partition {partition} is not in topic {topic!r} (partitions 0-{len(partitions) - 1})"
+                )
+        call = BulkSend(count, asyncio.get_running_loop())
+        if count == 0:
+            call.future.set_result(BulkMetadata(0, []))
+            return call.future
+        try:
+            if partition is None and (key_list is not None or self._partitioner is not None):
+                chosen = self._bulk_partitions(topic, key_list, partitions, available, count)
+                for part, indices in chosen.items():
+                    await self._append_run(
+                        topic, part, timestamp_ms, _pick(key_list, indices), [value_list[i] for i in indices],
+                        _pick(header_lists, indices), indices, call, sticky=False,
+                    )
+            else:
+                await self._append_run(
+                    topic, partition, timestamp_ms, key_list, value_list, header_lists, range(count), call,
+                    sticky=partition is None,
+                )
+        except BaseException as exc:
+            call.abandon(exc)
+            raise
+        return call.future
+
+    async def _append_run(
+        self,
+        topic: str,
+        partition: int | None,
+        timestamp_ms: int,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        headers: list[Sequence[Header]] | None,
+        positions: range | list[int],
+        call: BulkSend,
+        *,
+        sticky: bool,
+    ) -> None:
+        """Records of one partition (or of the sticky partition, moving on as batches complete) into batches."""
+        accumulator = self._accumulator
+        count = len(values)
+        done = 0
+        while done < count:
+            if accumulator.closing:
+                raise ClosedError("producer is closed")
+            if accumulator.used >= self.buffer_memory:
+                await accumulator.wait_for_space(self.max_block)
+            sealed = accumulator.sealed
+            if sticky:
+                _, partitions, available = self._topics[topic]
+                part = self._sticky.partition(topic, len(partitions), available)
+                added = accumulator.append_many(
+                    topic, part, timestamp_ms, keys, values, headers, positions, done, count, call,
+                    abort_on_new_batch=True,
+                )
+                if not added:
+                    part = self._sticky.next_batch(topic, len(partitions), available, part)
+                    added = accumulator.append_many(
+                        topic, part, timestamp_ms, keys, values, headers, positions, done, count, call
+                    )
+            else:
+                assert partition is not None
+                added = accumulator.append_many(
+                    topic, partition, timestamp_ms, keys, values, headers, positions, done, count, call
+                )
+            done += added
+            if accumulator.sealed != sealed:
+                await asyncio.sleep(0)  # let the sender ship the complete batch
+
+    def _bulk_partitions(
+        self, topic: str, keys: list[bytes | None] | None, partitions: list[int], available: list[int], count: int
+    ) -> dict[int, list[int]]:
+        """The records' indices by partition: the partitioner's choice, else the key's hash (sticky for
+        records without a key, as enqueue does)."""
+        chosen: dict[int, list[int]] = {}
+        partitioner = self._partitioner
+        for i in range(count):
+            key = None if keys is None else keys[i]
+            if partitioner is not None:
+                part = partitioner(key, partitions, available)
+                if type(part) is not int or not 0 <= part < len(partitions):
+                    raise ValueError(f"the partitioner returned {part!r}, not a partition of topic {topic!r}")
+            elif key is None:
+                part = self._sticky.partition(topic, len(partitions), available)
+            else:
+                part = partition_for_key(key, len(partitions))
+            indices = chosen.get(part)
+            if indices is None:
+                indices = chosen[part] = []
+            indices.append(i)
+        return chosen
+
+    @staticmethod
+    def _bulk_bytes(
+        items: Sequence[Any], serializer: Serializer | None, what: Literal["key", "value"]
+    ) -> list[bytes | None]:
+        """Keys or values as bytes, through the serializer; the same checks and errors as enqueue's."""
+        if serializer is None and set(map(type, items)) <= _PLAIN:
+            return list(items)
+        return [
+            item if serializer is None and (item is None or type(item) is bytes) else to_bytes(item, serializer, what)
+            for item in items
+        ]
+
+    def _check_sizes(
+        self,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        headers: list[Sequence[Header]] | None,
+    ) -> None:
+        """MessageTooLargeError, as enqueue raises it, for the first record over the limit."""
+        longest = max(map(len, filter(None, values)), default=0)
+        if keys is not None:
+            longest += max(map(len, filter(None, keys)), default=0)
+        if headers is None and _BARE_RECORD + longest <= self._record_limit:
+            return  # no record can be over
+        for i, value in enumerate(values):
+            key = None if keys is None else keys[i]
+            if headers is not None and headers[i]:
+                size = HEADER_SIZE + estimate_record_size(key, value, headers[i])
+            else:
+                size = _BARE_RECORD + (len(key) if key else 0) + (len(value) if value else 0)
+            if size > self._record_limit:
+                raise errors.MessageTooLargeError(
+                    f"a record of about {size} bytes exceeds max_request_size ({self.max_request_size}) "
+                    f"or buffer_memory ({self.buffer_memory})"
+                )
+
     # ---------------------------------------------------------------------------------- transactions
     def _transactional(self) -> TransactionManager:
         if self._transaction is None:
@@ -491,6 +690,13 @@ class Producer:
 
 # HEADER_SIZE + estimate_record_size(key, value, ()) without the key and value.
 _BARE_RECORD = HEADER_SIZE + estimate_record_size(None, None, ())
+
+
+_PLAIN = frozenset((bytes, type(None)))
+
+
+def _pick(items: list[Any] | None, indices: list[int]) -> list[Any] | None:
+    return None if items is None else [items[i] for i in indices]
 
 
 def _as_bytes(name: str, value: object) -> bytes | None:

@@ -1,10 +1,11 @@
 /* The per-record inner loops of Kafka record batches v2, compiled.
  *
- * records.py has the same two functions in Python and uses these when the extension is built. Both
+ * records.py has the same three functions in Python and uses these when the extension is built. Both
  * implementations are tested against each other; the Python one is the reference. Nothing here knows
  * about batches, compression or CRCs: only the varint-framed records between a batch header and its end.
  *
  *   append_record(buffer, limit, offset_delta, timestamp_delta, key, value, headers) -> bool
+ *   append_records(buffer, limit, first_delta, timestamp_delta, keys, values, headers, start, stop) -> int
  *   decode_records(data, count, base_offset, base_timestamp, fixed_timestamp, make_record, prefix, suffix) -> list
  *       each record is make_record(*prefix, offset, key, value, headers, timestamp, *suffix)
  */
@@ -70,24 +71,10 @@ static inline char *field_put(char *out, const Field *field) {
     return out + field->view.len;
 }
 
-static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "append_record takes 7 arguments");
-        return NULL;
-    }
-    PyObject *buffer = args[0];
-    if (!PyByteArray_CheckExact(buffer)) {
-        PyErr_SetString(PyExc_TypeError, "append_record: buffer must be a bytearray");
-        return NULL;
-    }
-    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
-    if (limit == -1 && PyErr_Occurred()) return NULL;
-    long long offset_delta = PyLong_AsLongLong(args[2]);
-    if (offset_delta == -1 && PyErr_Occurred()) return NULL;
-    long long timestamp_delta = PyLong_AsLongLong(args[3]);
-    if (timestamp_delta == -1 && PyErr_Occurred()) return NULL;
-
-    PyObject *result = NULL;
+/* One record onto the buffer: 1 appended, 0 refused (past the limit), -1 an error is set. */
+static int append_one(PyObject *buffer, Py_ssize_t limit, long long offset_delta, long long timestamp_delta,
+                      PyObject *key_obj, PyObject *value_obj, PyObject *headers_obj) {
+    int result = -1;
     PyObject *headers = NULL;
     Field key, value;
     key.present = value.present = 0;
@@ -96,9 +83,9 @@ static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize
     Py_ssize_t *header_name_sizes = NULL;
     Py_ssize_t header_count = 0;
 
-    if (field_open(args[4], &key, "key") < 0) goto done;
-    if (field_open(args[5], &value, "value") < 0) goto done;
-    headers = PySequence_Fast(args[6], "record headers must be a sequence of (str, bytes | None) pairs");
+    if (field_open(key_obj, &key, "key") < 0) goto done;
+    if (field_open(value_obj, &value, "value") < 0) goto done;
+    headers = PySequence_Fast(headers_obj, "record headers must be a sequence of (str, bytes | None) pairs");
     if (headers == NULL) goto done;
     header_count = PySequence_Fast_GET_SIZE(headers);
 
@@ -129,7 +116,7 @@ static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize
     Py_ssize_t start = PyByteArray_GET_SIZE(buffer);
     Py_ssize_t total = varint_size(zigzag(body)) + body;
     if (limit >= 0 && start + total > limit) {
-        result = Py_NewRef(Py_False);
+        result = 0;
         goto done;
     }
     if (PyByteArray_Resize(buffer, start + total) < 0) goto done;
@@ -147,7 +134,7 @@ static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize
         out += header_name_sizes[i];
         out = field_put(out, &header_values[i]);
     }
-    result = Py_NewRef(Py_True);
+    result = 1;
 
 done:
     field_close(&key);
@@ -160,6 +147,90 @@ done:
     PyMem_Free(header_name_sizes);
     Py_XDECREF(headers);
     return result;
+}
+
+static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "append_record takes 7 arguments");
+        return NULL;
+    }
+    PyObject *buffer = args[0];
+    if (!PyByteArray_CheckExact(buffer)) {
+        PyErr_SetString(PyExc_TypeError, "append_record: buffer must be a bytearray");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    long long offset_delta = PyLong_AsLongLong(args[2]);
+    if (offset_delta == -1 && PyErr_Occurred()) return NULL;
+    long long timestamp_delta = PyLong_AsLongLong(args[3]);
+    if (timestamp_delta == -1 && PyErr_Occurred()) return NULL;
+    int appended = append_one(buffer, limit, offset_delta, timestamp_delta, args[4], args[5], args[6]);
+    if (appended < 0) return NULL;
+    return Py_NewRef(appended ? Py_True : Py_False);
+}
+
+/* Records start..stop of the lists keys (or None: no keys), values and headers (or None: none), with
+ * offset deltas from first_delta and one timestamp delta, appended until one does not fit under limit
+ * (the first always goes in when limit is -1). Returns how many were appended. */
+static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "append_records takes 9 arguments");
+        return NULL;
+    }
+    PyObject *buffer = args[0];
+    if (!PyByteArray_CheckExact(buffer)) {
+        PyErr_SetString(PyExc_TypeError, "append_records: buffer must be a bytearray");
+        return NULL;
+    }
+    PyObject *keys = args[4], *values = args[5], *headers = args[6];
+    if ((keys != Py_None && !PyList_CheckExact(keys)) || !PyList_CheckExact(values) ||
+        (headers != Py_None && !PyList_CheckExact(headers))) {
+        PyErr_SetString(PyExc_TypeError, "append_records: keys and headers must be lists or None, values a list");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    long long first_delta = PyLong_AsLongLong(args[2]);
+    if (first_delta == -1 && PyErr_Occurred()) return NULL;
+    long long timestamp_delta = PyLong_AsLongLong(args[3]);
+    if (timestamp_delta == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t start = PyLong_AsSsize_t(args[7]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t stop = PyLong_AsSsize_t(args[8]);
+    if (stop == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t size = PyList_GET_SIZE(values);
+    if (start < 0 || stop > size || start > stop || (keys != Py_None && PyList_GET_SIZE(keys) != size) ||
+        (headers != Py_None && PyList_GET_SIZE(headers) != size)) {
+        PyErr_SetString(PyExc_ValueError, "append_records: keys, values and headers differ in length or bad range");
+        return NULL;
+    }
+    PyObject *no_headers = PyTuple_New(0);
+    if (no_headers == NULL) return NULL;
+    Py_ssize_t i = start;
+    for (; i < stop; i++) {
+        if (PyList_GET_SIZE(values) != size || (keys != Py_None && PyList_GET_SIZE(keys) != size) ||
+            (headers != Py_None && PyList_GET_SIZE(headers) != size)) {
+            PyErr_SetString(PyExc_RuntimeError, "append_records: a list changed size");
+            Py_DECREF(no_headers);
+            return NULL;
+        }
+        /* Held while in use: a buffer exporter's code could change the lists. */
+        PyObject *key = Py_NewRef(keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i));
+        PyObject *hdrs = Py_NewRef(headers == Py_None ? no_headers : PyList_GET_ITEM(headers, i));
+        PyObject *value = Py_NewRef(PyList_GET_ITEM(values, i));
+        int appended = append_one(buffer, limit, first_delta + (i - start), timestamp_delta, key, value, hdrs);
+        Py_DECREF(key);
+        Py_DECREF(hdrs);
+        Py_DECREF(value);
+        if (appended < 0) {
+            Py_DECREF(no_headers);
+            return NULL;
+        }
+        if (appended == 0) break;
+    }
+    Py_DECREF(no_headers);
+    return PyLong_FromSsize_t(i - start);
 }
 
 /* ------------------------------------------------------------------------------------------ decoding */
@@ -368,6 +439,8 @@ done:
 static PyMethodDef methods[] = {
     {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL,
      "Append one varint-framed record to a batch buffer unless it would pass the limit (-1: none)."},
+    {"append_records", (PyCFunction)(void (*)(void))append_records, METH_FASTCALL,
+     "Append records start..stop of key, value and header lists until one would pass the limit; how many went in."},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "The records of an uncompressed batch body, each make_record(*prefix, offset, key, value, headers, timestamp, *suffix)."},
     {NULL, NULL, 0, NULL},

@@ -241,6 +241,36 @@ class BatchBuilder:
         self._count = count + 1
         return count
 
+    def append_many(
+        self,
+        timestamp: int,
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        headers: list[Sequence[Header]] | None,
+        start: int,
+        stop: int,
+    ) -> int:
+        """Add records ``start``..``stop`` of the lists (all with one timestamp) in one pass, as many as fit;
+        returns how many were added (at least one into an empty builder)."""
+        if start >= stop:
+            return 0
+        count = self._count
+        added = 0
+        if count == 0:
+            self._base_timestamp = timestamp
+            first_headers = () if headers is None else headers[start]
+            first_key = None if keys is None else keys[start]
+            _append_record(self._buffer, -1, 0, 0, first_key, values[start], first_headers)
+            added = 1
+        delta = timestamp - self._base_timestamp
+        added += _append_records(
+            self._buffer, self._max_size, count + added, delta, keys, values, headers, start + added, stop
+        )
+        if added and timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        self._count = count + added
+        return added
+
     def build(self, base_offset: int = 0) -> bytes:
         """The finished batch. The builder can be built again (e.g. with a new sequence after a retry)."""
         if self._count == 0:
@@ -310,6 +340,39 @@ def append_record_py(
     buffer += length
     buffer += body
     return True
+
+
+def append_records_py(
+    buffer: bytearray,
+    limit: int,
+    first_delta: int,
+    timestamp_delta: int,
+    keys: list[bytes | None] | None,
+    values: list[bytes | None],
+    headers: list[Sequence[Header]] | None,
+    start: int,
+    stop: int,
+) -> int:
+    """Records ``start``..``stop`` of the lists (None keys or headers: none), offset deltas counted from
+    ``first_delta``, appended until one would make ``buffer`` longer than ``limit``; how many went in."""
+    if type(values) is not list or (keys is not None and type(keys) is not list) or (
+        headers is not None and type(headers) is not list
+    ):
+        raise TypeError("append_records: keys and headers must be lists or None, values a list")
+    size = len(values)
+    if (
+        not 0 <= start <= stop <= size
+        or (keys is not None and len(keys) != size)
+        or (headers is not None and len(headers) != size)
+    ):
+        raise ValueError("append_records: keys, values and headers differ in length or bad range")
+    for i in range(start, stop):
+        key = None if keys is None else keys[i]
+        record_headers = () if headers is None else headers[i]
+        delta = first_delta + i - start
+        if not append_record_py(buffer, limit, delta, timestamp_delta, key, values[i], record_headers):
+            return i - start
+    return stop - start
 
 
 def encode_batch(
@@ -514,11 +577,14 @@ def _get_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes | Non
 # The compiled inner loops (built with the package when a C compiler is present) or the Python ones above.
 # MQWIRE_PURE_PYTHON=1 forces the Python ones.
 _append_record: Callable[[bytearray, int, int, int, bytes | None, bytes | None, Sequence[Header]], bool]
+_append_records: Callable[..., int]
 _decode_records: Callable[..., list[Any]]
 if _speedups is not None:
     _append_record = _speedups.append_record
+    _append_records = _speedups.append_records
     _decode_records = _speedups.decode_records
 else:
     _append_record = append_record_py
+    _append_records = append_records_py
     _decode_records = decode_records_py
 COMPILED = _speedups is not None
