@@ -362,9 +362,16 @@ class ShareConsumer:
     async def _acknowledge_all(self, *, close: bool) -> None:
         nodes = set(self._sessions)
         await asyncio.gather(*(self._acknowledge_node(node, close=close) for node in nodes))
-        if self._acks.has_pending():
-            # Acks of partitions without a session (the leader moved): they cannot be sent; the locks expire.
-            _, left = self._acks.take(self._acks.pending_partitions(), float("inf"))
+        metadata = self._cluster.metadata
+        stranded = [
+            tp
+            for tp in self._acks.pending_partitions()
+            if (session := self._sessions.get(metadata.leader_id(*tp))) is None or not session.can_acknowledge
+        ]
+        if stranded:
+            # Acks of partitions whose leader has no open session (it moved): they cannot be sent; the
+            # records come back once their locks expire.
+            _, left = self._acks.take(stranded, float("inf"))
             for tp, _offset in left:
                 self._failures.setdefault(
                     tp, errors.NotLeaderOrFollowerError(f"{tp.topic}[{tp.partition}]: no share session")
