@@ -198,3 +198,15 @@ def test_another_consumers_message_never_passes_for_a_delivery_held_here() -> No
     assert stale != current
     with pytest.raises(NotAcquiredError):
         second.ack(TP, 0, stale, ACCEPT, now=20.0)
+
+
+def test_malformed_records_raise_and_register_nothing() -> None:
+    from mqwire.common.errors import MqwireError
+
+    acks = ShareAcks()
+    data = bytearray(_records(0, [b"a", b"b"]))
+    data[-1] ^= 0xFF  # the CRC no longer matches
+    acquired = [AcquiredRecords(first_offset=0, last_offset=1, delivery_count=1)]
+    with pytest.raises(MqwireError):
+        acquired_messages(TP, bytes(data), acquired, 50.0, acks)
+    assert acks.held_count() == 0 and not acks.has_pending()
