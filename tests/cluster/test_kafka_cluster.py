@@ -194,15 +194,6 @@ async def rolling_restart(
         await asyncio.sleep(2)
 
 
-# Open defect, not a flaky environment: in 2 of 7 runs this failed, once with acknowledged records never
-# delivered to the KIP-848 group within 120 s, once with the after-the-fact reader (no group) delivering a
-# partition's offsets out of order (as if repositioned to an earlier offset). Both are reported as XFAIL /
-# XPASS rather than hidden; strict=False because the other 5 runs passed.
-@pytest.mark.xfail(
-    strict=False,
-    reason="intermittent: records undelivered to a KIP-848 group, or a reader repositioned backwards, "
-    "after a rolling restart (under investigation)",
-)
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 async def test_rolling_restart_under_a_group(
     kafka_cluster: RunningCluster, protocol: Literal["classic", "consumer"]
