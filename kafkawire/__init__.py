@@ -16,6 +16,7 @@ from kafkawire.admin import (
     PartitionDescription,
     TopicDescription,
 )
+from kafkawire.bulk import BulkMetadata
 from kafkawire.client import (
     AdminOptions,
     Client,
@@ -26,7 +27,6 @@ from kafkawire.client import (
     UnknownOptionError,
     connect,
 )
-from kafkawire.bulk import BulkMetadata
 from kafkawire.consumer import Consumer
 from kafkawire.errors import *  # noqa: F403 - the named error of every Kafka error code
 from kafkawire.errors import __all__ as _error_names

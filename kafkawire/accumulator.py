@@ -209,7 +209,6 @@ class Accumulator:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[Header],
-        *,
         abort_on_new_batch: bool = False,
     ) -> asyncio.Future[RecordMetadata] | None:
         """Add a record to the open batch of the partition; None when that needs a new batch and the caller
@@ -219,13 +218,13 @@ class Accumulator:
         if queue:
             batch = queue[-1]
             if not batch.closed:
-                builder = batch.builder
-                if builder.append(timestamp, key, value, headers) is not None:
+                size = batch.builder.add(timestamp, key, value, headers)
+                if size >= 0:
                     # Future(loop=...) directly: loop.create_future() costs one more Python call per record.
                     future: asyncio.Future[RecordMetadata] = asyncio.Future(loop=self._loop)
                     batch.futures.append(future)
                     batch.timestamps.append(timestamp)
-                    if builder.size >= self.batch_size:
+                    if size >= self.batch_size:
                         self._seal(batch)
                     return future
                 self._seal(batch)

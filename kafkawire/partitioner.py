@@ -49,10 +49,13 @@ def partition_for_key(key: bytes, partitions: int) -> int:
 class StickyPartitioner:
     """The partition for unkeyed records of each topic, changed when the current one's batch is done."""
 
-    __slots__ = ("_counter", "_current")
+    __slots__ = ("_counter", "_current", "current")
 
     def __init__(self, start: int = 0) -> None:
         self._current: dict[str, int] = {}
+        # The sticky partition of each topic, read directly by the producer's per-record path (may be stale:
+        # ``partition`` checks it against the partition count).
+        self.current = self._current
         self._counter = start
 
     def partition(self, topic: str, partitions: int, available: Sequence[int] = ()) -> int:

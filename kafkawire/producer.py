@@ -369,10 +369,10 @@ class Producer:
         if partition is None and key is None and self._partitioner is None:
             # The common case, unkeyed records on the sticky partition: once per record, so kept short.
             sticky = self._sticky
-            partition = sticky.partition(topic, len(partitions), available)
-            future = accumulator.append(
-                topic, partition, timestamp_ms, key, value, header_list, abort_on_new_batch=True
-            )
+            partition = sticky.current.get(topic, INT32_MAX)
+            if partition >= len(partitions):
+                partition = sticky.partition(topic, len(partitions), available)
+            future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list, True)
             if future is None:
                 # The sticky partition's batch is complete: move on to another partition for the new batch.
                 partition = sticky.next_batch(topic, len(partitions), available, partition)

@@ -241,6 +241,23 @@ class BatchBuilder:
         self._count = count + 1
         return count
 
+    def add(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()) -> int:
+        """``append`` for the producer's per-record path: the bytes written so far after adding the record, or
+        -1 if it does not fit; one call instead of ``append`` and ``size``."""
+        count = self._count
+        if count == 0:
+            self._base_timestamp = timestamp
+            limit = -1
+        else:
+            limit = self._max_size
+        buffer = self._buffer
+        if not _append_record(buffer, limit, count, timestamp - self._base_timestamp, key, value, headers):
+            return -1
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        self._count = count + 1
+        return len(buffer)
+
     def append_many(
         self,
         timestamp: int,
