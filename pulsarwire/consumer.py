@@ -383,6 +383,17 @@ class Subscriber:
         fixed = [topic for _, topic in self._topics]
         return fixed + [topic for topic in self._partitions if topic not in fixed]
 
+    def stats(self) -> ConsumerStats:
+        """Messages handed out, entries and payload bytes pushed by the broker, FLOW commands, active-consumer
+        changes (``rebalances``), what waits in the receiver queue, and the backlog per partition.
+
+        The lag is the subscription's backlog as the broker reports it to a consumer (CONSUMER_STATS): entries
+        not yet acknowledged by the subscription, delivered ones included, a batch counting as one entry; as of
+        the last ``refresh_lag()``, None before one."""
+        lag = [PartitionLag(c.given_topic, c.partition, None, None, c.backlog) for c in self._consumers]
+        topics = sorted({c.given_topic for c in self._consumers} | {given for given, _ in self._topics})
+        return self._counters.snapshot("pulsar", topics, buffered_records=len(self._queue), lag=lag)
+
     def _owner_of(self, message: Message) -> TopicConsumer:
         if not isinstance(message, Message):
             raise TypeError(f"expected a Message, not {type(message).__name__}")
@@ -485,17 +496,6 @@ class Consumer(Subscriber):
             raise TypeError(f"delay must be non-negative seconds or a timedelta, not {delay!r}")
         await self.dead_letters.reconsume_later(message, float(seconds))
         owner.ack(message)
-
-    def stats(self) -> ConsumerStats:
-        """Messages handed out, entries and payload bytes pushed by the broker, FLOW commands, active-consumer
-        changes (``rebalances``), what waits in the receiver queue, and the backlog per partition.
-
-        The lag is the subscription's backlog as the broker reports it to a consumer (CONSUMER_STATS): entries
-        not yet acknowledged by the subscription, delivered ones included, a batch counting as one entry; as of
-        the last ``refresh_lag()``, None before one."""
-        lag = [PartitionLag(c.given_topic, c.partition, None, None, c.backlog) for c in self._consumers]
-        topics = sorted({c.given_topic for c in self._consumers} | {given for given, _ in self._topics})
-        return self._counters.snapshot("pulsar", topics, buffered_records=len(self._queue), lag=lag)
 
     async def refresh_lag(self) -> ConsumerStats:
         """Ask the broker for the backlog of every partition (CONSUMER_STATS), then return ``stats()``.

@@ -90,6 +90,7 @@ class Reader(Subscriber):
             durable=False,
             start_message_id=start,
             start_inclusive=self._start_inclusive,
+            counters=self._counters,
         )
 
     async def has_message_available(self) -> bool:

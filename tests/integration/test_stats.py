@@ -112,6 +112,11 @@ async def test_pulsar_stats(pulsar_broker: PulsarBroker) -> None:
         assert stats.requests_sent >= 2  # a FLOW per partition at least
         whole = client.stats()
         assert whole.records_received == SENT and whole.connects >= 1 and whole.connections >= 1
+        async with client.reader(topic, start="earliest") as reader:
+            read = 0
+            while read < SENT:
+                read += len(await reader.getmany(timeout=10))
+            assert reader.stats().records_received == SENT
 
 
 async def test_tubemq_stats(tubemq_broker: TubeMQBroker) -> None:
