@@ -68,6 +68,8 @@ def _standalone_conf(port: int, web_port: int, extra: dict[str, str | int] | Non
         "brokerShutdownTimeoutMs": 5000,
         # Acks of single messages of a batch (ack_set) are kept instead of ignored.
         "acknowledgmentAtBatchIndexLevelEnabled": "true",
+        # Transactions: the standalone creates the coordinator's system topic itself.
+        "transactionCoordinatorEnabled": "true",
         # Bookie: loopback only, the requested port, small caches, no fsync per entry.
         "allowEphemeralPorts": "true",
         "allowLoopback": "true",

@@ -21,6 +21,7 @@ from pulsarwire.options import ClientConfig, ConsumerConfig, DeadLetterPolicy, P
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 from pulsarwire.table_view import TableView, TableViewConfig
+from pulsarwire.transaction import Transaction, TransactionError, TransactionTimeoutError
 
 __all__ = [
     "EARLIEST",
@@ -45,6 +46,9 @@ __all__ = [
     "TableViewConfig",
     "RetriableAdminError",
     "TopicAlreadyExistsError",
+    "Transaction",
+    "TransactionError",
+    "TransactionTimeoutError",
     "connect",
     *_client_error_names,
     *_error_names,

@@ -18,6 +18,7 @@ from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
 from pulsarwire.table_view import TableView, TableViewConfig
 from pulsarwire.topics import complete_name, partition_name
+from pulsarwire.transaction import Transaction, TransactionCoordinators
 
 __all__ = ["Client", "connect"]
 
@@ -33,6 +34,7 @@ class Client:
     def __init__(self, url: str, /, **options: Unpack[ClientConfig]) -> None:
         check_names("client", options, ClientConfig)
         self._session = Session(url, **options)
+        self._coordinators: TransactionCoordinators | None = None
 
     async def __aenter__(self) -> Client:
         await self.start()
@@ -88,6 +90,19 @@ class Client:
         The options are described in :class:`pulsarwire.ReaderConfig`; see also :class:`Reader`.
         """
         return Reader(self._session, topic, **options)
+
+    def transaction(self, *, timeout_ms: int = 60_000) -> Transaction:
+        """A transaction, begun on a coordinator by ``await`` or ``async with await``: ``txn = await
+        client.transaction(timeout_ms=30_000)``; pass it to ``producer.send(..., transaction=txn)`` and
+        ``consumer.ack(message, transaction=txn)``, then ``await txn.commit()`` or ``await txn.abort()``.
+
+        ``timeout_ms`` (at least 1000; default 60000, Java ``withTransactionTimeout``): after it the coordinator
+        aborts the transaction. The brokers need ``transactionCoordinatorEnabled=true``.
+        """
+        self._session.check_open()
+        if self._coordinators is None:
+            self._coordinators = TransactionCoordinators(self._session)
+        return Transaction(self._coordinators, timeout_ms)
 
     def table_view(self, topic: str, /, **options: Unpack[TableViewConfig]) -> TableView:
         """The latest value of each key of ``topic``, kept current; use ``async with``.

@@ -26,6 +26,7 @@ from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 from pulsarwire.topic_pattern import TopicPattern, TopicWatch
 from pulsarwire.topics import complete_name, partition_name
+from pulsarwire.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
@@ -465,9 +466,19 @@ class Consumer(Subscriber):
         assert isinstance(message, Message)  # checked by the base class
         self._owner_of(message).ack(message)
 
-    async def ack(self, message: Message) -> None:
-        """Acknowledge one message (sent within ``ack_group_time_ms``; a batch once all of it is acked)."""
-        self._owner_of(message).ack(message)
+    async def ack(self, message: Message, *, transaction: Transaction | None = None) -> None:
+        """Acknowledge one message (sent within ``ack_group_time_ms``; a batch once all of it is acked).
+
+        With ``transaction`` the acknowledgement is sent at once and applied only when the transaction commits.
+        """
+        owner = self._owner_of(message)
+        if transaction is None:
+            owner.ack(message)
+            return
+        txn = await transaction.register_subscription(owner.topic, self.subscription)
+        done = asyncio.ensure_future(owner.ack_in_transaction(message, txn))
+        transaction.track(done)
+        await done
 
     async def ack_cumulative(self, message: Message) -> None:
         """Acknowledge ``message`` and everything before it on its partition (not for Shared subscriptions)."""

@@ -22,6 +22,7 @@ from pulsarwire.routing import PartitionRouter
 from pulsarwire.session import Session
 from pulsarwire.topic_producer import Properties, TopicProducer
 from pulsarwire.topics import complete_name, partition_name
+from pulsarwire.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +202,7 @@ class Producer:
         deliver_at: int | datetime | None = None,
         deliver_after: float | timedelta | None = None,
         partition: int | None = None,
+        transaction: Transaction | None = None,
     ) -> Receipt:
         """Publish one message and wait for the broker's receipt (its ``MessageId``, knowing its topic)."""
         future = await self.enqueue(
@@ -212,6 +214,7 @@ class Producer:
             deliver_at=deliver_at,
             deliver_after=deliver_after,
             partition=partition,
+            transaction=transaction,
         )
         return await future
 
@@ -227,6 +230,7 @@ class Producer:
         deliver_at: int | datetime | None = None,
         deliver_after: float | timedelta | None = None,
         partition: int | None = None,
+        transaction: Transaction | None = None,
     ) -> asyncio.Future[Receipt]:
         """Buffer one message and return the future of its receipt.
 
@@ -235,7 +239,8 @@ class Producer:
         tombstone for compaction). ``key`` (bytes, or what ``key_serializer`` takes) is the partition key;
         ``headers`` become the message properties. ``event_time`` and
         ``deliver_at`` are milliseconds since the epoch or datetimes; ``deliver_after`` is seconds or a
-        timedelta. ``partition`` bypasses routing.
+        timedelta. ``partition`` bypasses routing. With ``transaction`` the message is part of it: sent
+        unbatched, delivered only once the transaction is committed.
         """
         if not self._started:
             await self.start()
@@ -264,11 +269,14 @@ class Producer:
             producer = producers[self._router.choose(partition_text, len(producers))]
         else:
             producer = producers[0]
+        txn = None if transaction is None else await transaction.register_partition(producer.topic)
         while True:
             future = producer.add(
-                payload, properties, partition_key, key_b64, ordering, event_ms, deliver_ms, null_value
+                payload, properties, partition_key, key_b64, ordering, event_ms, deliver_ms, null_value, txn
             )
             if future is not None:
+                if transaction is not None:
+                    transaction.track(future)
                 return future
             if not self.options.block_if_queue_full:
                 raise ProducerQueueIsFullError(

@@ -402,6 +402,37 @@ class TopicConsumer(TopicHandler):
         self._acks.add(message_id.ledger_id, message_id.entry_id)
         self._entry_done((message_id.ledger_id, message_id.entry_id))
 
+    async def ack_in_transaction(self, message: Message, txn: tuple[int, int]) -> None:
+        """Acknowledge ``message`` as part of transaction ``txn`` (most, least bits), sent now and confirmed.
+
+        The broker applies it when the transaction commits, and drops it when it aborts."""
+        connection = self.connection
+        if connection is None:
+            raise ConnectionLostError(f"{self.label}: not connected")
+        message_id = message.message_id
+        batch = message._batch
+        positions = message._chunks or [(message_id.ledger_id, message_id.entry_id)]
+        if batch is not None and message_id.batch_size > 1:
+            # This message alone: every other bit of the batch stays set (not acknowledged by this request),
+            # as other transactions may hold the rest of the entry.
+            everyone = (1 << message_id.batch_size) - 1
+            ids = [MessageIdData(ledgerId=message_id.ledger_id & _UINT64, entryId=message_id.entry_id & _UINT64,
+                                 ack_set=bitset_words(everyone & ~(1 << message_id.batch_index)),
+                                 batch_size=message_id.batch_size)]
+            if not batch.ack(message_id.batch_index):
+                positions = []
+        else:
+            ids = [MessageIdData(ledgerId=ledger & _UINT64, entryId=entry & _UINT64) for ledger, entry in positions]
+        request_id = connection.next_request_id()
+        command = commands.ack(self.consumer_id, ids, request_id=request_id)
+        command.ack.txnid_most_bits, command.ack.txnid_least_bits = txn
+        frame = await connection.request(command, request_id, self.client.operation_timeout)
+        response = frame.command.ackResponse
+        if response.HasField("error"):
+            raise errors.error_for(response.error, response.message)
+        for position in positions:
+            self._entry_done(position)
+
     def ack_cumulative(self, message: Message) -> None:
         message_id = message.message_id
         batch = message._batch

@@ -176,8 +176,11 @@ class TopicProducer(TopicHandler):
         event_time: int,
         deliver_at: int | None,
         null_value: bool,
+        txn: tuple[int, int] | None = None,
     ) -> asyncio.Future[Receipt] | None:
-        """Buffer one message; its future completes with the receipt. None when the pending queue is full."""
+        """Buffer one message; its future completes with the receipt. None when the pending queue is full.
+
+        ``txn`` (most, least bits): the transaction the message belongs to."""
         if self._error is not None:
             raise self._error
         if self._closed:
@@ -186,8 +189,8 @@ class TopicProducer(TopicHandler):
             return None
         options = self.options
         future: asyncio.Future[Receipt] = self._loop.create_future()
-        if not options.batching_enabled or deliver_at is not None:
-            # Delayed messages travel alone, as the reference clients send them.
+        if not options.batching_enabled or deliver_at is not None or txn is not None:
+            # Delayed and transactional messages travel alone (a batch belongs to one transaction).
             if len(value) > self.max_message_size and not options.compression and not options.chunking_enabled:
                 raise MessageTooBigError(
                     f"message of {len(value)} bytes exceeds the broker's maximum of {self.max_message_size}"
@@ -196,7 +199,8 @@ class TopicProducer(TopicHandler):
             if self._entries or self._groups:
                 self.flush_batch()
             self._send_single(
-                value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, future
+                value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, future,
+                txn,
             )
             return future
         if len(value) > self.max_message_size and not options.compression:
@@ -377,6 +381,7 @@ class TopicProducer(TopicHandler):
         deliver_at: int | None,
         null_value: bool,
         future: asyncio.Future[Receipt],
+        txn: tuple[int, int] | None = None,
     ) -> None:
         sequence_id = self._next_sequence_id
         self._next_sequence_id = sequence_id + 1
@@ -404,9 +409,12 @@ class TopicProducer(TopicHandler):
                 ordering_key=ordering_key,
                 deliver_at_time=deliver_at,
                 null_value=null_value,
+                txnid=txn,
             )
-            command = commands.send(self.producer_id, sequence_id).SerializeToString()
-            frame = encode_payload_frame_raw(command, metadata, body)
+            send = commands.send(self.producer_id, sequence_id)
+            if txn is not None:
+                send.send.txnid_most_bits, send.send.txnid_least_bits = txn
+            frame = encode_payload_frame_raw(send.SerializeToString(), metadata, body)
             self._submit(_Op(sequence_id, sequence_id, 1, [frame], [future], False, deadline))
             return
         if not self.options.chunking_enabled:
@@ -422,6 +430,8 @@ class TopicProducer(TopicHandler):
         message_uuid = f"{self.producer_name}-{sequence_id}-{uuid.uuid4().hex[:8]}"
         chunk_command = commands.send(self.producer_id, sequence_id)
         chunk_command.send.is_chunk = True
+        if txn is not None:
+            chunk_command.send.txnid_most_bits, chunk_command.send.txnid_least_bits = txn
         command_bytes = chunk_command.SerializeToString()
         frames = []
         for chunk_id, piece in enumerate(pieces):
@@ -442,6 +452,7 @@ class TopicProducer(TopicHandler):
                 num_chunks_from_msg=len(pieces),
                 total_chunk_msg_size=len(body),
                 chunk_id=chunk_id,
+                txnid=txn,
             )
             frames.append(encode_payload_frame_raw(command_bytes, metadata, piece))
         self._submit(_Op(sequence_id, sequence_id, 1, frames, [future], False, deadline))

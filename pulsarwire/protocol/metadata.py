@@ -23,6 +23,8 @@ _ORDERING_KEY = tag(18, LEN)
 _DELIVER_AT_TIME = tag(19, VARINT)
 _HIGHEST_SEQUENCE_ID = tag(24, VARINT)
 _NULL_VALUE = tag(25, VARINT)
+_TXNID_LEAST_BITS = tag(22, VARINT)
+_TXNID_MOST_BITS = tag(23, VARINT)
 _UUID = tag(26, LEN)
 _NUM_CHUNKS = tag(27, VARINT)
 _TOTAL_CHUNK_SIZE = tag(28, VARINT)
@@ -60,11 +62,14 @@ def encode_message_metadata(
     num_chunks_from_msg: int | None = None,
     total_chunk_msg_size: int | None = None,
     chunk_id: int | None = None,
+    txnid: tuple[int, int] | None = None,
 ) -> bytes:
     """The serialized MessageMetadata.
 
     ``producer_name`` is the field from :func:`producer_name_field`; ``properties`` are KeyValue entries
-    already encoded under :data:`PROPERTIES_TAG` (see ``wire.key_values``); ``partition_key`` is UTF-8.
+    already encoded under :data:`PROPERTIES_TAG` (see ``wire.key_values``); ``partition_key`` is UTF-8;
+    ``txnid`` is the (most, least) bits of the transaction the message belongs to (the broker filters the
+    messages of aborted transactions by it).
     """
     parts = [producer_name, _SEQUENCE_ID, varint(sequence_id), _PUBLISH_TIME, varint(publish_time), properties]
     if partition_key is not None:
@@ -83,6 +88,8 @@ def encode_message_metadata(
         parts.append(length_delimited(_ORDERING_KEY, ordering_key))
     if deliver_at_time is not None:
         parts += (_DELIVER_AT_TIME, varint(deliver_at_time))
+    if txnid is not None:
+        parts += (_TXNID_LEAST_BITS, varint(txnid[1]), _TXNID_MOST_BITS, varint(txnid[0]))
     if highest_sequence_id:
         parts += (_HIGHEST_SEQUENCE_ID, varint(highest_sequence_id))
     if null_value:
