@@ -1,6 +1,7 @@
-"""The kafkawire Spark source against the broker's secured listeners (SASL_SSL with a JAAS line and a PEM
-trust store, SASL_PLAINTEXT), through the prefixed options of Spark's own Kafka source; and what a wrong
-option, a wrong password or an unreachable broker reports: the option's name or the address, never a secret."""
+"""The Spark sources against secured brokers: kafkawire on the Kafka broker's SASL_SSL (a JAAS line and a PEM
+trust store) and SASL_PLAINTEXT listeners, through the prefixed options of Spark's own Kafka source, and what
+a wrong option, a wrong password or an unreachable broker reports (the option's name or the address, never a
+secret); tubemqwire over TLS with a client certificate and signed registrations, on a TubeMQ of its own."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pyspark.sql import SparkSession
 import sparkwire
 from mqwire.testing.endpoints import KafkaBroker
 from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
+from tests.integration.crash import OwnBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -121,3 +123,47 @@ def test_an_unreachable_broker_fails_with_its_address_and_no_secret(spark: Any) 
     text = str(caught.value)
     assert "127.0.0.1:1" in text, text[-2000:]
     assert "secret-unreachable-pw" not in text
+
+
+# --- TubeMQ: a master and broker of their own that require signed registrations and listen with TLS
+TUBEMQ_TOPIC = "sparksigned"
+
+
+@pytest.fixture(scope="module")
+def secured_tubemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    state = tmp_path_factory.mktemp("secured-tubemq") / "state"
+    broker = OwnBroker(
+        "tubemq", state, "--tubemq-topic", f"{TUBEMQ_TOPIC}:2", "--tubemq-authentication", "--tubemq-tls"
+    )
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_tubemq_over_tls_with_signed_clients(spark: Any, secured_tubemq: OwnBroker) -> None:
+    info = secured_tubemq.info
+    assert info["tls_url"] and info["ssl_cafile"], "the broker was not started with TLS"
+    password = "tube-" + uuid.uuid4().hex[:10]
+    options = {
+        "url": info["tls_url"],
+        "tubemq.username": "mqwire",
+        "tubemq.password": password,
+        "tubemq.tls.ca.file": info["ssl_cafile"],
+        "tubemq.tls.cert.file": info["ssl_certfile"],
+        "tubemq.tls.key.file": info["ssl_keyfile"],
+    }
+    data = [(b"signed-%d" % i,) for i in range(300)]
+    writer = spark.createDataFrame(data, "value binary").write.format("tubemqwire").options(**options)
+    writer.option("topic", TUBEMQ_TOPIC).mode("append").save()
+
+    df = spark.read.format("tubemqwire").options(**options).option("subscribe", TUBEMQ_TOPIC).load()
+    assert sorted(bytes(r.value) for r in df.select("value").collect()) == sorted(v for (v,) in data)
+    assert password not in df._jdf.queryExecution().toString()
+
+    # Without the client certificate the servers refuse the TLS handshake: the task fails without the secret.
+    bare = {k: v for k, v in options.items() if not k.startswith("tubemq.tls.cert") and k != "tubemq.tls.key.file"}
+    with pytest.raises(Exception) as caught:
+        spark.read.format("tubemqwire").options(**bare).option("subscribe", TUBEMQ_TOPIC).load().collect()
+    assert password not in str(caught.value)
