@@ -362,6 +362,28 @@ class Subscriber:
         await asyncio.gather(*(c.seek(message_id=target) for c in self._consumers))
         self._gate.discard(lambda message: False)
 
+    async def seek(self, target: MessageId | int | datetime) -> None:
+        """Move to a message id (a topic without partitions; that message is read next) or to the first message
+        published at or after a time (milliseconds since the epoch, or a datetime; every partition).
+
+        Messages queued and not yet received are dropped; a reader then goes on from there too."""
+        if not self._started:
+            await self.start()
+        if isinstance(target, MessageId):
+            if len(self._consumers) != 1:
+                raise ValueError("seek to a message id needs a single topic without partitions; seek by time instead")
+            await self._consumers[0].seek(message_id=target)
+            self._gate.discard(lambda message: False)
+            return
+        if isinstance(target, datetime):
+            millis = int(target.timestamp() * 1000)
+        elif isinstance(target, int) and not isinstance(target, bool):
+            millis = target
+        else:
+            raise TypeError(f"seek needs a MessageId, milliseconds or a datetime, not {type(target).__name__}")
+        await asyncio.gather(*(c.seek(publish_time=millis) for c in self._consumers))
+        self._gate.discard(lambda message: False)
+
     def receive_nowait(self) -> Message | None:
         """The next message if one is queued, else None."""
         message = self._queue.get_nowait()
@@ -526,23 +548,6 @@ class Consumer(Subscriber):
         """Ask for every unacknowledged message again."""
         for consumer in self._consumers:
             consumer.redeliver_all()
-
-    async def seek(self, target: MessageId | int | datetime) -> None:
-        """Move the subscription to a message id (a topic without partitions) or a publish time (ms or datetime)."""
-        if isinstance(target, MessageId):
-            if len(self._consumers) != 1:
-                raise ValueError("seek to a message id needs a single topic without partitions; seek by time instead")
-            await self._consumers[0].seek(message_id=target)
-            self._gate.discard(lambda message: False)
-            return
-        if isinstance(target, datetime):
-            millis = int(target.timestamp() * 1000)
-        elif isinstance(target, int) and not isinstance(target, bool):
-            millis = target
-        else:
-            raise TypeError(f"seek needs a MessageId, milliseconds or a datetime, not {type(target).__name__}")
-        await asyncio.gather(*(c.seek(publish_time=millis) for c in self._consumers))
-        self._gate.discard(lambda message: False)
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on every partition, and close."""

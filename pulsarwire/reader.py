@@ -100,18 +100,7 @@ class Reader(Subscriber):
         if len(self._queue):
             return True
         for consumer in self._consumers:
-            last = await consumer.get_last_message_id()
-            if last.entry_id < 0:
-                continue
-            seen = consumer._last_dequeued
-            if seen is None:
-                start = self._start
-                if start == LATEST:
-                    continue
-                if start == EARLIEST:
-                    return True
-                seen = start
-            if (last.ledger_id, last.entry_id, last.batch_index) > (seen.ledger_id, seen.entry_id, seen.batch_index):
+            if await consumer.has_message_available():
                 return True
         return False
 

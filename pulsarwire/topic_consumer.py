@@ -606,6 +606,15 @@ class TopicConsumer(TopicHandler):
 
     async def get_last_message_id(self) -> MessageId:
         """The id of the last message stored in this partition (GET_LAST_MESSAGE_ID)."""
+        return (await self._last_ids())[0]
+
+    async def _last_ids(self) -> tuple[MessageId, MessageId | None]:
+        """The last message id stored, and the subscription's mark-delete position when the broker says it.
+
+        Waits (within the operation timeout) for a reconnection under way, as after a seek."""
+        return await self.client.retrying(self._last_ids_once, f"{self.label}: last message id")
+
+    async def _last_ids_once(self) -> tuple[MessageId, MessageId | None]:
         connection = self.connection
         if connection is None:
             raise ConnectionLostError(f"{self.label}: not connected")
@@ -613,7 +622,32 @@ class TopicConsumer(TopicHandler):
         frame = await connection.request(
             commands.get_last_message_id(self.consumer_id, request_id), request_id, self.client.operation_timeout
         )
-        return MessageId.from_data(frame.command.getLastMessageIdResponse.last_message_id, self.partition)
+        response = frame.command.getLastMessageIdResponse
+        mark_delete = None
+        if response.HasField("consumer_mark_delete_position"):
+            mark_delete = MessageId.from_data(response.consumer_mark_delete_position, self.partition)
+        return MessageId.from_data(response.last_message_id, self.partition), mark_delete
+
+    async def has_message_available(self) -> bool:
+        """Whether this partition stores a message after the last one handed out (or from where reading starts).
+
+        Before any message was handed out from a position ("earliest", "latest", or where a seek by time
+        put the subscription), the broker's mark-delete position of the subscription tells where that is.
+        """
+        last, mark_delete = await self._last_ids()
+        if last.entry_id < 0:
+            return False
+        newest = (last.ledger_id, last.entry_id, last.batch_index)
+        seen = self._last_dequeued
+        if seen is not None:
+            return newest > (seen.ledger_id, seen.entry_id, seen.batch_index)
+        start = self._start
+        if start is None or start in (EARLIEST, LATEST):
+            if mark_delete is None:
+                return start == EARLIEST
+            return (last.ledger_id, last.entry_id) > (mark_delete.ledger_id, mark_delete.entry_id)
+        position = (start.ledger_id, start.entry_id, start.batch_index)
+        return newest >= position if self._start_inclusive else newest > position
 
     async def refresh_backlog(self) -> int:
         """Ask the broker for this subscription's backlog on this partition (CONSUMER_STATS) and keep it."""
@@ -647,8 +681,9 @@ class TopicConsumer(TopicHandler):
         )
         await connection.request(command, request_id, self.client.operation_timeout)
         self._last_dequeued = None
-        if message_id is not None:
-            self._start, self._start_inclusive = message_id, True
+        # As the Java client: from a message id, that message included; after a seek by time, from wherever
+        # the broker put the subscription (a reader's non-durable cursor is kept across the reconnection).
+        self._start, self._start_inclusive = (EARLIEST if message_id is None else message_id), True
         self.queue.remove_owner(self)
 
 
