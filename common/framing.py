@@ -30,14 +30,18 @@ class FrameSplitter(Protocol[FrameT]):
 class LengthPrefixedSplitter:
     """Frames of ``uint32 size`` followed by ``size`` bytes; the frames returned exclude the prefix."""
 
-    __slots__ = ("_buffer", "_max_frame_size", "_min_frame_size")
+    # The chunks of an incomplete frame are kept as they came and joined once the frame is whole: a large
+    # frame (a 1 MB fetch response arrives in many reads) is copied twice, not once per read.
+    __slots__ = ("_chunks", "_held", "_max_frame_size", "_min_frame_size", "_want")
 
     def __init__(self, max_frame_size: int, *, min_frame_size: int = 0) -> None:
         if max_frame_size <= 0:
             raise ValueError("max_frame_size must be positive")
         self._max_frame_size = max_frame_size
         self._min_frame_size = min_frame_size
-        self._buffer = bytearray()
+        self._chunks: list[bytes] = []
+        self._held = 0  # bytes in _chunks
+        self._want = 0  # bytes _chunks must hold before the next frame (or its length) is complete
 
     @property
     def max_frame_size(self) -> int:
@@ -54,27 +58,39 @@ class LengthPrefixedSplitter:
 
     def pending_bytes(self) -> int:
         """Bytes received that do not yet form a whole frame."""
-        return len(self._buffer)
+        return self._held
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add received bytes; return the whole frames they complete, in order."""
-        buffer = self._buffer
-        buffer += data
+        if type(data) is not bytes:
+            data = bytes(data)
+        chunks = self._chunks
+        if chunks:
+            chunks.append(data)
+            self._held += len(data)
+            if self._held < self._want:
+                return []
+            data = b"".join(chunks)
+            chunks.clear()
+            self._held = 0
         frames: list[bytes] = []
         start = 0
-        end = len(buffer)
+        end = len(data)
+        want = 4
         while end - start >= 4:
-            size = int.from_bytes(buffer[start : start + 4], "big")
+            size = int.from_bytes(data[start : start + 4], "big")
             if size > self._max_frame_size:
-                del buffer[:]
                 raise FrameTooLargeError(size, self._max_frame_size)
             if size < self._min_frame_size:
-                del buffer[:]
                 raise ProtocolError(f"frame of {size} bytes is shorter than the minimum {self._min_frame_size}")
             if end - start - 4 < size:
+                want = 4 + size
                 break
-            frames.append(bytes(buffer[start + 4 : start + 4 + size]))
+            frames.append(data[start + 4 : start + 4 + size])
             start += 4 + size
-        if start:
-            del buffer[:start]
+        if start < end:
+            rest = data[start:] if start else data
+            chunks.append(rest)
+            self._held = len(rest)
+            self._want = want
         return frames

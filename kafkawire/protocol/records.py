@@ -102,7 +102,7 @@ class RecordBatch:
     base_sequence: int
     records: list[Record]
     # Decoded lazily (``decode_batches(lazy=True)``): the uncompressed records and their count.
-    payload: bytes = b""
+    payload: bytes | memoryview = b""
     record_count: int = 0
 
     @property
@@ -476,10 +476,14 @@ def _decode_batch(
     codec = CODEC_NAMES.get(attributes & COMPRESSION_MASK)
     if attributes & COMPRESSION_MASK and codec is None:
         raise ProtocolError(f"record batch at offset {base_offset}: unknown compression {attributes & 7}")
-    # One copy into bytes: indexing and slicing bytes is faster than a memoryview, and slices are the values.
-    payload = bytes(batch[HEADER_SIZE:])
+    payload: bytes | memoryview
     if codec is not None:
-        payload = decompress(codec, payload, max_size=max_uncompressed)
+        payload = decompress(codec, bytes(batch[HEADER_SIZE:]), max_size=max_uncompressed)
+    elif _speedups is not None:
+        payload = batch[HEADER_SIZE:]  # the compiled decoder reads it in place: no copy of the whole batch
+    else:
+        # One copy into bytes: indexing and slicing bytes is faster than a memoryview in Python.
+        payload = bytes(batch[HEADER_SIZE:])
     if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
         raise ProtocolError(f"record batch at offset {base_offset} claims {count} records in {len(payload)} bytes")
     decoded = RecordBatch(
