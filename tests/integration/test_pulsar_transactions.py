@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 import pulsarwire
 from mqwire.common.errors import ReceiveTimeoutError
+from mqwire.testing import classpath
 from mqwire.testing.endpoints import PulsarBroker
+from mqwire.testing.java import find_java
 
 pytestmark = pytest.mark.integration
 
@@ -117,3 +122,68 @@ async def test_a_timed_out_transaction_fails_its_sends_acks_and_commit(pulsar_br
         # The coordinator aborted it: what was sent in time never shows.
         await consumer.ack(message)
         assert await drain(consumer) == []
+
+
+# ------------------------------------------------------------------------------ the Java client's transactions
+JAVA_SOURCE = Path(__file__).parent / "java" / "PulsarTxnInterop.java"
+
+
+class JavaClient:
+    """The Java client of the broker's own class path, driven by tests/integration/java/PulsarTxnInterop.java."""
+
+    def __init__(self, java: str, class_path: str) -> None:
+        self.java, self.class_path = java, class_path
+
+    async def run(self, *args: str, timeout: float = 120.0) -> list[str]:
+        process = await asyncio.create_subprocess_exec(
+            self.java, "-cp", self.class_path, "PulsarTxnInterop", *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            out, _ = await asyncio.wait_for(process.communicate(), timeout)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            pytest.fail(f"the Java client did not finish {args[0]} within {timeout:.0f} s")
+        lines = out.decode(errors="replace").splitlines()
+        if process.returncode != 0:
+            pytest.fail(f"the Java client failed ({process.returncode}):\n" + "\n".join(lines[-40:]))
+        return lines
+
+
+@pytest.fixture(scope="module")
+def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
+    java = find_java("pulsar").executable
+    javac = Path(java).with_name("javac")
+    if not javac.is_file():
+        javac = Path(shutil.which("javac") or "javac")
+    folder = tmp_path_factory.mktemp("pulsar-txn-java")
+    jars = classpath.classpath("pulsar")
+    compiled = subprocess.run([str(javac), "-cp", jars, "-d", str(folder), str(JAVA_SOURCE)],
+                              capture_output=True, text=True, check=False, timeout=300)
+    if compiled.returncode != 0:
+        pytest.fail(f"javac failed:\n{compiled.stdout}{compiled.stderr}")
+    return JavaClient(java, f"{folder}:{jars}")
+
+
+async def test_java_transactions_seen_by_us_and_ours_by_java(
+    pulsar_broker: PulsarBroker, java_client: JavaClient
+) -> None:
+    from_java, to_java = unique("txn-from-java"), unique("txn-to-java")
+    async with (
+        pulsarwire.connect(pulsar_broker.url) as client,
+        client.consumer(from_java, group="ours", start="earliest") as ours,
+    ):
+        # Subscribed first, so that what the Java client commits is waiting for us.
+        await java_client.run("produce", pulsar_broker.url, from_java, "aborted", "3", "abort")
+        await java_client.run("produce", pulsar_broker.url, from_java, "committed", "3", "commit")
+        assert sorted(await drain(ours)) == [b"committed-0", b"committed-1", b"committed-2"]
+        async with client.producer(to_java) as producer:
+            async with await client.transaction() as txn:
+                for index in range(3):
+                    await producer.send(b"ours-%d" % index, transaction=txn)
+            failed = await client.transaction()
+            await producer.send(b"ours-aborted", transaction=failed)
+            await failed.abort()
+    lines = await java_client.run("consume", pulsar_broker.url, to_java, "java", "3", "60")
+    assert sorted(line for line in lines if line.startswith("MSG ")) == ["MSG ours-0", "MSG ours-1", "MSG ours-2"]
