@@ -414,9 +414,11 @@ class Accumulator:
             taken.setdefault(node, []).append(batch)
         return taken, next_time, unknown
 
-    def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
-        """Put a batch back for a retry, ahead of newer batches and in sequence order among retries."""
-        batch.attempts += 1
+    def reenqueue(self, batch: ProducerBatch, retry_at: float, *, attempt: bool = True) -> None:
+        """Put a batch back for a retry, ahead of newer batches and in sequence order among retries
+        (``attempt=False``: it was never sent, so it does not count as an attempt)."""
+        if attempt:
+            batch.attempts += 1
         batch.retry_at = retry_at
         batch.in_flight = False
         queue = self._queues.setdefault(batch.tp, deque())

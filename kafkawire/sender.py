@@ -74,6 +74,9 @@ class IdempotenceState:
         self.next_sequence: dict[TopicPartition, int] = {}
         # The sequence after the last acknowledged batch: a batch starting there cannot be out of order.
         self.acked_sequence: dict[TopicPartition, int] = {}
+        # The sequence the broker expects next from what was written and not known to have failed: a batch
+        # that does not start there is out of turn (an earlier one failed after it was dispatched).
+        self.next_write: dict[TopicPartition, int] = {}
         self.reset_needed = False
 
     @property
@@ -89,11 +92,29 @@ class IdempotenceState:
         if batch.sequence is not None:
             self.acked_sequence[batch.tp] = (batch.sequence + len(batch)) % SEQUENCE_LIMIT
 
+    def in_turn(self, batch: ProducerBatch) -> bool:
+        """Whether ``batch`` may be written now; if so it is counted as written."""
+        if batch.sequence is None:
+            return True
+        if batch.sequence != self.next_write.get(batch.tp, 0):
+            return False
+        self.next_write[batch.tp] = (batch.sequence + len(batch)) % SEQUENCE_LIMIT
+        return True
+
+    def not_written(self, batch: ProducerBatch) -> None:
+        """``batch`` failed: the broker expects it (or an earlier one) next, and what follows waits for it."""
+        if batch.sequence is None:
+            return
+        expected = self.next_write.get(batch.tp, 0)
+        if (expected - batch.sequence) % SEQUENCE_LIMIT < SEQUENCE_LIMIT // 2:  # the batch is not after it
+            self.next_write[batch.tp] = batch.sequence
+
     def restart(self, producer_id: int, producer_epoch: int) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.next_sequence.clear()
         self.acked_sequence.clear()
+        self.next_write.clear()
         self.reset_needed = False
 
 
@@ -253,6 +274,9 @@ class Sender:
             order = self._node_order.setdefault(node, asyncio.Lock())
             async with order:
                 connection = await self.client.connection(node)
+            batches = self._in_turn(batches)
+            if not batches:
+                return
             version = connection.version_for(PRODUCE_KEY)
             topic_ids = self.client.metadata.topic_ids
             if version > PRODUCE_BY_NAME_MAX and any(b.tp.topic not in topic_ids for b in batches):
@@ -283,6 +307,22 @@ class Sender:
                 self._fail(batch, ProtocolError(f"produce request failed: {exc!r}"))
             return
         self._handle_response(response, batches)
+
+    def _in_turn(self, batches: list[ProducerBatch]) -> list[ProducerBatch]:
+        """The batches that continue their partition's sequence. One whose predecessor failed while it waited
+        for the connection goes back to the queue, behind the retry: written now, the broker would refuse it
+        as out of order, or (from a producer id it has not seen yet) write it first."""
+        idempotence = self.idempotence
+        if idempotence is None:
+            return batches
+        in_turn = []
+        for batch in batches:
+            if idempotence.in_turn(batch):
+                in_turn.append(batch)
+            else:
+                batch.in_flight = False
+                self.accumulator.reenqueue(batch, self.accumulator.clock(), attempt=False)
+        return in_turn
 
     def _request_body(self, batches: list[ProducerBatch], version: int) -> ProduceRequest:
         by_topic: dict[str, list[PartitionProduceData]] = {}
@@ -366,6 +406,8 @@ class Sender:
         self.accumulator.finished(batch)
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if self.idempotence is not None:
+            self.idempotence.not_written(batch)
         if self.idempotence is not None and batch.sequence is not None:
             # The broker never got this sequence: later batches of the partition would be out of order.
             self.idempotence.reset_needed = True
@@ -377,6 +419,8 @@ class Sender:
 
     def _retry_or_fail(self, batch: ProducerBatch, error: BaseException, *, retriable: bool | None = None) -> None:
         batch.last_error = error
+        if self.idempotence is not None:
+            self.idempotence.not_written(batch)
         if retriable is None:
             retriable = bool(getattr(error, "retriable", False))
         if not retriable or batch.attempts >= self.config.retries:

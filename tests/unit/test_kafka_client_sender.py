@@ -245,3 +245,35 @@ async def test_a_later_request_never_overtakes_one_still_waiting_for_its_connect
     await asyncio.wait_for(asyncio.gather(*futures), 2.0)  # type: ignore[arg-type]
     assert [sequences(request)[0][2] for request in client.requests] == [0, 1]
     await sender.stop()
+
+
+class SlowSecondConnectionClient(FakeClient):
+    """The second connection takes a while (the first was lost and a new one is being opened)."""
+
+    def __init__(self, script: list[Responder]) -> None:
+        super().__init__(script)
+        self.connections = 0
+
+    async def connection(self, node_id: int) -> FakeConnection:
+        self.connections += 1
+        if self.connections == 2:
+            await asyncio.sleep(0.05)
+        return FakeConnection(self)
+
+
+async def test_a_batch_whose_predecessor_failed_while_it_waited_is_written_after_the_retry() -> None:
+    # The first batch's request is lost; the second batch, dispatched meanwhile, is still waiting for its
+    # connection. Written then, it would reach the broker before the retry of the first.
+    client = SlowSecondConnectionClient([lambda _body: ConnectionLostError("gone")])
+    waker = Waker()
+    accumulator = Accumulator(batch_size=100, linger=0.0, compression=None, buffer_memory=1 << 20,
+                              delivery_timeout=5.0, max_request_size=1 << 20, on_ready=waker.wake)
+    config = SenderConfig(acks=-1, request_timeout=1.0, retries=10, retry_backoff=0.001, retry_backoff_max=0.002,
+                          max_in_flight=5, idempotent=True)
+    sender = Sender(client, accumulator, config, waker)  # type: ignore[arg-type]
+    futures = [accumulator.append("t", 0, 1, None, b"x" * 60, ()) for _ in range(2)]
+    sender.start()
+    await asyncio.wait_for(asyncio.gather(*futures), 2.0)  # type: ignore[arg-type]
+    written = [sequences(request)[0][2] for request in client.requests]
+    assert written == [0, 0, 1]
+    await sender.stop()
