@@ -40,6 +40,8 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--url", help="kafka://host:port of a running broker (default: start one)")
+    parser.add_argument("--master", default="local[*]", help="Spark master (spark_cluster_kafka_read.py gives its own)")
+    parser.add_argument("--topic", help="read this topic of --records records instead of filling a new one")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -48,10 +50,12 @@ def main() -> int:
 
     with local_broker("kafka", args.url) as urls:
         url = urls["kafka"]
-        topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
-        asyncio.run(fill(url, topic, args.records, args.size, args.partitions))
+        topic = args.topic
+        if topic is None:
+            topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
+            asyncio.run(fill(url, topic, args.records, args.size, args.partitions))
         spark = (
-            SparkSession.builder.master("local[*]")
+            SparkSession.builder.master(args.master)
             .config("spark.ui.enabled", "false")
             .config("spark.jars.packages", SPARK_KAFKA_PACKAGE)
             .getOrCreate()
@@ -59,9 +63,11 @@ def main() -> int:
         sparkwire.register(spark)
         readers = {
             "kafkawire": lambda: spark.read.format("kafkawire").option("url", url).option("subscribe", topic),
-            "spark-kafka": lambda: spark.read.format("kafka")
-            .option("kafka.bootstrap.servers", url.removeprefix("kafka://"))
-            .option("subscribe", topic),
+            "spark-kafka": lambda: (
+                spark.read.format("kafka")
+                .option("kafka.bootstrap.servers", url.removeprefix("kafka://"))
+                .option("subscribe", topic)
+            ),
         }
         best: dict[str, float] = {}
         try:
@@ -77,8 +83,10 @@ def main() -> int:
                     print(f"run {run + 1}: {name:<12} {rows:,} rows in {seconds:6.2f} s = {rate:12,.0f} rows/s")
         finally:
             spark.stop()
-    print(f"\nbest of {args.repeat}: kafkawire {best['kafkawire']:,.0f} rows/s, Spark's Kafka source "
-          f"{best['spark-kafka']:,.0f} rows/s: ratio {best['kafkawire'] / best['spark-kafka']:.2f}x")
+    print(
+        f"\nbest of {args.repeat}: kafkawire {best['kafkawire']:,.0f} rows/s, Spark's Kafka source "
+        f"{best['spark-kafka']:,.0f} rows/s: ratio {best['kafkawire'] / best['spark-kafka']:.2f}x"
+    )
     return 0
 
 
