@@ -20,7 +20,8 @@ TubeMQ client does not report it). Results go to benchmarks/results/ as text, JS
 ``--readme FILE.json`` rewrites README's speed table from such a file.
 
     .venv/bin/python benchmarks/suite.py [--quick] [--rounds 3] [--scale 1] [--systems kafka,pulsar,tubemq]
-        [--clients kafkawire,confluent-kafka,...]
+        [--clients kafkawire,confluent-kafka,...] [--state-dir DIR]
+    .venv/bin/python benchmarks/suite.py --readme benchmarks/results/bench-STAMP.json [...]
 """
 
 from __future__ import annotations
@@ -479,15 +480,19 @@ def readme_table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def update_readme(results: Path) -> None:
-    data = json.loads(results.read_text(encoding="utf-8"))
+def update_readme(results: list[Path]) -> None:
     names = {f.name for f in fields(Row)}
-    rows = [Row(**{k: v for k, v in item.items() if k in names}) for item in data]
+    rows = [
+        Row(**{k: v for k, v in item.items() if k in names})
+        for path in results
+        for item in json.loads(path.read_text(encoding="utf-8"))
+    ]
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
     begin, end = text.index(README_BEGIN), text.index(README_END)
     rounds = max(r.round for r in rows) + 1
-    note = f"From `benchmarks/results/{results.name}` ({rounds} rounds, medians):\n\n"
+    files = ", ".join(f"`benchmarks/results/{path.name}`" for path in results)
+    note = f"From {files} ({rounds} rounds, medians):\n\n"
     text = text[: begin + len(README_BEGIN)] + "\n" + note + readme_table(rows) + "\n" + text[end:]
     readme.write_text(text, encoding="utf-8")
 
@@ -531,7 +536,7 @@ def main() -> int:
     parser.add_argument("--systems", default="kafka,pulsar,tubemq")
     parser.add_argument("--clients", default="", help="only these clients (comma-separated); default all")
     parser.add_argument("--state-dir", help="use the brokers running in this state folder instead of starting some")
-    parser.add_argument("--readme", type=Path, help="rewrite README's speed table from this results JSON and exit")
+    parser.add_argument("--readme", type=Path, nargs="+", help="rewrite README's table from these results")
     args = parser.parse_args()
     if args.readme is not None:
         update_readme(args.readme)
