@@ -80,6 +80,10 @@ class ClientOptions(TypedDict, total=False):
     - ``sasl_plain_password`` — the password for PLAIN and SCRAM; default None.
     - ``sasl_oauth_token_provider`` — for OAUTHBEARER: a callable, plain or async, that returns the bearer
       token; it is called for every new connection; default None.
+    - ``enable_metrics_push`` — push the client's metrics to brokers that ask for them through a client-metrics
+      subscription (KIP-714 client telemetry: GetTelemetrySubscriptions, PushTelemetry); needs the
+      ``telemetry`` extra (opentelemetry-proto), without which it stays off; default True (the Java name and
+      default).
     """
 
     client_id: str
@@ -98,6 +102,7 @@ class ClientOptions(TypedDict, total=False):
     sasl_plain_username: str | None
     sasl_plain_password: str | None
     sasl_oauth_token_provider: TokenProvider | None
+    enable_metrics_push: bool
 
 
 class ProducerOptions(TypedDict, total=False):

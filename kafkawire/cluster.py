@@ -18,6 +18,8 @@ from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import BrokerNode, ClusterMetadata
 from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
 from kafkawire.sasl import SaslSettings, TokenProvider
+from kafkawire.telemetry.measures import ClientMeasures
+from kafkawire.telemetry.reporter import TelemetryReporter
 from mqwire.common.errors import (
     ClosedError,
     ConnectError,
@@ -67,6 +69,7 @@ class Cluster:
         sasl_plain_username: str | None = None,
         sasl_plain_password: str | None = None,
         sasl_oauth_token_provider: TokenProvider | None = None,
+        enable_metrics_push: bool = True,
     ) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
         self._sasl = (
@@ -112,6 +115,11 @@ class Cluster:
         self._coordinators: dict[tuple[int, str], BrokerNode] = {}
         self._children = Children()
         self.counters = ClientCounters()
+        # Timings for client telemetry; the producers and consumers add to them per request.
+        self.measures = ClientMeasures()
+        self.telemetry = TelemetryReporter(
+            self, enabled=check_bool("enable_metrics_push", enable_metrics_push)
+        )
         # Children are still closed (and request metadata) while the lifecycle is closing; this marks the end.
         self._closing = False
         self.lifecycle = Lifecycle("kafka client")
@@ -128,6 +136,7 @@ class Cluster:
 
     async def _start(self) -> None:
         await self.refresh_metadata([])
+        self.telemetry.start(lambda coro: self.lifecycle.tasks.spawn(coro, name="client telemetry"))
 
     async def close(self) -> None:
         """Close the producers, consumers and admins made over this cluster (producers flush), then the
@@ -135,7 +144,10 @@ class Cluster:
         await self.lifecycle.close(self._close)
 
     async def _close(self) -> None:
+        children = self.children()
         await self._children.close_all()
+        # After the children closed (producers flushed), so that their last counts are in it.
+        await self.telemetry.close(children)
         self._closing = True
         loading = [task for _, task in self._refreshes]
         for task in loading:
@@ -160,6 +172,15 @@ class Cluster:
     def release(self, child: Closable) -> None:
         """Forget a child that closed by itself."""
         self._children.release(child)
+
+    def children(self) -> list[object]:
+        """The producers, consumers and admins open now."""
+        return list(self._children)
+
+    @property
+    def connects(self) -> int:
+        """Connections opened since the client started."""
+        return self.counters.connects
 
     def stats(self) -> ClientStats:
         """Connections opened, lost and open now, and the stats of every producer and consumer open now."""

@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
@@ -540,6 +541,7 @@ class Consumer:
         watch = self._poll_watch
         if watch is not None:
             watch.waiting += 1
+        began = time.monotonic()
         try:
             if only is None:
                 await self._queue.wait_data(timeout)
@@ -549,6 +551,8 @@ class Consumer:
         finally:
             if watch is not None:
                 watch.waiting -= 1
+            # The poll's idle time, for client telemetry's poll idle ratio.
+            self._cluster.measures.poll_idle += time.monotonic() - began
 
     def _check_open(self) -> None:
         self._lifecycle.check_open()
@@ -726,10 +730,12 @@ class Consumer:
         changed = {tp: v for tp, v in offsets.items() if self._committed.get(tp) != v}
         if not changed:
             return
+        began = time.monotonic()
         if self._membership is not None and self._membership.member_id:
             await self._commit_as_member(changed)
         else:
             await commit_offsets(self._cluster, self.group, changed)
+        self._cluster.measures.commit_latency.observe(time.monotonic() - began)
         self._committed.update(changed)
 
     async def _commit_as_member(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -410,9 +411,11 @@ class Fetcher:
             sent = {s.tp: (s.generation, s.position) for s in partitions}
             body = self._request(partitions, version)
             self.counters.requests += 1
+            began = time.monotonic()
             response = await connection.request(
                 body, version=version, timeout=config.request_timeout + config.max_wait_ms / 1000
             )
+            self.client.measures.fetch_request(node, time.monotonic() - began)
         except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
             log.debug("fetch from broker %d failed: %s", node, exc)
             self.counters.error(exc)

@@ -283,6 +283,12 @@ class Sender:
                 version = connection.version_for(PRODUCE_KEY, at_most=PRODUCE_BY_NAME_MAX)
             body = self._request_body(batches, version)
             self.counters.requests += 1
+            # Client telemetry's queue time and request latency: one observation per batch and per request.
+            clock = self.accumulator.clock
+            written = clock()
+            queue_time = self.client.measures.record_queue_time
+            for batch in batches:
+                queue_time.observe(written - batch.created)
             if self.config.acks == 0:
                 await connection.send(body, version=version)
                 for batch in batches:
@@ -290,6 +296,7 @@ class Sender:
                 return
             timeout = self.config.request_timeout + 5.0  # the broker answers by its own timeout first
             response = await connection.request(body, version=version, timeout=timeout)
+            self.client.measures.produce_latency(node).observe(clock() - written)
         except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
             if connection is not None:
                 self.client.discard(connection, exc)

@@ -20,6 +20,7 @@ from kafkawire.protocol.messages import (
 )
 from kafkawire.protocol.records import decode_batches
 from kafkawire.sender import Sender, SenderConfig
+from kafkawire.telemetry.measures import ClientMeasures
 from kafkawire.waker import Waker
 from mqwire.common.errors import ConnectionLostError
 
@@ -57,6 +58,7 @@ class FakeClient:
         self.requests: list[ProduceRequest] = []
         self.updates = 0
         self.next_producer_id = 1000
+        self.measures = ClientMeasures()
 
     async def connection(self, node_id: int) -> FakeConnection:
         return FakeConnection(self)
