@@ -13,6 +13,7 @@ from pulsarwire.client import Client, connect
 from pulsarwire.client_errors import *  # noqa: F403 - client-side errors are part of the public API
 from pulsarwire.client_errors import __all__ as _client_error_names
 from pulsarwire.consumer import Consumer
+from pulsarwire.crypto import CryptoError, CryptoKeyReader, EncryptionKeyInfo
 from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from pulsarwire.errors import __all__ as _error_names
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId, Receipt
@@ -33,7 +34,10 @@ __all__ = [
     "ClientConfig",
     "Consumer",
     "ConsumerConfig",
+    "CryptoError",
+    "CryptoKeyReader",
     "DeadLetterPolicy",
+    "EncryptionKeyInfo",
     "Message",
     "MessageId",
     "OAuth2ClientCredentials",

@@ -131,7 +131,8 @@ class Message:
     the bytes received). ``headers`` are the message properties. ``schema_version`` is the version of the
     topic's schema the producer wrote it with (None without a schema): ``client.get_schema(topic, version)``.
     ``timestamp`` is the publish time and ``event_time`` the producer's event time (None when unset), both in
-    milliseconds since the epoch.
+    milliseconds since the epoch. ``encrypted`` is True for a message a consumer with
+    ``crypto_failure_action="CONSUME"`` could not decrypt: its payload is as sent (encrypted, compressed).
     """
 
     __slots__ = (
@@ -139,6 +140,7 @@ class Message:
         "_chunks",
         "_key",
         "_owner",
+        "encrypted",
         "event_time",
         "headers",
         "message_id",
@@ -179,6 +181,7 @@ class Message:
         batch: BatchAcks | None = None,
         chunks: list[tuple[int, int]] | None = None,
         schema_version: int | None = None,
+        encrypted: bool = False,
     ) -> None:
         self.topic = topic
         self.topic_name = topic_name
@@ -199,6 +202,8 @@ class Message:
         self.sequence_id = sequence_id
         self.null_value = null_value
         self.schema_version = schema_version
+        # Delivered undecrypted (crypto_failure_action "CONSUME"): the payload is as the producer sent it.
+        self.encrypted = encrypted
         # The sub-consumer that received the message, and the batch it came in; used by acks.
         self._owner = owner
         self._batch = batch

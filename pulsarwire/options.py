@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -17,6 +17,7 @@ from mqwire.common.options import (
     check_positive,
     check_str,
 )
+from pulsarwire.crypto import CryptoKeyReader
 from pulsarwire.message import MessageId
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
@@ -222,6 +223,13 @@ class ProducerConfig(TypedDict, total=False):
     - ``chunk_max_message_size`` — bytes in each chunk, at most the broker's maximum less 1 KiB; with
       chunking, a message larger than this goes in chunks even when the broker would take it whole, as in
       the Java client; default None: that maximum (Java ``chunkMaxMessageSize``).
+    - ``encryption_keys`` — names of the public keys to encrypt every message for (end-to-end encryption, as
+      the Java client does it: AES-256-GCM, the data key under RSA-OAEP); needs ``crypto_key_reader``; not
+      with chunking; default None (Java ``addEncryptionKey``, Python ``encryption_key``).
+    - ``crypto_key_reader`` — a :class:`pulsarwire.CryptoKeyReader` giving the PEM keys by name; default
+      None (Java ``cryptoKeyReader``).
+    - ``crypto_failure_action`` — when a message cannot be encrypted: ``"FAIL"`` its send or ``"SEND"`` it
+      unencrypted; default ``"FAIL"`` (Java ``cryptoFailureAction``).
     - ``hashing_scheme`` — how a keyed message picks its partition: ``"java_string_hash"`` (Java's
       ``String.hashCode``) or ``"murmur3_32"``; default ``"java_string_hash"``, the Java client's default
       (Java ``hashingScheme``).
@@ -261,6 +269,9 @@ class ProducerConfig(TypedDict, total=False):
     batching_max_allowed_size_in_bytes: int
     batching_max_publish_delay_ms: float
     chunking_enabled: bool
+    encryption_keys: Sequence[str] | None
+    crypto_key_reader: CryptoKeyReader | None
+    crypto_failure_action: str
     chunk_max_message_size: int | None
     hashing_scheme: Literal["java_string_hash", "murmur3_32"]
     message_routing_mode: Literal["round_robin", "single_partition"]
@@ -344,6 +355,13 @@ class ConsumerConfig(TypedDict, total=False):
       default True (Java ``autoUpdatePartitions``).
     - ``auto_update_partitions_interval_ms`` — milliseconds between those looks; default 60000 (Java
       ``autoUpdatePartitionsInterval``).
+    - ``crypto_key_reader`` — a :class:`pulsarwire.CryptoKeyReader` giving the private keys that decrypt
+      encrypted messages; default None (Java ``cryptoKeyReader``).
+    - ``crypto_failure_action`` — what happens to a message that cannot be decrypted: ``"FAIL"`` (it is
+      not delivered and stays unacknowledged; it comes again after a reconnection or redelivery),
+      ``"DISCARD"`` (it is acknowledged and dropped) or ``"CONSUME"`` (delivered still encrypted and
+      compressed, a batch as one message, with ``message.encrypted`` True); default ``"FAIL"`` (Java
+      ``cryptoFailureAction``).
     """
 
     group: str | None
@@ -354,6 +372,8 @@ class ConsumerConfig(TypedDict, total=False):
     schema: Schema[Any] | None
     subscription_type: str
     receiver_queue_size: int
+    crypto_key_reader: CryptoKeyReader | None
+    crypto_failure_action: str
     max_total_receiver_queue_size_across_partitions: int
     consumer_name: str | None
     ack_group_time_ms: float
@@ -399,6 +419,13 @@ class ReaderConfig(TypedDict, total=False):
     - ``schema`` — a :class:`pulsarwire.schema.Schema` the reader subscribes with: the broker checks it
       against the topic's schema (IncompatibleSchemaError when they do not fit) and values are decoded by
       it, so it replaces ``value_deserializer``; default None (Java ``Schema``, Python ``schema``).
+    - ``crypto_key_reader`` — a :class:`pulsarwire.CryptoKeyReader` giving the private keys that decrypt
+      encrypted messages; default None (Java ``cryptoKeyReader``).
+    - ``crypto_failure_action`` — what happens to a message that cannot be decrypted: ``"FAIL"`` (it is
+      not delivered and stays unacknowledged; it comes again after a reconnection or redelivery),
+      ``"DISCARD"`` (it is acknowledged and dropped) or ``"CONSUME"`` (delivered still encrypted and
+      compressed, a batch as one message, with ``message.encrypted`` True); default ``"FAIL"`` (Java
+      ``cryptoFailureAction``).
     """
 
     start: Literal["latest", "earliest"] | MessageId
@@ -410,6 +437,8 @@ class ReaderConfig(TypedDict, total=False):
     key_deserializer: Deserializer | None
     value_deserializer: Deserializer | None
     schema: Schema[Any] | None
+    crypto_key_reader: CryptoKeyReader | None
+    crypto_failure_action: str
 
 
 def check_schema(schema: object, serde_option: str, serde: object) -> Schema[Any] | None:
@@ -466,6 +495,9 @@ class ProducerOptions:
     auto_update_partitions: bool = True
     auto_update_partitions_interval: float = 60.0
     schema_info: SchemaInfo | None = None
+    encryption_keys: tuple[str, ...] = ()
+    crypto_key_reader: CryptoKeyReader | None = None
+    crypto_failure_action: str = "FAIL"
 
     @classmethod
     def build(cls, options: dict[str, Any]) -> ProducerOptions:
@@ -537,11 +569,41 @@ class ProducerOptions:
             else check_str("initial_subscription_name", initial_subscription),
             **_partition_updates(take),
             schema_info=None if schema is None else schema.info,
+            **_producer_crypto(take),
         )
         _unexpected("producer", options)
         if built.chunking_enabled and built.batching_enabled:
             raise ValueError("options chunking_enabled and batching_enabled cannot both be on")
+        if built.chunking_enabled and built.encryption_keys:
+            raise ValueError("options chunking_enabled and encryption_keys cannot both be on")
         return built
+
+
+def _producer_crypto(take: Callable[..., Any]) -> dict[str, Any]:
+    names = take("encryption_keys", None)
+    reader = take("crypto_key_reader", None)
+    action = check_choice("crypto_failure_action", str(take("crypto_failure_action", "FAIL")).upper(),
+                          ("FAIL", "SEND"))
+    if names is None:
+        return {"crypto_key_reader": _key_reader(reader), "crypto_failure_action": action}
+    if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
+        raise TypeError("option encryption_keys must be a list of key names")
+    if reader is None:
+        raise ValueError("option encryption_keys needs option crypto_key_reader")
+    return {"encryption_keys": tuple(names), "crypto_key_reader": _key_reader(reader), "crypto_failure_action": action}
+
+
+def _key_reader(reader: object) -> CryptoKeyReader | None:
+    if reader is not None and not isinstance(reader, CryptoKeyReader):
+        raise TypeError(f"option crypto_key_reader must be a pulsarwire.CryptoKeyReader, not {type(reader).__name__}")
+    return reader
+
+
+def consumer_crypto(take: Callable[..., Any]) -> dict[str, Any]:
+    """The crypto options of consumers and readers: ``crypto_key_reader`` and ``crypto_failure_action``."""
+    action = check_choice("crypto_failure_action", str(take("crypto_failure_action", "FAIL")).upper(),
+                          ("FAIL", "DISCARD", "CONSUME"))
+    return {"crypto_key_reader": _key_reader(take("crypto_key_reader", None)), "crypto_failure_action": action}
 
 
 @dataclass(frozen=True)
@@ -570,6 +632,8 @@ class ConsumerOptions:
     auto_update_partitions: bool = True
     auto_update_partitions_interval: float = 60.0
     schema_info: SchemaInfo | None = None
+    crypto_key_reader: CryptoKeyReader | None = None
+    crypto_failure_action: str = "FAIL"
 
     @classmethod
     def build(cls, options: dict[str, Any]) -> ConsumerOptions:
@@ -634,6 +698,7 @@ class ConsumerOptions:
             / 1000,
             **_partition_updates(take),
             schema_info=None if schema is None else schema.info,
+            **consumer_crypto(take),
         )
         _unexpected("consumer", options)
         if 0 < built.ack_timeout < _MIN_ACK_TIMEOUT:

@@ -8,8 +8,9 @@ from typing import Any, Literal
 from mqwire.common.contract import Deserializer
 from mqwire.common.options import check_bool, check_int_range, check_str
 from pulsarwire.consumer import Subscriber
+from pulsarwire.crypto import CryptoKeyReader
 from pulsarwire.message import EARLIEST, LATEST, MessageId
-from pulsarwire.options import ConsumerOptions, check_schema
+from pulsarwire.options import ConsumerOptions, check_schema, consumer_crypto
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.schema import Schema
 from pulsarwire.session import Session
@@ -40,6 +41,8 @@ class Reader(Subscriber):
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
         schema: Schema[Any] | None = None,
+        crypto_key_reader: CryptoKeyReader | None = None,
+        crypto_failure_action: str = "FAIL",
     ) -> None:
         if isinstance(start, MessageId):
             self._start = MessageId(*start)
@@ -56,6 +59,8 @@ class Reader(Subscriber):
             consumer_name=None if reader_name is None else check_str("reader_name", reader_name),
             read_compacted=check_bool("read_compacted", read_compacted),
             schema_info=None if schema is None else schema.info,
+            **consumer_crypto({"crypto_key_reader": crypto_key_reader,
+                               "crypto_failure_action": crypto_failure_action}.pop),
         )
         checked = check_schema(schema, "value_deserializer", value_deserializer)
         if checked is not None:

@@ -23,6 +23,7 @@ from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position, Unac
 from pulsarwire.chunks import ChunkAssembler
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.connection import PulsarConnection
+from pulsarwire.crypto import CryptoError, MessageDecryptor
 from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
@@ -100,6 +101,8 @@ class TopicConsumer(TopicHandler):
         self._doomed: dict[Position, list[Message]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._chunks = ChunkAssembler()
+        reader = options.crypto_key_reader
+        self._decryptor = None if reader is None else MessageDecryptor(reader)
 
     # ------------------------------------------------------------------------------ attachment
     async def _attach(self, connection: PulsarConnection) -> None:
@@ -212,6 +215,9 @@ class TopicConsumer(TopicHandler):
         position = (body.message_id.ledgerId, body.message_id.entryId)
         try:
             messages, skipped = self._unpack(body, frame)
+        except _Undecryptable as exc:
+            self._undecryptable(position, count, str(exc))
+            return
         except ProtocolError as exc:
             log.warning("%s: discarding entry %d:%d: %s", self.label, position[0], position[1], exc)
             self._discard(position, exc)
@@ -231,6 +237,16 @@ class TopicConsumer(TopicHandler):
         dropped = self._chunks.take_dropped()
         if dropped:
             self._send_acks(dropped)
+
+    def _undecryptable(self, position: Position, count: int, reason: str) -> None:
+        """crypto_failure_action "DISCARD": acknowledged and dropped; "FAIL": not delivered, left unacknowledged
+        (it comes again after a reconnection or a redelivery, when the key may be there)."""
+        self.consumed(count)
+        if self.options.crypto_failure_action == "DISCARD":
+            log.warning("%s: discarding entry %d:%d: %s", self.label, position[0], position[1], reason)
+            self._acks.add(*position)
+        else:
+            log.error("%s: entry %d:%d not delivered: %s", self.label, position[0], position[1], reason)
 
     def _unpack(self, body: Any, frame: Frame) -> tuple[list[Message], int]:
         metadata = frame.metadata
@@ -255,15 +271,28 @@ class TopicConsumer(TopicHandler):
             payload, chunk_positions = joined
             # The message is known by its first chunk; acking it acks every chunk.
             ledger, entry = chunk_positions[0]
+        encrypted = False
+        if len(metadata.encryption_keys):
+            try:
+                if self._decryptor is None:
+                    raise CryptoError("the message is encrypted and the consumer has no crypto_key_reader")
+                payload = self._decryptor.decrypt(metadata, payload)
+            except CryptoError as exc:
+                if self.options.crypto_failure_action != "CONSUME":
+                    raise _Undecryptable(str(exc)) from None
+                encrypted = True
         limit = max(_MAX_UNCOMPRESSED, self.connection.max_message_size if self.connection else 0)
-        data = decompress_payload(metadata.compression, payload, metadata.uncompressed_size, limit)
+        if encrypted:
+            data = bytes(payload)
+        else:
+            data = decompress_payload(metadata.compression, payload, metadata.uncompressed_size, limit)
         topic = self.given_topic
         topic_name = self.topic
         publish_time = metadata.publish_time
         producer_name = metadata.producer_name
         redelivery = body.redelivery_count
         schema_version = int.from_bytes(metadata.schema_version, "big") if metadata.schema_version else None
-        if not metadata.HasField("num_messages_in_batch"):
+        if encrypted or not metadata.HasField("num_messages_in_batch"):
             message = Message(
                 topic,
                 topic_name,
@@ -283,10 +312,14 @@ class TopicConsumer(TopicHandler):
                 owner=self,
                 chunks=chunk_positions,
                 schema_version=schema_version,
+                encrypted=encrypted,
             )
             if self._before_start(message.message_id):
                 return [], 1
-            return [message], 0
+            # An encrypted batch delivered as one message: the broker counted each of its messages.
+            batched = encrypted and metadata.HasField("num_messages_in_batch")
+            extra = metadata.num_messages_in_batch - 1 if batched else 0
+            return [message], extra
         count = metadata.num_messages_in_batch
         entries = decode_batch(data, count)
         ack_set = _bits(body.ack_set) if len(body.ack_set) else -1
@@ -688,6 +721,11 @@ class TopicConsumer(TopicHandler):
 
 
 _UINT64 = (1 << 64) - 1
+
+
+class _Undecryptable(Exception):
+    """An encrypted entry that could not be decrypted (handled by crypto_failure_action)."""
+
 # The reference clients decompress whatever size the producer declared; this bounds a lying declaration.
 _MAX_UNCOMPRESSED = 64 * 1024 * 1024
 _MAX_LONG = (1 << 63) - 1

@@ -23,6 +23,7 @@ from mqwire.common.stats import ProducerCounters
 from pulsarwire import errors
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
+from pulsarwire.crypto import CryptoError, MessageEncryptor
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import Receipt, receipt
 from pulsarwire.options import ProducerOptions
@@ -112,6 +113,10 @@ class TopicProducer(TopicHandler):
         self.producer_id = client.next_producer_id()
         self.producer_name = options.producer_name
         self._name_field = b"" if options.producer_name is None else producer_name_field(options.producer_name)
+        self._encryptor = None
+        if options.encryption_keys:
+            assert options.crypto_key_reader is not None  # checked with the options
+            self._encryptor = MessageEncryptor(list(options.encryption_keys), options.crypto_key_reader)
         self._created = False
         self._epoch = 0
         initial = options.initial_sequence_id
@@ -291,7 +296,10 @@ class TopicProducer(TopicHandler):
         for group in groups:
             count = len(group.entries)
             payload = b"".join(group.entries)
-            body = compress_payload(compression, payload)
+            sealed = self._seal(compress_payload(compression, payload), group.futures, count)
+            if sealed is None:
+                continue
+            body, encryption = sealed
             if len(body) > self.max_message_size:
                 self._fail_futures(group.futures, MessageTooBigError(
                     f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
@@ -310,6 +318,7 @@ class TopicProducer(TopicHandler):
                 uncompressed_size=len(payload),
                 num_messages_in_batch=count,
                 highest_sequence_id=group.last,
+                encryption=encryption,
             )
             command = commands.send(self.producer_id, group.first, count, highest_sequence_id=group.last)
             frame = encode_payload_frame_raw(command.SerializeToString(), metadata, body)
@@ -349,7 +358,10 @@ class TopicProducer(TopicHandler):
         last = first + count - 1
         payload = b"".join(entries)
         compression = self.options.compression
-        body = compress_payload(compression, payload)
+        sealed = self._seal(compress_payload(compression, payload), futures, count)
+        if sealed is None:
+            return
+        body, encryption = sealed
         if len(body) > self.max_message_size:
             self._fail_futures(futures, MessageTooBigError(
                 f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
@@ -364,6 +376,7 @@ class TopicProducer(TopicHandler):
             uncompressed_size=len(payload),
             num_messages_in_batch=count,
             highest_sequence_id=last,
+            encryption=encryption,
         )
         command = commands.send(self.producer_id, first, count, highest_sequence_id=last).SerializeToString()
         frame = encode_payload_frame_raw(command, metadata, body)
@@ -386,7 +399,10 @@ class TopicProducer(TopicHandler):
         sequence_id = self._next_sequence_id
         self._next_sequence_id = sequence_id + 1
         compression = self.options.compression
-        body = compress_payload(compression, value)
+        sealed = self._seal(compress_payload(compression, value), [future], 1)
+        if sealed is None:
+            return
+        body, encryption = sealed
         publish_time = int(time.time() * 1000)
         props = key_values(PROPERTIES_TAG, properties) if properties else b""
         deadline = self._loop.time() + self.options.send_timeout
@@ -410,6 +426,7 @@ class TopicProducer(TopicHandler):
                 deliver_at_time=deliver_at,
                 null_value=null_value,
                 txnid=txn,
+                encryption=encryption,
             )
             send = commands.send(self.producer_id, sequence_id)
             if txn is not None:
@@ -456,6 +473,24 @@ class TopicProducer(TopicHandler):
             )
             frames.append(encode_payload_frame_raw(command_bytes, metadata, piece))
         self._submit(_Op(sequence_id, sequence_id, 1, frames, [future], False, deadline))
+
+    def _seal(
+        self, body: bytes, futures: list[asyncio.Future[Receipt]], count: int
+    ) -> tuple[bytes, bytes] | None:
+        """The payload encrypted when the producer has encryption_keys, and its metadata fields; None when
+        encryption failed and the messages were failed (crypto_failure_action "FAIL")."""
+        encryptor = self._encryptor
+        if encryptor is None:
+            return body, b""
+        try:
+            return encryptor.encrypt(body)
+        except CryptoError as exc:
+            if self.options.crypto_failure_action == "SEND":
+                log.warning("%s: sending unencrypted: %s", self.label, exc)
+                return body, b""
+            self._fail_futures(futures, exc)
+            self._release(count)
+            return None
 
     def _submit(self, op: _Op) -> None:
         self._pending.append(op)

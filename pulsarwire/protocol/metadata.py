@@ -63,13 +63,15 @@ def encode_message_metadata(
     total_chunk_msg_size: int | None = None,
     chunk_id: int | None = None,
     txnid: tuple[int, int] | None = None,
+    encryption: bytes = b"",
 ) -> bytes:
     """The serialized MessageMetadata.
 
     ``producer_name`` is the field from :func:`producer_name_field`; ``properties`` are KeyValue entries
     already encoded under :data:`PROPERTIES_TAG` (see ``wire.key_values``); ``partition_key`` is UTF-8;
     ``txnid`` is the (most, least) bits of the transaction the message belongs to (the broker filters the
-    messages of aborted transactions by it).
+    messages of aborted transactions by it); ``encryption`` the encoded encryption_keys and encryption_param
+    fields of an encrypted payload.
     """
     parts = [producer_name, _SEQUENCE_ID, varint(sequence_id), _PUBLISH_TIME, varint(publish_time), properties]
     if partition_key is not None:
@@ -102,4 +104,6 @@ def encode_message_metadata(
         parts += (_TOTAL_CHUNK_SIZE, varint(total_chunk_msg_size))
     if chunk_id is not None:
         parts += (_CHUNK_ID, varint(chunk_id))
+    if encryption:
+        parts.append(encryption)
     return b"".join(parts)
