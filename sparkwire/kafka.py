@@ -20,7 +20,8 @@ from pyspark.sql.types import StructType
 import kafkawire
 from sparkwire import options as opts
 from sparkwire.batches import drive
-from sparkwire.kafka_read import OffsetRange, read_range
+from sparkwire.kafka_read import OffsetRange, kafka_topics, read_range
+from sparkwire.kafka_stream import KafkaStreamReader
 from sparkwire.security import kafka_connect
 from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
 
@@ -47,20 +48,10 @@ class KafkaDataSource(DataSource):
         return RowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from sparkwire.kafka_stream import KafkaStreamReader
-
         return KafkaStreamReader(dict(self.options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return RowsStreamWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
-
-
-async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[str]:
-    """The topics of ``subscribe``, or those that ``subscribePattern`` matches now."""
-    wanted = opts.pattern(options)
-    if wanted is None:
-        return opts.topics(options)
-    return opts.matching(await admin.list_topics(), wanted)
 
 
 async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:

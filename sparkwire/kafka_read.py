@@ -10,6 +10,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import InputPartition
 
 import kafkawire
+from sparkwire import options as opts
 from sparkwire.batches import Rows, size_of
 from sparkwire.options import ConnectOptions
 
@@ -84,3 +85,11 @@ def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
         ],
         schema=ARROW_SCHEMA,
     )
+
+
+async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[str]:
+    """The topics of ``subscribe``, or those that ``subscribePattern`` matches now."""
+    wanted = opts.pattern(options)
+    if wanted is None:
+        return opts.topics(options)
+    return opts.matching(await admin.list_topics(), wanted)

@@ -12,8 +12,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 import kafkawire
 from sparkwire import options as opts
 from sparkwire.batches import drive
-from sparkwire.kafka import kafka_topics
-from sparkwire.kafka_read import OffsetRange, read_range
+from sparkwire.kafka_read import OffsetRange, kafka_topics, read_range
 from sparkwire.security import kafka_connect
 
 Offsets = dict[str, dict[str, int]]
