@@ -8,10 +8,13 @@ against both ends of the version negotiation. Both format storage as a single-no
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
+import os
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,6 +256,30 @@ def _server_properties(
         props["share.coordinator.state.topic.replication.factor"] = "1"
         props["share.coordinator.state.topic.min.isr"] = "1"
     return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def add_broker_config(plan: Plan, properties: Mapping[str, str], classpath: Sequence[str] = ()) -> None:
+    """Set ``properties`` in the planned broker's server.properties (replacing keys it has) and put
+    ``classpath`` entries first on its class path: plugins such as a metric reporter compiled by a test."""
+    server_props = Path(plan.work_dir) / "conf" / "server.properties"
+    kept = [
+        line
+        for line in server_props.read_text(encoding="utf-8").splitlines()
+        if line.split("=", 1)[0] not in properties
+    ]
+    kept.extend(f"{key}={value}" for key, value in properties.items())
+    server_props.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    if not classpath:
+        return
+
+    def extended(argv: Sequence[str]) -> list[str]:
+        out = list(argv)
+        at = out.index("-cp") + 1
+        out[at] = os.pathsep.join([*classpath, out[at]])
+        return out
+
+    plan.procs = [dataclasses.replace(spec, argv=tuple(extended(spec.argv))) for spec in plan.procs]
+    plan.settings["format_argv"] = extended(plan.settings["format_argv"])
 
 
 class KafkaKind:

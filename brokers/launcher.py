@@ -8,7 +8,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,7 @@ from mqwire.testing import classpath, procs
 from mqwire.testing.endpoints import Endpoint
 from mqwire.testing.errors import BrokerError, BrokerStartError
 from mqwire.testing.java import find_java
-from mqwire.testing.kafka import KafkaKind
+from mqwire.testing.kafka import KafkaKind, add_broker_config
 from mqwire.testing.net import wait_ports_free
 from mqwire.testing.paths import BROKER_NAMES, default_state_dir
 from mqwire.testing.plan import BrokerKind, Spawner
@@ -111,11 +111,14 @@ class Launcher:
         *,
         tubemq_authentication: bool = False,
         tubemq_tls: bool = False,
+        kafka_properties: Mapping[str, str] | None = None,
+        kafka_classpath: Sequence[str] = (),
     ) -> BrokerStatus:
         """Start ``name``; a running broker is left alone, a killed one comes back on its ports and data.
 
         ``tubemq_authentication`` makes a fresh TubeMQ master require signed registrations; ``tubemq_tls``
-        adds TLS ports to a fresh TubeMQ master and broker.
+        adds TLS ports to a fresh TubeMQ master and broker. ``kafka_properties`` are set in a fresh Kafka's
+        server.properties and ``kafka_classpath`` goes first on its class path (broker plugins).
         """
         _check_name(name)
         with self.state.locked(name):
@@ -131,7 +134,9 @@ class Launcher:
                 self.state.remove(name)
                 if record.owns_work_dir:
                     shutil.rmtree(record.plan.work_dir, ignore_errors=True)
-            return self._fresh(name, dict(tubemq_topics or {}), tubemq_authentication, tubemq_tls)
+            return self._fresh(
+                name, dict(tubemq_topics or {}), tubemq_authentication, tubemq_tls, kafka_properties, kafka_classpath
+            )
 
     def _spawner(self, name: str, record: Record) -> Spawner:
         def spawn(spec: ProcSpec) -> int:
@@ -143,7 +148,13 @@ class Launcher:
         return spawn
 
     def _fresh(
-        self, name: str, tubemq_topics: dict[str, int], tubemq_authentication: bool = False, tubemq_tls: bool = False
+        self,
+        name: str,
+        tubemq_topics: dict[str, int],
+        tubemq_authentication: bool = False,
+        tubemq_tls: bool = False,
+        kafka_properties: Mapping[str, str] | None = None,
+        kafka_classpath: Sequence[str] = (),
     ) -> BrokerStatus:
         kind = KINDS[name]
         java = find_java(name)
@@ -158,6 +169,8 @@ class Launcher:
             require_authentication(plan)
         if tubemq_tls and name == "tubemq":
             enable_tls(plan, java.executable)
+        if (kafka_properties or kafka_classpath) and isinstance(kind, KafkaKind):
+            add_broker_config(plan, kafka_properties or {}, kafka_classpath)
         record = Record(plan, java=java.to_json(), started_at=time.time())
         self.state.save(name, record)
         return self._run(name, record, fresh=True)

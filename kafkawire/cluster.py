@@ -172,6 +172,7 @@ class Cluster:
     def release(self, child: Closable) -> None:
         """Forget a child that closed by itself."""
         self._children.release(child)
+        self.telemetry.retire(child)
 
     def children(self) -> list[object]:
         """The producers, consumers and admins open now."""

@@ -22,6 +22,8 @@ CONSUMER = "org.apache.kafka.consumer."
 
 Attributes = tuple[tuple[str, str], ...]
 Key = tuple[str, Attributes]
+# Closed producers and consumers kept for the next push at most (a client that cannot push keeps no more).
+MAX_RETIRED = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,13 @@ class Collector:
         self._cumulative: dict[Key, int] = {}
         self._connects = 0
         self._idle = 0.0
+        # Producers and consumers closed since the previous push: their last counts still go out once.
+        self._retired: list[object] = []
+
+    def retire(self, child: object) -> None:
+        """``child`` closed: count what it did since the previous push at the next one."""
+        if len(self._retired) < MAX_RETIRED:
+            self._retired.append(child)
 
     def collect(self, children: Iterable[object], connects: int, elapsed: float, delta: bool) -> list[Point]:
         """The points since the previous call: ``children`` are what the client made (those with ``stats()``
@@ -80,7 +89,9 @@ class Collector:
         increase: dict[Key, int] = {}
         last = dict((id(child), (child, totals)) for child, totals in self._last)
         seen: list[tuple[object, dict[Key, int]]] = []
-        for child in children:
+        retired, self._retired = self._retired, []
+        current = list(children)
+        for child in [*current, *(c for c in retired if all(c is not o for o in current))]:
             stats = getattr(child, "stats", None)
             if stats is None:
                 continue

@@ -252,6 +252,15 @@ class TelemetryReporter:
             self.pushes += 1
         return code
 
+    def retire(self, child: object) -> None:
+        """A producer or consumer closed: its last counts go with the next push (while pushing at all)."""
+        task = self._task
+        if task is None or task.done():
+            return
+        # Before the first subscription too: a producer may close before the broker has answered.
+        if self.subscription is None or self.subscription.prefixes:
+            self._collector.retire(child)
+
     async def close(self, children: list[object]) -> None:
         """Stop pushing; with a subscription, push once more as terminating (bounded, failures only logged).
 

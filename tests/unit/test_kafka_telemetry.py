@@ -91,3 +91,15 @@ def test_compression_is_the_first_accepted_we_write() -> None:
     assert choose_compression([2, 4, 3, 1]) == 4
     assert choose_compression([2]) == 0
     assert choose_compression([]) == 0
+
+
+def test_a_producer_closed_between_pushes_still_counts_once() -> None:
+    collector = Collector(ClientMeasures())
+    producer = _Producer()
+    collector.collect([producer], connects=1, elapsed=1.0, delta=True)
+    producer.counters.acknowledged(4, 100, 0.01)
+    collector.retire(producer)
+    assert _by_name(collector.collect([], connects=1, elapsed=1.0, delta=True))[
+        "org.apache.kafka.producer.record.send.total"] == 4
+    assert "org.apache.kafka.producer.record.send.total" not in _by_name(
+        collector.collect([], connects=1, elapsed=1.0, delta=True))
