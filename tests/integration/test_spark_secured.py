@@ -1,7 +1,8 @@
 """The Spark sources against secured brokers: kafkawire on the Kafka broker's SASL_SSL (a JAAS line and a PEM
 trust store) and SASL_PLAINTEXT listeners, through the prefixed options of Spark's own Kafka source, and what
 a wrong option, a wrong password or an unreachable broker reports (the option's name or the address, never a
-secret); tubemqwire over TLS with a client certificate and signed registrations, on a TubeMQ of its own."""
+secret); tubemqwire over TLS with a client certificate and signed registrations, on a TubeMQ of its own;
+pulsarwire over TLS with a token, on a Pulsar of its own."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from pyspark.sql import SparkSession
 import sparkwire
 from mqwire.testing.endpoints import KafkaBroker
 from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
+from mqwire.testing.pulsar import SecuredPulsar, Security, start_secured
 from tests.integration.crash import OwnBroker
+from tests.integration.test_pulsar_secured import make_certificates, token_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -167,3 +170,53 @@ def test_tubemq_over_tls_with_signed_clients(spark: Any, secured_tubemq: OwnBrok
     with pytest.raises(Exception) as caught:
         spark.read.format("tubemqwire").options(**bare).option("subscribe", TUBEMQ_TOPIC).load().collect()
     assert password not in str(caught.value)
+
+
+# --- Pulsar: a standalone of its own with token authentication and a TLS port (certificates made here)
+
+
+@pytest.fixture(scope="module")
+def secured_pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SecuredPulsar, bytes, str]]:
+    tmp = tmp_path_factory.mktemp("secured-pulsar-spark")
+    ca_file, cert_file, key_file = make_certificates(tmp / "tls")
+    secret = os.urandom(32)
+    security = Security(
+        token_secret=secret,
+        superuser_role="admin",
+        superuser_token=token_for(secret, "admin"),
+        cert_file=str(cert_file),
+        key_file=str(key_file),
+        ca_file=str(ca_file),
+    )
+    broker = start_secured(tmp / "broker", security)
+    try:
+        yield broker, secret, str(ca_file)
+    finally:
+        broker.stop()
+
+
+def test_pulsar_over_tls_with_a_token_without_the_token_in_the_plan(
+    spark: Any, secured_pulsar: tuple[SecuredPulsar, bytes, str]
+) -> None:
+    broker, secret, ca_file = secured_pulsar
+    token = token_for(secret, "spark-app")
+    topic = f"spark-secured-{uuid.uuid4().hex[:8]}"
+    options = {"url": broker.tls_url, "pulsar.authToken": token, "pulsar.tlsTrustCertsFilePath": ca_file}
+    data = [(b"token-%d" % i,) for i in range(300)]
+    spark.createDataFrame(data, "value binary").write.format("pulsarwire").options(**options).option(
+        "topic", topic
+    ).mode("append").save()
+
+    df = spark.read.format("pulsarwire").options(**options).option("subscribe", topic).load()
+    assert sorted(bytes(r.value) for r in df.select("value").collect()) == sorted(v for (v,) in data)
+    assert token not in df._jdf.queryExecution().toString()
+
+    # A token signed with another key is refused: the task fails without the token in what it reports.
+    forged = token_for(os.urandom(32), "spark-app")
+    with pytest.raises(Exception) as caught:
+        spark.read.format("pulsarwire").options(**{**options, "pulsar.authToken": forged}).option(
+            "subscribe", topic
+        ).load().collect()
+    text = str(caught.value)
+    assert "authenticat" in text.lower(), text[-2000:]
+    assert forged not in text
