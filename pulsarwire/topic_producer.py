@@ -21,6 +21,7 @@ from typing import Any
 from mqwire.common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
 from mqwire.common.stats import ProducerCounters
 from pulsarwire import errors
+from pulsarwire.batch_builder import Batch, BatchBuilder, KeyBasedBatchBuilder, batch_metadata, split_chunks
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.crypto import CryptoError, MessageEncryptor
@@ -75,22 +76,6 @@ class _Op:
         self.deadline = deadline
 
 
-class _KeyedBatch:
-    """The messages of one key in the batch window of a key-based producer."""
-
-    __slots__ = ("entries", "first", "futures", "last", "ordering_key", "partition_key", "partition_key_b64", "size")
-
-    def __init__(self, partition_key: bytes | None, key_b64: bool, ordering_key: bytes | None, first: int) -> None:
-        self.partition_key = partition_key
-        self.partition_key_b64 = key_b64
-        self.ordering_key = ordering_key
-        self.first = first
-        self.last = first
-        self.entries: list[bytes] = []
-        self.futures: list[asyncio.Future[Receipt]] = []
-        self.size = 0
-
-
 class TopicProducer(TopicHandler):
     """The producer of one partition (or of a topic without partitions)."""
 
@@ -126,17 +111,12 @@ class TopicProducer(TopicHandler):
         self._ready = False
         self._error: MqwireError | None = None
         self._closed = False
-        # The batch being filled.
-        self._entries: list[bytes] = []
-        self._entry_futures: list[asyncio.Future[Receipt]] = []
-        self._batch_bytes = 0
-        self._batch_first_sequence_id = 0
+        # The batch being filled (sans-IO builders); with key-based batching, the batches of the window by key.
+        self._batch: BatchBuilder[asyncio.Future[Receipt]] = BatchBuilder()
+        self._keyed: KeyBasedBatchBuilder[asyncio.Future[Receipt]] = KeyBasedBatchBuilder()
         self._batch_publish_time = 0
         self._batch_started = 0.0
         self._batch_timer: asyncio.Handle | None = None
-        # With key-based batching: the batches of the window by key (the ordering key, else the partition key).
-        self._groups: dict[bytes | None, _KeyedBatch] = {}
-        self._grouped = 0
         # Sent (or waiting for a connection) and not yet confirmed, in sequence order.
         self._pending: deque[_Op] = deque()
         # A chunked message confirmed chunk by chunk: how many receipts its head op still waits for.
@@ -160,7 +140,7 @@ class TopicProducer(TopicHandler):
     @property
     def buffered_bytes(self) -> int:
         """The open batch and the frames not yet confirmed (summed when asked)."""
-        return self._batch_bytes + sum(len(frame) for op in self._pending for frame in op.frames)
+        return self._batch.size + self._keyed.size + sum(len(frame) for op in self._pending for frame in op.frames)
 
     @property
     def pending_messages(self) -> int:
@@ -201,7 +181,7 @@ class TopicProducer(TopicHandler):
                     f"message of {len(value)} bytes exceeds the broker's maximum of {self.max_message_size}"
                 )
             self._pending_messages += 1
-            if self._entries or self._groups:
+            if len(self._batch) or len(self._keyed):
                 self.flush_batch()
             self._send_single(
                 value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, future,
@@ -228,23 +208,13 @@ class TopicProducer(TopicHandler):
         if options.key_based_batching:
             self._add_keyed(entry, future, sequence_id, partition_key, key_b64, ordering_key)
             return future
-        if self._entries and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
+        batch = self._batch
+        if len(batch) and batch.size + len(entry) > options.batching_max_allowed_size_in_bytes:
             self.flush_batch()
-        # Read after the flush: it replaces the list, and the message belongs to the new batch.
-        entries = self._entries
-        if not entries:
-            self._batch_first_sequence_id = sequence_id
-            self._batch_publish_time = int(time.time() * 1000)
-            self._batch_started = self._loop.time()
-            delay = options.batching_max_publish_delay
-            self._batch_timer = (
-                self._loop.call_later(delay, self._batch_due) if delay > 0 else self._loop.call_soon(self._batch_due)
-            )
-        entries.append(entry)
-        self._entry_futures.append(future)
-        self._batch_bytes += len(entry)
-        full_bytes = self._batch_bytes >= options.batching_max_allowed_size_in_bytes
-        if full_bytes or len(entries) >= options.batching_max_messages:
+        if not len(batch):
+            self._start_window()
+        batch.add(entry, future, sequence_id)
+        if batch.size >= options.batching_max_allowed_size_in_bytes or len(batch) >= options.batching_max_messages:
             self.flush_batch()
         return future
 
@@ -258,23 +228,13 @@ class TopicProducer(TopicHandler):
         ordering_key: bytes | None,
     ) -> None:
         options = self.options
-        if self._groups and self._batch_bytes + len(entry) > options.batching_max_allowed_size_in_bytes:
+        keyed = self._keyed
+        if len(keyed) and keyed.size + len(entry) > options.batching_max_allowed_size_in_bytes:
             self.flush_batch()
-        if not self._groups:
+        if not len(keyed):
             self._start_window()
-        key = ordering_key if ordering_key is not None else partition_key
-        group = self._groups.get(key)
-        if group is None:
-            group = self._groups[key] = _KeyedBatch(partition_key, key_b64, ordering_key, sequence_id)
-        group.entries.append(entry)
-        group.futures.append(future)
-        group.last = sequence_id
-        group.size += len(entry)
-        self._batch_bytes += len(entry)
-        self._grouped += 1
-        if self._batch_bytes >= options.batching_max_allowed_size_in_bytes or (
-            self._grouped >= options.batching_max_messages
-        ):
+        keyed.add(entry, future, sequence_id, partition_key, key_b64, ordering_key)
+        if keyed.size >= options.batching_max_allowed_size_in_bytes or len(keyed) >= options.batching_max_messages:
             self.flush_batch()
 
     def _start_window(self) -> None:
@@ -285,44 +245,31 @@ class TopicProducer(TopicHandler):
             self._loop.call_later(delay, self._batch_due) if delay > 0 else self._loop.call_soon(self._batch_due)
         )
 
-    def _flush_keyed(self) -> None:
-        groups = sorted(self._groups.values(), key=lambda g: g.first)
-        self._groups, self._grouped, self._batch_bytes = {}, 0, 0
+    def _send_batches(self, batches: list[Batch[asyncio.Future[Receipt]]]) -> None:
+        """Compress, encrypt and frame closed batches, and send them."""
         if self._batch_timer is not None:
             self._batch_timer.cancel()
             self._batch_timer = None
         deadline = self._batch_started + self.options.send_timeout
         compression = self.options.compression
-        for group in groups:
-            count = len(group.entries)
-            payload = b"".join(group.entries)
-            sealed = self._seal(compress_payload(compression, payload), group.futures, count)
+        for batch in batches:
+            count = batch.count
+            sealed = self._seal(compress_payload(compression, batch.payload), batch.items, count)
             if sealed is None:
                 continue
             body, encryption = sealed
             if len(body) > self.max_message_size:
-                self._fail_futures(group.futures, MessageTooBigError(
+                self._fail_futures(batch.items, MessageTooBigError(
                     f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
                 ))
                 self._release(count)
                 continue
-            # The key on the batch itself is what a Key_Shared subscription dispatches by.
-            metadata = encode_message_metadata(
-                self._name_field,
-                group.first,
-                self._batch_publish_time,
-                partition_key=group.partition_key,
-                partition_key_b64_encoded=group.partition_key_b64,
-                ordering_key=group.ordering_key,
-                compression=compression,
-                uncompressed_size=len(payload),
-                num_messages_in_batch=count,
-                highest_sequence_id=group.last,
-                encryption=encryption,
+            metadata = batch_metadata(
+                batch, self._name_field, self._batch_publish_time, compression=compression, encryption=encryption
             )
-            command = commands.send(self.producer_id, group.first, count, highest_sequence_id=group.last)
+            command = commands.send(self.producer_id, batch.first, count, highest_sequence_id=batch.last)
             frame = encode_payload_frame_raw(command.SerializeToString(), metadata, body)
-            self._submit(_Op(group.first, group.last, count, [frame], group.futures, True, deadline))
+            self._submit(_Op(batch.first, batch.last, count, [frame], batch.items, True, deadline))
 
     async def wait_for_space(self) -> None:
         """Wait until the pending queue has room (messages get confirmed, fail or time out)."""
@@ -338,50 +285,17 @@ class TopicProducer(TopicHandler):
 
     def _batch_due(self) -> None:
         self._batch_timer = None
-        if self._entries or self._groups:
+        if len(self._batch) or len(self._keyed):
             self.flush_batch()
 
     def flush_batch(self) -> None:
-        """Close the batch being filled and send it."""
-        if self._groups:
-            self._flush_keyed()
+        """Close the batch being filled (with key-based batching, every batch of the window) and send it."""
+        if len(self._keyed):
+            self._send_batches(self._keyed.take())
             return
-        entries, futures = self._entries, self._entry_futures
-        if not entries:
-            return
-        self._entries, self._entry_futures, self._batch_bytes = [], [], 0
-        if self._batch_timer is not None:
-            self._batch_timer.cancel()
-            self._batch_timer = None
-        count = len(entries)
-        first = self._batch_first_sequence_id
-        last = first + count - 1
-        payload = b"".join(entries)
-        compression = self.options.compression
-        sealed = self._seal(compress_payload(compression, payload), futures, count)
-        if sealed is None:
-            return
-        body, encryption = sealed
-        if len(body) > self.max_message_size:
-            self._fail_futures(futures, MessageTooBigError(
-                f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
-            ))
-            self._release(count)
-            return
-        metadata = encode_message_metadata(
-            self._name_field,
-            first,
-            self._batch_publish_time,
-            compression=compression,
-            uncompressed_size=len(payload),
-            num_messages_in_batch=count,
-            highest_sequence_id=last,
-            encryption=encryption,
-        )
-        command = commands.send(self.producer_id, first, count, highest_sequence_id=last).SerializeToString()
-        frame = encode_payload_frame_raw(command, metadata, body)
-        deadline = self._batch_started + self.options.send_timeout
-        self._submit(_Op(first, last, count, [frame], futures, True, deadline))
+        batch = self._batch.take()
+        if batch is not None:
+            self._send_batches([batch])
 
     def _send_single(
         self,
@@ -443,7 +357,7 @@ class TopicProducer(TopicHandler):
         # Chunks: the same sequence id and uuid on every piece; the consumer joins them by uuid.
         chunk_size = self.options.chunk_max_message_size or (self.max_message_size - _CHUNK_HEADROOM)
         chunk_size = min(chunk_size, self.max_message_size - _CHUNK_HEADROOM)
-        pieces = [body[start : start + chunk_size] for start in range(0, len(body), chunk_size)]
+        pieces = split_chunks(body, chunk_size)
         message_uuid = f"{self.producer_name}-{sequence_id}-{uuid.uuid4().hex[:8]}"
         chunk_command = commands.send(self.producer_id, sequence_id)
         chunk_command.send.is_chunk = True
@@ -729,22 +643,16 @@ class TopicProducer(TopicHandler):
         for op in pending:
             self._fail_futures(op.futures, error)
             count += op.count
-        if self._entries:
-            futures = self._entry_futures
-            count += len(futures)
-            self._entries, self._entry_futures, self._batch_bytes = [], [], 0
-            if self._batch_timer is not None:
-                self._batch_timer.cancel()
-                self._batch_timer = None
-            self._fail_futures(futures, error)
-        if self._groups:
-            groups, self._groups, self._grouped, self._batch_bytes = self._groups, {}, 0, 0
-            if self._batch_timer is not None:
-                self._batch_timer.cancel()
-                self._batch_timer = None
-            for group in groups.values():
-                self._fail_futures(group.futures, error)
-                count += len(group.futures)
+        batches = self._keyed.take()
+        batch = self._batch.take()
+        if batch is not None:
+            batches.append(batch)
+        if batches and self._batch_timer is not None:
+            self._batch_timer.cancel()
+            self._batch_timer = None
+        for batch in batches:
+            self._fail_futures(batch.items, error)
+            count += batch.count
         self._chunk_receipts_left = 0
         if count:
             self.counters.records_failed += count
