@@ -6,8 +6,8 @@ One process produces the same records with four set-ups, taking turns for severa
 - ``stats``: kafkawire as shipped (statistics always on);
 - ``trace 0``: plus ``mqwire.otel`` tracing, with a sampler that samples nothing (``TraceIdRatioBased(0)``:
   the wrappers then pass calls straight through);
-- ``trace pb0``: the same sampler under ``ParentBased`` (the SDK's usual set-up): every send asks the sampler,
-  since a sampled parent would be followed;
+- ``trace pb0``: the same sampler under ``ParentBased`` (the SDK's usual set-up): a sampled parent would be
+  followed, so every send looks whether a context is current (none is here) before going straight through;
 - ``trace 1``: plus tracing that samples everything, into a batch span processor with an exporter that drops.
 
 Reported per set-up: the median over the rounds of records/s and of CPU microseconds per record, and the

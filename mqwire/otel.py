@@ -26,6 +26,7 @@ once. Spans that are not sampled cost no queueing at all.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import queue
 import threading
@@ -36,6 +37,7 @@ from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 try:
+    from opentelemetry import context as otel_context
     from opentelemetry import metrics, propagate, trace
     from opentelemetry.context import Context
     from opentelemetry.metrics import CallbackOptions, Observation
@@ -56,6 +58,27 @@ C = TypeVar("C")
 _Callback = Callable[[CallbackOptions], Iterable[Observation]]
 
 _SYSTEMS = {"kafkawire": "kafka", "pulsarwire": "pulsar", "tubemqwire": "tubemq"}
+
+
+def _current_context_reader() -> Callable[[], Mapping[str, object]]:
+    """The cheapest way to read the current OTel context: the runtime's context variable itself when it is
+    the default contextvars runtime (one C call), else the API's ``get_current``."""
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    var = getattr(runtime, "_current_context", None)
+    if isinstance(var, contextvars.ContextVar):
+        return var.get
+    return otel_context.get_current
+
+
+_current_context = _current_context_reader()
+
+
+def _never_samples(sampler: Any) -> bool:
+    if sampler is None:
+        return False
+    if getattr(sampler, "rate", None) == 0 and type(sampler).__name__ == "TraceIdRatioBased":
+        return True
+    return bool(sampler.get_description() == "AlwaysOffSampler")
 
 
 def _system_of(obj: object) -> str:
@@ -210,13 +233,22 @@ class Telemetry:
         """Whether the tracer provider's sampler samples nothing (the SDK's ``ALWAYS_OFF`` or a trace id ratio
         of 0): wrappers made then pass every call straight through, at no cost per message. They are made once,
         so a sampler changed later needs new wrappers."""
+        return _never_samples(self._sampler())
+
+    @property
+    def never_samples_roots(self) -> bool:
+        """Whether a span without a parent is never sampled: ``never_samples``, or the SDK's ``ParentBased``
+        sampler whose root sampler samples nothing (its usual set-up at a ratio of 0). Wrappers made then look
+        only at whether a context is current (or, receiving, whether the message carries one) and pass the call
+        straight through when none is; a sampled parent still gets its child span and header."""
+        sampler = self._sampler()
+        if type(sampler).__name__ == "ParentBased":
+            return _never_samples(getattr(sampler, "_root", None))
+        return _never_samples(sampler)
+
+    def _sampler(self) -> Any:
         provider = self._tracer_provider or trace.get_tracer_provider()
-        sampler = getattr(provider, "sampler", None)
-        if sampler is None:
-            return False
-        if getattr(sampler, "rate", None) == 0 and type(sampler).__name__ == "TraceIdRatioBased":
-            return True
-        return bool(sampler.get_description() == "AlwaysOffSampler")
+        return getattr(provider, "sampler", None)
 
     def end_span(self, span: trace.Span) -> None:
         """End ``span`` off the event loop (see the module's documentation)."""
@@ -414,6 +446,9 @@ class TracedProducer(Generic[P]):
             # Nothing would be recorded: the producer's own methods, without a span or a header per message.
             object.__setattr__(self, "send", producer.send)  # type: ignore[attr-defined]
             object.__setattr__(self, "enqueue", producer.enqueue)  # type: ignore[attr-defined]
+        elif telemetry.never_samples_roots:
+            # Only a message sent under a current context can be sampled: without one, straight through.
+            object.__setattr__(self, "enqueue", self._enqueue_if_parent())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
@@ -432,8 +467,30 @@ class TracedProducer(Generic[P]):
         future = await self.enqueue(value, *args, **kwargs)
         return await future
 
+    def _enqueue_if_parent(self) -> Callable[..., Awaitable[Awaitable[Any]]]:
+        """``enqueue`` for a sampler that never samples a root: a plain function (a closure, the fewest
+        lookups per call) that hands back the wrapped producer's coroutine when no context is current, so no
+        frame of ours runs while it does; under a context, the traced path."""
+        raw: Callable[..., Awaitable[Awaitable[Any]]] = self.wrapped.enqueue  # type: ignore[attr-defined]
+        traced = self._traced_enqueue
+        current = _current_context
+
+        def enqueue(value: Any = None, /, *args: Any, **kwargs: Any) -> Awaitable[Awaitable[Any]]:
+            if current():
+                return traced(value, *args, **kwargs)
+            if args or kwargs:
+                return raw(value, *args, **kwargs)
+            return raw(value)
+
+        return enqueue
+
     async def enqueue(self, value: Any = None, /, *args: Any, headers: Any = None, **kwargs: Any) -> Awaitable[Any]:
         """The wrapped ``enqueue``; the span ends when the returned future does."""
+        return await self._traced_enqueue(value, *args, headers=headers, **kwargs)
+
+    async def _traced_enqueue(
+        self, value: Any = None, /, *args: Any, headers: Any = None, **kwargs: Any
+    ) -> Awaitable[Any]:
         telemetry = self._telemetry
         topic = kwargs.get("topic") or _producer_topic(self.wrapped)
         span = telemetry.tracer.start_span(f"send {topic}", kind=trace.SpanKind.PRODUCER)
@@ -485,6 +542,10 @@ class TracedConsumer(Generic[C]):
             getattr(consumer, "options", None), "subscription", None
         )
         self._off = telemetry.never_samples
+        # Without a sampled root, only a message carrying a context (or one received under a current context)
+        # can make a recorded span: the names of the propagator's fields tell whether it carries one.
+        self._roots_off = telemetry.never_samples_roots
+        self._fields = frozenset(propagate.get_global_textmap().fields)
         if self._off:
             object.__setattr__(self, "receive", consumer.receive)  # type: ignore[attr-defined]
             object.__setattr__(self, "getmany", consumer.getmany)  # type: ignore[attr-defined]
@@ -541,6 +602,10 @@ class TracedConsumer(Generic[C]):
         return span
 
     def _received(self, message: Any) -> None:
+        if self._roots_off and not _current_context():
+            headers = message.headers
+            if not headers or not any(name in headers for name in self._fields):
+                return
         span = self._span("receive", message)
         if span.is_recording():
             self._telemetry.end_span(span)

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
 
 from mqwire.otel import Telemetry, extract_context, inject_context
@@ -71,6 +73,58 @@ async def test_parent_based_sampler_at_zero_follows_a_sampled_parent() -> None:
         await traced.send(b"x")
     assert raw.headers["traceparent"].split(b"-")[1] == format(parent.get_span_context().trace_id, "032x").encode()
     assert telemetry.flush(5)
+
+
+class Received:
+    topic = "t"
+    partition = 0
+    offset = 1
+
+    def __init__(self, headers: dict[str, bytes]) -> None:
+        self.headers = headers
+
+
+class RawConsumer:
+    group = "g"
+
+    def __init__(self, messages: list[Received]) -> None:
+        self.messages = messages
+
+    async def receive(self, timeout: float | None = None) -> Received:
+        return self.messages.pop(0)
+
+
+async def test_parent_based_at_zero_skips_only_what_has_no_parent() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0)))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = Telemetry(tracer_provider=provider)
+    assert telemetry.never_samples_roots and not telemetry.never_samples
+    raw = Raw()
+    traced = telemetry.producer(raw)
+    await traced.send(b"root")
+    assert raw.headers is None
+    # A sampled parent (from a provider that samples) gets a recorded child span and its traceparent.
+    parent = TracerProvider().get_tracer("upstream").start_span("process")
+    with trace.use_span(parent):
+        await traced.send(b"child")
+    sent_under_parent = raw.headers
+    assert sent_under_parent["traceparent"].split(b"-")[1] == format(
+        parent.get_span_context().trace_id, "032x").encode()
+    # An unsampled parent still passes its context on.
+    unsampled = provider.get_tracer("t").start_span("unsampled root")
+    assert not unsampled.is_recording()
+    with trace.use_span(unsampled):
+        await traced.send(b"under unsampled")
+    assert int(raw.headers["traceparent"].split(b"-")[3], 16) & 1 == 0  # passed on, flagged not sampled
+    # Received: a message carrying a sampled context gets its receive span, one without none.
+    consumer = telemetry.consumer(RawConsumer([Received({}), Received(dict(sent_under_parent))]))
+    await consumer.receive()
+    await consumer.receive()
+    assert telemetry.flush(5)
+    spans = [(s.name, s.context.trace_id) for s in exporter.get_finished_spans()]
+    trace_id = parent.get_span_context().trace_id
+    assert spans == [("send t", trace_id), ("receive t", trace_id)]
 
 
 def test_observe_needs_stats() -> None:
