@@ -19,18 +19,19 @@ from typing import Any
 from mqwire.common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
 from mqwire.common.stats import ConsumerCounters
 from pulsarwire import errors
-from pulsarwire.acks import AckGrouping, BatchAcks, NegativeAcks, Position, UnackedTracker, bitset_words
+from pulsarwire.acks import AckGrouping, NegativeAcks, Position, UnackedTracker, bitset_words
 from pulsarwire.chunks import ChunkAssembler
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.crypto import CryptoError, MessageDecryptor
 from pulsarwire.dead_letter import DeadLetters
+from pulsarwire.entry_decoder import decode_entry
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerOptions
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.ack import individual_ack_frame
-from pulsarwire.protocol.batch import decode_batch, decompress_payload
+from pulsarwire.protocol.batch import decompress_payload
 from pulsarwire.protocol.frames import Frame, encode_command
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandAck, CommandSubscribe, MessageIdData
 from pulsarwire.receive_queue import ReceiveQueue
@@ -286,79 +287,26 @@ class TopicConsumer(TopicHandler):
             data = bytes(payload)
         else:
             data = decompress_payload(metadata.compression, payload, metadata.uncompressed_size, limit)
-        topic = self.given_topic
-        topic_name = self.topic
-        publish_time = metadata.publish_time
-        producer_name = metadata.producer_name
-        redelivery = body.redelivery_count
-        schema_version = int.from_bytes(metadata.schema_version, "big") if metadata.schema_version else None
-        if encrypted or not metadata.HasField("num_messages_in_batch"):
-            message = Message(
-                topic,
-                topic_name,
-                partition,
-                MessageId(ledger, entry, -1, partition),
-                data,
-                {kv.key: kv.value.encode() for kv in metadata.properties},
-                partition_key=metadata.partition_key if metadata.HasField("partition_key") else None,
-                partition_key_b64_encoded=metadata.partition_key_b64_encoded,
-                ordering_key=metadata.ordering_key if metadata.HasField("ordering_key") else None,
-                timestamp=publish_time,
-                event_time=metadata.event_time or None,
-                redelivery_count=redelivery,
-                producer_name=producer_name,
-                sequence_id=metadata.sequence_id,
-                null_value=metadata.null_value,
-                owner=self,
-                chunks=chunk_positions,
-                schema_version=schema_version,
-                encrypted=encrypted,
-            )
-            if self._before_start(message.message_id):
+        batched = not encrypted and metadata.HasField("num_messages_in_batch")
+        messages, skipped = decode_entry(
+            metadata,
+            data,
+            topic=self.given_topic,
+            topic_name=self.topic,
+            partition=partition,
+            ledger=ledger,
+            entry=entry,
+            redelivery=body.redelivery_count,
+            owner=self,
+            ack_set=_bits(body.ack_set) if batched and len(body.ack_set) else -1,
+            start=self._start_filter(ledger, entry) if batched else 0,
+            chunks=chunk_positions,
+            encrypted=encrypted,
+        )
+        if not batched:
+            if self._before_start(messages[0].message_id):
                 return [], 1
-            # An encrypted batch delivered as one message: the broker counted each of its messages.
-            batched = encrypted and metadata.HasField("num_messages_in_batch")
-            extra = metadata.num_messages_in_batch - 1 if batched else 0
-            return [message], extra
-        count = metadata.num_messages_in_batch
-        entries = decode_batch(data, count)
-        ack_set = _bits(body.ack_set) if len(body.ack_set) else -1
-        start = self._start_filter(ledger, entry)
-        first_sequence = metadata.sequence_id
-        batch = BatchAcks()
-        delivered = 0
-        messages: list[Message] = []
-        append = messages.append
-        skipped = 0
-        make_tuple = tuple.__new__  # a MessageId without its Python-level __new__: once per message
-        for index, item in enumerate(entries):
-            if item.compacted_out or not (ack_set >> index) & 1 or index < start:
-                skipped += 1
-                continue
-            delivered |= 1 << index
-            # Positional arguments: this runs once per message of every batch.
-            append(Message(
-                topic,
-                topic_name,
-                partition,
-                make_tuple(MessageId, (ledger, entry, index, partition, count)),
-                item.payload,
-                item.properties,
-                item.partition_key,
-                item.partition_key_b64_encoded,
-                item.ordering_key,
-                publish_time,
-                item.event_time or None,
-                redelivery,
-                producer_name,
-                first_sequence + index if item.sequence_id is None else item.sequence_id,
-                item.null_value,
-                self,
-                batch,
-                None,
-                schema_version,
-            ))
-        batch.expect(delivered)
+            return messages, skipped
         if not messages and skipped:
             # Nothing left for the application (all acknowledged before, or compacted out).
             self._acks.add(ledger, entry)
