@@ -183,6 +183,9 @@ class Consumer:
         self._committed: dict[TopicPartition, OffsetAndMetadata] = {}
         # Records delivered through the deserializing gate (the queue tracks them itself otherwise).
         self._delivered: dict[TopicPartition, Message] = {}
+        # Taken from the queue but never handed out: skipped after a failed deserializer, or held and then
+        # dropped by a seek or a lost partition. Not part of records_received.
+        self._not_handed_out = 0
         self._tracked: list[str] = []
         self._failure: BaseException | None = None
         self._subscribing: asyncio.Lock | None = None
@@ -559,9 +562,15 @@ class Consumer:
         if self._failure is not None:
             raise self._failure
 
+    def _discard_held(self, tp: TopicPartition) -> None:
+        held = self._gate.held
+        self._gate.discard(lambda m: m.topic_partition != tp)
+        self._not_handed_out += held - self._gate.held
+
     def skip(self, message: Message) -> None:
         """Go on past the message whose deserializer failed (``DeserializationError.message``)."""
         self._gate.skip(message)
+        self._not_handed_out += 1
         self._delivered[message.topic_partition] = message  # skipped on purpose: committed like a delivered one
 
     # ---------------------------------------------------------------------------------- positions
@@ -638,7 +647,7 @@ class Consumer:
         self._queue.drop(state.tp)
         self._delivered.pop(state.tp, None)
         if self._deserializing:
-            self._gate.discard(lambda m: m.topic_partition != state.tp)
+            self._discard_held(state.tp)
         self._fetcher.wake()
 
     def position(self, tp: TopicPartition | tuple[str, int]) -> int | None:
@@ -679,7 +688,7 @@ class Consumer:
         self._delivered.pop(tp, None)
         self._queue.drop(tp)
         if self._deserializing:
-            self._gate.discard(lambda m: m.topic_partition != tp)
+            self._discard_held(tp)
 
     # ---------------------------------------------------------------------------------- commits
     async def ack(self, message: Message) -> None:
@@ -848,7 +857,9 @@ class Consumer:
             )
         topics = sorted(self.subscription() | {tp.topic for tp in self._states})
         snapshot = counters.snapshot("kafka", topics, buffered_records=queue.buffered, lag=lag)
-        received = counters.records - queue.buffered - queue.dropped
+        # Fetched, less what waits in the queue, was dropped from it, waits behind a failed deserializer, or
+        # was taken from it but never handed out: each record counts once, when the application gets it.
+        received = counters.records - queue.buffered - queue.dropped - self._gate.held - self._not_handed_out
         return dataclasses.replace(snapshot, records_received=received, rebalances=self.rebalances)
 
     def __repr__(self) -> str:

@@ -35,6 +35,7 @@ from mqwire.common.errors import (
 )
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.serde import Deserializing
+from mqwire.common.stats import ConsumerCounters, ConsumerStats
 
 if TYPE_CHECKING:
     from kafkawire.cluster import Cluster
@@ -149,6 +150,8 @@ class ShareConsumer:
         self._by_node: dict[int, frozenset[TopicPartition]] = {}
         self._failures: dict[TopicPartition, MqwireError] = {}
         self._error: BaseException | None = None
+        # records: handed to the application (counted per poll); bytes and batches: per partition fetched.
+        self.counters = ConsumerCounters()
 
     # ------------------------------------------------------------------------------ lifecycle
     @property
@@ -266,7 +269,16 @@ class ShareConsumer:
     def _deliver(self, messages: list[ShareMessage]) -> list[ShareMessage]:
         for message in messages:
             self._acks.delivered(message.topic_partition, message.offset)
+        self.counters.records += len(messages)
         return messages
+
+    def stats(self) -> ConsumerStats:
+        """Records handed out and bytes fetched, ShareFetch requests, errors, the buffer and the assignments
+        taken. A share group keeps no position per member, so there is no lag (``lag`` is empty): the broker
+        tracks what is unacknowledged for the whole group."""
+        return self.counters.snapshot(
+            "kafka", self.topics, buffered_records=len(self._buffer) + self._gate.held, lag=()
+        )
 
     def _raise_failure(self) -> None:
         failure = self._error or self._membership.failure
@@ -443,6 +455,7 @@ class ShareConsumer:
 
     # ------------------------------------------------------------------------------ fetching
     def _assigned(self, assignment: frozenset[TopicPartition]) -> None:
+        self.counters.rebalances += 1
         self._wake.set()
 
     async def _supervise(self) -> None:
@@ -510,6 +523,7 @@ class ShareConsumer:
                 version = connection.version_for(SHARE_FETCH_KEY)
                 body = session.fetch_request(want, acks, ids, self._settings)
                 timeout = self._cluster.request_timeout + self._settings.max_wait_ms / 1000
+                self.counters.requests += 1
                 response = await connection.request(body, version=version, timeout=timeout)
             except (
                 ConnectError,
@@ -519,6 +533,7 @@ class ShareConsumer:
                 errors.BrokerNotAvailableError,  # the node left the metadata: its leaderships moved
             ) as exc:
                 log.debug("share fetch from broker %d failed: %s", node, exc)
+                self.counters.error(exc)
                 self._fail(acks, exc)
                 self._acks.answered(acks)
                 session.reset()
@@ -530,6 +545,7 @@ class ShareConsumer:
                 error = errors.error_for(
                     response.error_code, response.error_message or f"ShareFetch to broker {node}"
                 )
+                self.counters.error(error)
                 self._fail(acks, error)
                 session.reset()
                 if not error.retriable and not isinstance(error, _SESSION_LOST):
@@ -557,6 +573,7 @@ class ShareConsumer:
                         self._cluster.metadata.forget_leader(*tp)
                         self._wake.set()
                     log.debug("share fetch of %s: %s", tp, error)
+                    self.counters.error(error)
                     healthy = False
                     continue
                 try:
@@ -572,7 +589,11 @@ class ShareConsumer:
                     MqwireError
                 ) as exc:  # malformed records: left to their lock timeout, then delivered again
                     log.warning("share fetch of %s: %s", tp, exc)
+                    self.counters.error(exc)
                     continue
+                if messages:
+                    self.counters.bytes += len(data.records or b"")
+                    self.counters.batches += 1
                 self._buffer.extend(messages)
                 got += len(messages)
         if got:
