@@ -208,13 +208,15 @@ class TopicProducer(TopicHandler):
         if options.key_based_batching:
             self._add_keyed(entry, future, sequence_id, partition_key, key_b64, ordering_key)
             return future
+        # Attributes rather than len(): this runs once per message.
         batch = self._batch
-        if len(batch) and batch.size + len(entry) > options.batching_max_allowed_size_in_bytes:
+        max_bytes = options.batching_max_allowed_size_in_bytes
+        if batch.items and batch.size + len(entry) > max_bytes:
             self.flush_batch()
-        if not len(batch):
+        if not batch.items:
             self._start_window()
         batch.add(entry, future, sequence_id)
-        if batch.size >= options.batching_max_allowed_size_in_bytes or len(batch) >= options.batching_max_messages:
+        if batch.size >= max_bytes or len(batch.items) >= options.batching_max_messages:
             self.flush_batch()
         return future
 
