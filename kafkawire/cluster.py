@@ -242,10 +242,14 @@ class Cluster:
         A request that timed out leaves the connection in doubt (responses arrive in order), so it goes too.
         """
         if error is None or isinstance(error, ConnectionLostError | RequestTimeoutError | ConnectError):
+            # What else waits on this connection fails as lost (retriable), not as closed by the application.
+            connection.close(ConnectionLostError(f"{connection.address[0]}:{connection.address[1]}: dropped ({error})"))
+            # Only this connection goes: the pool may already hold a fresh one to the same broker, with
+            # other requests on it, when a request on an older connection fails late.
             if self._opened.get(connection.address) is connection:
                 self.counters.lost(error)
                 log.info("connection to %s:%d dropped: %s", *connection.address, error)
-            self._pool.discard(connection.address)
+                self._pool.discard(connection.address)
 
     async def request(self, node_id: int, body: Any, *, timeout: float | None = None) -> Any:
         """Send ``body`` to broker ``node_id``; a dropped connection is discarded so the next call reconnects."""

@@ -19,7 +19,7 @@ from kafkawire.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequ
 from kafkawire.sasl import SaslSettings, mechanism_for
 from mqwire import __version__
 from mqwire.common.channel import Channel
-from mqwire.common.errors import AuthenticationError, ProtocolError, UnsupportedVersionError
+from mqwire.common.errors import AuthenticationError, MqwireError, ProtocolError, UnsupportedVersionError
 from mqwire.common.framing import LengthPrefixedSplitter
 from mqwire.common.transport import Address
 
@@ -80,8 +80,9 @@ class KafkaConnection:
     def closed(self) -> bool:
         return self.channel.closed
 
-    def close(self) -> None:
-        self.channel.close()
+    def close(self, error: MqwireError | None = None) -> None:
+        """Close after the bytes already written; pending requests fail with ``error`` (ClosedError by default)."""
+        self.channel.close(error)
 
     async def wait_closed(self) -> None:
         await self.channel.wait_closed()
