@@ -5,8 +5,10 @@ checked (a future's result or a delivery callback's error); it calls ``clock.sta
 connection set-up is not timed) and hands a sample of the sends to ``latencies`` (enqueue to
 acknowledgement). With a ``pace`` of a fixed rate it sends no faster than that rate (the latency a
 service sees), without one as fast as it can (saturation). Each consume loop reads ``count`` messages
-from the start of the topic (as the member of ``group``, or with the subscription ``group`` in Pulsar)
-and calls ``clock.start()`` at the first one. The loops use each client as its users would for
+from the start of the topic (as the member of ``group``, or with the subscription ``group`` in Pulsar);
+it calls ``clock.start()`` once connected, before it is assigned the topic, so that what a client fetches
+ahead before handing over its first message is measured too (TubeMQ's and the group and share consumers,
+whose group must form first, start the clock at their first message). The loops use each client as its users would for
 throughput: lingering batches, many sends in flight, batch getters.
 """
 
@@ -167,13 +169,12 @@ async def kafkawire_bulk_produce(
 async def kafkawire_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import kafkawire
 
-    async with kafkawire.connect(url) as client, client.consumer(topic, start="earliest") as consumer:
-        seen = 0
-        while seen < count:
-            got = len(await consumer.getmany(timeout_ms=1000, max_records=100_000))
-            if got:
-                clock.start()
-            seen += got
+    async with kafkawire.connect(url) as client:
+        clock.start()  # connected: from here on, assignment, fetching and decoding are all measured
+        async with client.consumer(topic, start="earliest") as consumer:
+            seen = 0
+            while seen < count:
+                seen += len(await consumer.getmany(timeout_ms=1000, max_records=100_000))
 
 
 async def kafkawire_group_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
@@ -231,16 +232,15 @@ async def aiokafka_produce(
 async def aiokafka_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     from aiokafka import AIOKafkaConsumer
 
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=url.removeprefix("kafka://"), auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(bootstrap_servers=url.removeprefix("kafka://"), auto_offset_reset="earliest")
     await consumer.start()
     try:
+        clock.start()  # connected: assignment (without a group: every partition), fetching and decoding measured
+        consumer.subscribe([topic])
         seen = 0
         while seen < count:
             batches = await consumer.getmany(timeout_ms=1000, max_records=100_000)
-            got = sum(len(b) for b in batches.values())
-            if got:
-                clock.start()
-            seen += got
+            seen += sum(len(b) for b in batches.values())
     finally:
         await consumer.stop()
 
@@ -278,19 +278,19 @@ async def kafka_python_produce(
 
 
 async def kafka_python_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
-    from kafka import KafkaConsumer
+    from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=url.removeprefix("kafka://"), auto_offset_reset="earliest", group_id=None,
+        bootstrap_servers=url.removeprefix("kafka://"), auto_offset_reset="earliest", group_id=None,
         max_poll_records=100_000,
     )
     try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        clock.start()
+        consumer.assign([TopicPartition(topic, p) for p in partitions])
         seen = 0
         while seen < count:
-            got = sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
-            if got:
-                clock.start()
-            seen += got
+            seen += sum(len(records) for records in consumer.poll(timeout_ms=1000).values())
     finally:
         consumer.close()
 
@@ -345,18 +345,20 @@ async def confluent_produce(
 
 
 async def confluent_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
-    from confluent_kafka import Consumer
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": url.removeprefix("kafka://"), "group.id": group,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
     try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        # Connected, metadata known; assigned rather than subscribed, as the others read (no group to join).
+        clock.start()
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         seen = 0
         while seen < count:
-            got = len([m for m in consumer.consume(10_000, 1.0) if m.error() is None])
-            if got:
-                clock.start()
-            seen += got
+            # Never more than what is left: consume(n) waits its whole timeout for n messages.
+            got = consumer.consume(min(10_000, count - seen), 1.0)
+            seen += len([m for m in got if m.error() is None])
     finally:
         consumer.close()
 
@@ -381,13 +383,11 @@ async def pulsarwire_produce(
 async def pulsarwire_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import pulsarwire
 
-    async with pulsarwire.connect(url) as client, client.consumer(
-        topic, subscription=group, start="earliest"
-    ) as consumer:
-        for _ in range(count):
-            message = await consumer.receive()
-            clock.start()
-            await consumer.ack(message)
+    async with pulsarwire.connect(url) as client:
+        clock.start()  # connected: subscribing, receiving and acknowledging are measured
+        async with client.consumer(topic, subscription=group, start="earliest") as consumer:
+            for _ in range(count):
+                await consumer.ack(await consumer.receive())
 
 
 def pulsar_client_write(
@@ -440,11 +440,11 @@ async def pulsar_client_consume(url: str, topic: str, count: int, clock: Clock, 
 
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
+        client.get_topic_partitions(topic)  # connected
+        clock.start()
         consumer = client.subscribe(topic, group, initial_position=pulsar.InitialPosition.Earliest)
         for _ in range(count):
-            message = consumer.receive()
-            clock.start()
-            consumer.acknowledge(message)
+            consumer.acknowledge(consumer.receive())
         consumer.close()
     finally:
         client.close()
