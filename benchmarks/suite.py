@@ -474,7 +474,8 @@ def readme_table(rows: list[Row]) -> str:
         if m.client not in (OURS[m.system], "kafkawire-bulk", *REFERENCES[m.system]):
             continue
         ours = index.get((m.system, m.size, m.partitions, OURS[m.system], m.phase))
-        versus = "" if ours is None or m.client == OURS[m.system] or not m.rate else f"{ours.rate / m.rate:.2f}x"
+        mine = m.client in (OURS[m.system], "kafkawire-bulk")
+        versus = "" if ours is None or mine or not m.rate else f"{ours.rate / m.rate:.2f}x"
         out.append(f"| {m.system} | {m.size} B | {m.partitions} | {m.phase} | {m.client} | {m.rate:,.0f} | "
                    f"{m.cpu_us:.2f} | {_ms(m.p99_ms)} | {versus} |")
     return "\n".join(out)
