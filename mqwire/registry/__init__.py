@@ -22,17 +22,20 @@ from mqwire.registry.naming import record_name, topic_name, topic_record_name
 from mqwire.registry.serde import (
     AvroDeserializer,
     AvroSerializer,
+    DeserializerOptions,
     JsonSchemaDeserializer,
     JsonSchemaSerializer,
     ProtobufDeserializer,
     ProtobufSerializer,
     RegistryDeserializer,
     RegistrySerializer,
+    SerializerOptions,
 )
 
 __all__ = [
     "AvroDeserializer",
     "AvroSerializer",
+    "DeserializerOptions",
     "JsonSchemaDeserializer",
     "JsonSchemaSerializer",
     "ProtobufDeserializer",
@@ -44,6 +47,7 @@ __all__ = [
     "RegistrySerializer",
     "RegistryUnreachableError",
     "SchemaNotFoundError",
+    "SerializerOptions",
     "UnknownSchemaIdError",
     "WireFormatError",
     "record_name",

@@ -18,7 +18,7 @@ import io
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 from mqwire.registry.client import RegisteredSchema, RegistryClient, SchemaType
 from mqwire.registry.errors import SchemaNotFoundError, UnknownSchemaIdError, WireFormatError
@@ -28,15 +28,35 @@ from mqwire.registry.wire import decode_indexes, encode_indexes, frame, unframe
 __all__ = [
     "AvroDeserializer",
     "AvroSerializer",
+    "DeserializerOptions",
     "JsonSchemaDeserializer",
     "JsonSchemaSerializer",
     "ProtobufDeserializer",
     "ProtobufSerializer",
     "RegistryDeserializer",
     "RegistrySerializer",
+    "SerializerOptions",
 ]
 
 T = TypeVar("T")
+
+
+class SerializerOptions(TypedDict, total=False):
+    """The options every registry serializer takes (see :class:`RegistrySerializer`)."""
+
+    topic: str | None
+    field: str
+    subject_name_strategy: SubjectNameStrategy
+    auto_register: bool
+    use_latest_version: bool
+
+
+class DeserializerOptions(TypedDict, total=False):
+    """The options every registry deserializer takes (see :class:`RegistryDeserializer`)."""
+
+    topic: str | None
+    field: str
+    subject_name_strategy: SubjectNameStrategy
 
 
 def _check_field(field: str) -> str:
@@ -211,7 +231,7 @@ class AvroSerializer(RegistrySerializer[Any]):
         schema: str | dict[str, Any],
         *,
         to_dict: Callable[[Any], Any] | None = None,
-        **options: Any,
+        **options: Unpack[SerializerOptions],
     ) -> None:
         self._text = _schema_text(schema)
         self._parsed = _fastavro().parse_schema(json.loads(self._text))
@@ -250,7 +270,7 @@ class AvroDeserializer(RegistryDeserializer[Any]):
         reader_schema: str | dict[str, Any] | None = None,
         *,
         from_dict: Callable[[Any], Any] | None = None,
-        **options: Any,
+        **options: Unpack[DeserializerOptions],
     ) -> None:
         fastavro = _fastavro()
         self._reader = None if reader_schema is None else fastavro.parse_schema(json.loads(_schema_text(reader_schema)))
@@ -283,7 +303,7 @@ class JsonSchemaSerializer(RegistrySerializer[Any]):
         schema: str | dict[str, Any],
         *,
         to_dict: Callable[[Any], Any] | None = None,
-        **options: Any,
+        **options: Unpack[SerializerOptions],
     ) -> None:
         self._text = _schema_text(schema)
         self._definition = json.loads(self._text)
@@ -312,7 +332,11 @@ class JsonSchemaDeserializer(RegistryDeserializer[Any]):
     schema_type: SchemaType = "JSON"
 
     def __init__(
-        self, registry: RegistryClient, *, from_dict: Callable[[Any], Any] | None = None, **options: Any
+        self,
+        registry: RegistryClient,
+        *,
+        from_dict: Callable[[Any], Any] | None = None,
+        **options: Unpack[DeserializerOptions],
     ) -> None:
         self._from_dict = from_dict
         super().__init__(registry, **options)
@@ -352,7 +376,9 @@ class ProtobufSerializer(RegistrySerializer[Any]):
 
     schema_type: SchemaType = "PROTOBUF"
 
-    def __init__(self, registry: RegistryClient, message_type: type[Any], **options: Any) -> None:
+    def __init__(
+        self, registry: RegistryClient, message_type: type[Any], **options: Unpack[SerializerOptions]
+    ) -> None:
         import base64
 
         from google.protobuf import descriptor_pb2
@@ -395,7 +421,9 @@ class ProtobufDeserializer(RegistryDeserializer[Any]):
 
     schema_type: SchemaType = "PROTOBUF"
 
-    def __init__(self, registry: RegistryClient, message_type: type[Any], **options: Any) -> None:
+    def __init__(
+        self, registry: RegistryClient, message_type: type[Any], **options: Unpack[DeserializerOptions]
+    ) -> None:
         self.message_type = _message_class(message_type)
         super().__init__(registry, **options)
 
