@@ -105,6 +105,19 @@ def build(client: FakeClient, *, acks: int = -1, idempotent: bool = True, retrie
     return accumulator, sender
 
 
+def two_batches_of_one_partition(client: FakeClient) -> tuple[Sender, list[Any]]:
+    """An idempotent sender with two batches of partition 0 buffered (a batch holds one 60-byte record)."""
+    waker = Waker()
+    accumulator = Accumulator(batch_size=100, linger=0.0, compression=None, buffer_memory=1 << 20,
+                              delivery_timeout=5.0, max_request_size=1 << 20, on_ready=waker.wake)
+    config = SenderConfig(acks=-1, request_timeout=1.0, retries=10, retry_backoff=0.001, retry_backoff_max=0.002,
+                          max_in_flight=5, idempotent=True)
+    sender = Sender(client, accumulator, config, waker)  # type: ignore[arg-type]
+    futures = [accumulator.append("t", 0, 1, None, b"x" * 60, ()) for _ in range(2)]
+    sender.start()
+    return sender, futures
+
+
 def sequences(request: ProduceRequest) -> list[tuple[int, int, int]]:
     out = []
     for topic in request.topic_data:
@@ -180,14 +193,7 @@ async def test_out_of_order_behind_a_failed_batch_is_retried_after_it() -> None:
         return response
 
     client = FakeClient([first_fails, first_fails])
-    waker = Waker()
-    accumulator = Accumulator(batch_size=100, linger=0.0, compression=None, buffer_memory=1 << 20,
-                              delivery_timeout=5.0, max_request_size=1 << 20, on_ready=waker.wake)
-    config = SenderConfig(acks=-1, request_timeout=1.0, retries=10, retry_backoff=0.001, retry_backoff_max=0.002,
-                          max_in_flight=5, idempotent=True)
-    sender = Sender(client, accumulator, config, waker)  # type: ignore[arg-type]
-    futures = [accumulator.append("t", 0, 1, None, b"x" * 60, ()) for _ in range(2)]
-    sender.start()
+    sender, futures = two_batches_of_one_partition(client)
     results = await asyncio.wait_for(asyncio.gather(*futures), 2.0)  # type: ignore[arg-type]
     assert len(results) == 2
     sent = [sequences(r)[0][2] for r in client.requests]
@@ -236,14 +242,7 @@ async def test_a_later_request_never_overtakes_one_still_waiting_for_its_connect
     # Two batches of one partition in two requests: the second must reach the broker second, or the broker
     # (which takes any first sequence from a new producer id) refuses the first one as out of order.
     client = SlowFirstConnectionClient()
-    waker = Waker()
-    accumulator = Accumulator(batch_size=100, linger=0.0, compression=None, buffer_memory=1 << 20,
-                              delivery_timeout=5.0, max_request_size=1 << 20, on_ready=waker.wake)
-    config = SenderConfig(acks=-1, request_timeout=1.0, retries=10, retry_backoff=0.001, retry_backoff_max=0.002,
-                          max_in_flight=5, idempotent=True)
-    sender = Sender(client, accumulator, config, waker)  # type: ignore[arg-type]
-    futures = [accumulator.append("t", 0, 1, None, b"x" * 60, ()) for _ in range(2)]
-    sender.start()
+    sender, futures = two_batches_of_one_partition(client)
     await asyncio.wait_for(asyncio.gather(*futures), 2.0)  # type: ignore[arg-type]
     assert [sequences(request)[0][2] for request in client.requests] == [0, 1]
     await sender.stop()
@@ -267,14 +266,7 @@ async def test_a_batch_whose_predecessor_failed_while_it_waited_is_written_after
     # The first batch's request is lost; the second batch, dispatched meanwhile, is still waiting for its
     # connection. Written then, it would reach the broker before the retry of the first.
     client = SlowSecondConnectionClient([lambda _body: ConnectionLostError("gone")])
-    waker = Waker()
-    accumulator = Accumulator(batch_size=100, linger=0.0, compression=None, buffer_memory=1 << 20,
-                              delivery_timeout=5.0, max_request_size=1 << 20, on_ready=waker.wake)
-    config = SenderConfig(acks=-1, request_timeout=1.0, retries=10, retry_backoff=0.001, retry_backoff_max=0.002,
-                          max_in_flight=5, idempotent=True)
-    sender = Sender(client, accumulator, config, waker)  # type: ignore[arg-type]
-    futures = [accumulator.append("t", 0, 1, None, b"x" * 60, ()) for _ in range(2)]
-    sender.start()
+    sender, futures = two_batches_of_one_partition(client)
     await asyncio.wait_for(asyncio.gather(*futures), 2.0)  # type: ignore[arg-type]
     written = [sequences(request)[0][2] for request in client.requests]
     assert written == [0, 0, 1]
