@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql.functions import spark_partition_id
 
 import kafkawire
-import sparkwire
 from mqwire.testing.endpoints import KafkaBroker
 from sparkwire.kafka import KafkaBatchReader
+from tests.integration.spark_session import local_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -29,20 +27,11 @@ SPARK_KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkwire-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
+    yield from local_session(
+        "sparkwire-tests",
         # Packages are resolved when the JVM starts: whichever Spark test module runs first brings it up.
-        .config("spark.jars.packages", SPARK_KAFKA_PACKAGE)
-        .getOrCreate()
+        **{"spark.jars.packages": SPARK_KAFKA_PACKAGE},
     )
-    sparkwire.register(session)
-    yield session
-    session.stop()
 
 
 async def _create(url: str, partitions: int) -> str:

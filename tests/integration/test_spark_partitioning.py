@@ -4,38 +4,24 @@ the checkpoint of a query on another topic."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql.functions import spark_partition_id
 
 import kafkawire
-import sparkwire
 from mqwire.testing.endpoints import KafkaBroker
+from tests.integration.spark_session import local_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkwire-partitioning-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    sparkwire.register(session)
-    yield session
-    session.stop()
+    yield from local_session("sparkwire-partitioning-tests")
 
 
 async def fill(url: str, topics: dict[str, int], records: int) -> None:

@@ -4,38 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
 import pulsarwire
-import sparkwire
 from mqwire.testing import pulsar_admin
 from mqwire.testing.endpoints import PulsarBroker
 from pulsarwire.message import MessageId
+from tests.integration.spark_session import local_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkwire-pulsar-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    sparkwire.register(session)
-    yield session
-    session.stop()
+    yield from local_session("sparkwire-pulsar-tests")
 
 
 def unique(label: str) -> str:

@@ -7,19 +7,17 @@ pulsarwire over TLS with a token, on a Pulsar of its own."""
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
-import sparkwire
 from mqwire.testing.endpoints import KafkaBroker
 from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
 from mqwire.testing.pulsar import SecuredPulsar, Security, start_secured
 from tests.integration.crash import OwnBroker
+from tests.integration.spark_session import local_session
 from tests.integration.test_pulsar_secured import make_certificates, token_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -29,18 +27,7 @@ JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required usernam
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkwire-secured-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    sparkwire.register(session)
-    yield session
-    session.stop()
+    yield from local_session("sparkwire-secured-tests")
 
 
 def sasl_ssl(broker: KafkaBroker, password: str = SASL_PASSWORD) -> dict[str, str]:

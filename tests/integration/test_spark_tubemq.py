@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
-import sparkwire
 import tubemqwire
 from mqwire.testing.endpoints import TubeMQBroker
 from mqwire.testing.tubemq import create_topics
+from tests.integration.spark_session import local_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -25,18 +22,7 @@ PARTITIONS = {"read": 3, "from": 2, "empty": 1, "write": 2, "stream": 2, "stream
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkwire-tubemq-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    sparkwire.register(session)
-    yield session
-    session.stop()
+    yield from local_session("sparkwire-tubemq-tests")
 
 
 @pytest.fixture(scope="module")
