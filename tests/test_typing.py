@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,9 @@ async def main() -> None:
 
 
 def test_mypy_names_each_misspelled_option_and_accepts_the_rest(tmp_path: Path) -> None:
-    snippet = tmp_path / "user_app.py"
+    # A module name of its own per run: mypy's cache in the repository would otherwise answer for an earlier
+    # run's user_app.py at another temporary path, and the errors would name that path.
+    snippet = tmp_path / f"user_app_{uuid.uuid4().hex[:8]}.py"
     snippet.write_text(SNIPPET)
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--hide-error-context", str(snippet)],
