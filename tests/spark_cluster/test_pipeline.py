@@ -97,7 +97,12 @@ def kafka_system(url: str) -> System:
 # --- Pulsar
 async def _pulsar_produce(url: str, topic: str, data: list[bytes]) -> None:
     async with pulsarwire.connect(url) as client, client.producer(topic) as producer:
-        futures = [await producer.enqueue(v, headers={"i": v.split(b"-")[-1]}) for v in data]
+        # Keyed, so both partitions get records: without a key, round robin with batching stays on one
+        # partition for 10 ms, which a fast producer can fill with every record.
+        futures = [
+            await producer.enqueue(v, key=b"k%d" % (i % 7), headers={"i": v.split(b"-")[-1]})
+            for i, v in enumerate(data)
+        ]
         await producer.flush()
         for future in futures:
             await future
