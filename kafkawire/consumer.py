@@ -719,7 +719,11 @@ class Consumer:
 
     async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
         """Commit the positions after the messages delivered so far, as aiokafka's ``commit()`` does (only the
-        acknowledged ones with ``commit_acknowledged_only``), or ``offsets``: partition -> next offset to consume."""
+        acknowledged ones with ``commit_acknowledged_only``), or ``offsets``: partition -> next offset to consume.
+
+        A member of a group whose group has rebalanced since the records were delivered gets
+        :class:`~kafkawire.errors.CommitFailedError` (as with aiokafka): nothing is committed, the consumer
+        rejoins by itself and goes on; catch it where a loop commits as it reads."""
         if self.group is None:
             raise ConfigurationError("commit needs a consumer created with group=")
         self._lifecycle.check_open()

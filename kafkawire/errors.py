@@ -51,6 +51,15 @@ class KafkaFatalError(KafkaError, FatalBrokerError):
     """A Kafka error code that retrying will not fix."""
 
 
+class CommitFailedError(KafkaFatalError):
+    """A group member's commit refused because the group has moved on since its records were delivered: it
+    rebalanced, or dropped or fenced the member. The partitions may belong to another member now, so the
+    offsets are neither committed nor retried; the consumer rejoins by itself, and its next ``commit()`` covers
+    what it still owns. aiokafka, kafka-python and the Java client raise an error of this name in the same
+    case. Raised as the error of the broker's code: IllegalGenerationError, UnknownMemberIdError,
+    RebalanceInProgressError or FencedMemberEpochError (KIP-848)."""
+
+
 class UnknownKafkaError(KafkaFatalError):
     """A code this client does not know (a newer broker); treated as fatal."""
 
@@ -155,7 +164,7 @@ class InvalidRequiredAcksError(KafkaFatalError):
     error_code = 21
 
 
-class IllegalGenerationError(KafkaFatalError):
+class IllegalGenerationError(CommitFailedError):
     error_code = 22
 
 
@@ -167,7 +176,7 @@ class InvalidGroupIdError(KafkaFatalError):
     error_code = 24
 
 
-class UnknownMemberIdError(KafkaFatalError):
+class UnknownMemberIdError(CommitFailedError):
     error_code = 25
 
 
@@ -175,7 +184,7 @@ class InvalidSessionTimeoutError(KafkaFatalError):
     error_code = 26
 
 
-class RebalanceInProgressError(KafkaFatalError):
+class RebalanceInProgressError(CommitFailedError):
     error_code = 27
 
 
@@ -515,7 +524,7 @@ class OffsetMovedToTieredStorageError(KafkaFatalError):
     error_code = 109
 
 
-class FencedMemberEpochError(KafkaFatalError):
+class FencedMemberEpochError(CommitFailedError):
     error_code = 110
 
 
@@ -663,6 +672,7 @@ __all__ = [
     "ChecksumError",
     "ClosedError",
     "ClusterAuthorizationFailedError",
+    "CommitFailedError",
     "ConcurrentTransactionsError",
     "ConfigurationError",
     "ConnectError",

@@ -96,14 +96,16 @@ async def produce(producer: kafkawire.Producer, out: Produced, stop: asyncio.Eve
 
 
 async def consume(consumer: kafkawire.Consumer, seen: list[tuple[int, int, bytes]], stop: asyncio.Event) -> None:
-    """Read, acknowledge and commit after each batch; a failed commit is covered by the next one."""
+    """Read, acknowledge and commit after each batch, as an aiokafka application does: a commit that failed
+    for now (a retriable error) or because the group rebalanced meanwhile (CommitFailedError, which a member
+    that joined after the first one can cause at the start) is covered by the next one or by the new owner."""
     while not stop.is_set():
         batch = await consumer.getmany(timeout=0.5, max_records=500)
         for message in batch:
             seen.append((message.partition, message.offset, message.value or b""))
             await consumer.ack(message)
         if batch:
-            with contextlib.suppress(RetriableError):
+            with contextlib.suppress(RetriableError, kafkawire.CommitFailedError):
                 await consumer.commit()
 
 

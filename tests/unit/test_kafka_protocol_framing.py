@@ -233,6 +233,16 @@ def test_error_table() -> None:
         errors.error_for(0)
 
 
+def test_the_codes_of_a_group_that_moved_on_are_commit_failures() -> None:
+    # What aiokafka users catch around commit() when the group rebalanced: one class for the four codes.
+    for code in (22, 25, 27, 110):
+        error = errors.error_for(code)
+        assert isinstance(error, errors.CommitFailedError) and not error.retriable, code
+    for code in (15, 16, 14, 113):  # coordinator trouble and KIP-848's stale epoch are retried instead
+        assert not isinstance(errors.error_for(code), errors.CommitFailedError), code
+    assert 22 in errors.ERRORS and errors.CommitFailedError not in errors.ERRORS.values()
+
+
 def test_raise_for() -> None:
     errors.raise_for(0)
     with pytest.raises(errors.UnknownTopicOrPartitionError):
