@@ -1,9 +1,9 @@
 """The messages of one stored entry, without I/O: a single message, or the messages of a batch.
 
-The partition consumer joins chunks, decrypts and decompresses; this turns the entry's metadata and data
-into :class:`pulsarwire.Message` objects, leaving out what the broker says is acknowledged (``ack_set``),
-what the producer's compaction left out, and the indexes before ``start`` (a reader starting inside a
-batch).
+Chunks are joined by :mod:`pulsarwire.chunks` and payloads decrypted and decompressed by
+:mod:`pulsarwire.entry_payload`; this turns the entry's metadata and data into :class:`pulsarwire.Message`
+objects, leaving out what the broker says is acknowledged (``ack_set``), what the producer's compaction
+left out, and the indexes before ``start`` (a reader starting inside a batch).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """One subscription on one topic or partition: subscribe, flow permits, unpack, acks, reconnection.
 
 The broker pushes at most as many messages as it holds permits; the first FLOW grants the receiver queue
-size, and once the application has taken half of that, another FLOW grants what it took. A batch entry is
-unpacked in one pass into the shared receive queue. After a reconnection the messages still queued from
+size, and once the application has taken half of that, another FLOW grants what it took. An entry's chunks
+are joined (:mod:`pulsarwire.chunks`), its payload decrypted and decompressed
+(:mod:`pulsarwire.entry_payload`) and its messages decoded (:mod:`pulsarwire.entry_decoder`), all
+sans-IO, in one pass into the shared receive queue. After a reconnection the messages still queued from
 the old session are dropped (the broker delivers every unacknowledged message again) and the permits
 start over.
 """
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,18 +23,18 @@ from mqwire.common.errors import ConnectionLostError, MqwireError, ProtocolError
 from mqwire.common.stats import ConsumerCounters
 from pulsarwire import errors
 from pulsarwire.acks import AckGrouping, NegativeAcks, Position, UnackedTracker, bitset_words
-from pulsarwire.chunks import ChunkAssembler
+from pulsarwire.chunks import COMPLETE, ChunkAssembler
 from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.connection import PulsarConnection
-from pulsarwire.crypto import CryptoError, MessageDecryptor
+from pulsarwire.crypto import MessageDecryptor
 from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.entry_decoder import decode_entry
+from pulsarwire.entry_payload import Undecryptable, open_payload
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerOptions
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.ack import individual_ack_frame
-from pulsarwire.protocol.batch import decompress_payload
 from pulsarwire.protocol.frames import Frame, encode_command
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandAck, CommandSubscribe, MessageIdData
 from pulsarwire.receive_queue import ReceiveQueue
@@ -216,7 +219,7 @@ class TopicConsumer(TopicHandler):
         position = (body.message_id.ledgerId, body.message_id.entryId)
         try:
             messages, skipped = self._unpack(body, frame)
-        except _Undecryptable as exc:
+        except Undecryptable as exc:
             self._undecryptable(position, count, str(exc))
             return
         except ProtocolError as exc:
@@ -235,9 +238,6 @@ class TopicConsumer(TopicHandler):
             counters.batches += 1
             counters.bytes += len(frame.payload or b"")
             self.queue.extend(messages)
-        dropped = self._chunks.take_dropped()
-        if dropped:
-            self._send_acks(dropped)
 
     def _undecryptable(self, position: Position, count: int, reason: str) -> None:
         """crypto_failure_action "DISCARD": acknowledged and dropped; "FAIL": not delivered, left unacknowledged
@@ -259,34 +259,31 @@ class TopicConsumer(TopicHandler):
         payload: bytes | memoryview = frame.payload
         chunk_positions: list[Position] | None = None
         if metadata.num_chunks_from_msg > 1:
-            joined = self._chunks.add(
+            assembly = self._chunks.offer(
                 metadata.uuid,
                 metadata.chunk_id,
                 metadata.num_chunks_from_msg,
                 metadata.total_chunk_msg_size,
                 (ledger, entry),
                 bytes(payload),
+                time.monotonic(),
             )
-            if joined is None:
+            if assembly.dropped:
+                # Chunks given up (a broken, evicted or expired message) would come back forever unacknowledged.
+                self._send_acks(assembly.dropped)
+            if assembly.outcome != COMPLETE:
                 return [], 1
-            payload, chunk_positions = joined
+            payload, chunk_positions = assembly.payload, assembly.positions
             # The message is known by its first chunk; acking it acks every chunk.
             ledger, entry = chunk_positions[0]
-        encrypted = False
-        if len(metadata.encryption_keys):
-            try:
-                if self._decryptor is None:
-                    raise CryptoError("the message is encrypted and the consumer has no crypto_key_reader")
-                payload = self._decryptor.decrypt(metadata, payload)
-            except CryptoError as exc:
-                if self.options.crypto_failure_action != "CONSUME":
-                    raise _Undecryptable(str(exc)) from None
-                encrypted = True
-        limit = max(_MAX_UNCOMPRESSED, self.connection.max_message_size if self.connection else 0)
-        if encrypted:
-            data = bytes(payload)
-        else:
-            data = decompress_payload(metadata.compression, payload, metadata.uncompressed_size, limit)
+        opened = open_payload(
+            metadata,
+            payload,
+            decryptor=self._decryptor,
+            crypto_failure_action=self.options.crypto_failure_action,
+            max_uncompressed=max(_MAX_UNCOMPRESSED, self.connection.max_message_size if self.connection else 0),
+        )
+        data, encrypted = opened.data, opened.encrypted
         batched = not encrypted and metadata.HasField("num_messages_in_batch")
         messages, skipped = decode_entry(
             metadata,
@@ -670,9 +667,6 @@ class TopicConsumer(TopicHandler):
 
 _UINT64 = (1 << 64) - 1
 
-
-class _Undecryptable(Exception):
-    """An encrypted entry that could not be decrypted (handled by crypto_failure_action)."""
 
 # The reference clients decompress whatever size the producer declared; this bounds a lying declaration.
 _MAX_UNCOMPRESSED = 64 * 1024 * 1024

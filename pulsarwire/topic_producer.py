@@ -1,10 +1,14 @@
 """One producer on one topic or partition: batches, sequence ids, receipts, send timeout, reconnection.
 
-Messages accumulate as encoded batch entries; a batch leaves as one SEND frame when it is full (count or
-bytes) or its delay has passed. Every SEND is kept, already encoded, until its receipt arrives, so that a
-reconnection can send them all again in order; receipts arrive in sequence order and complete the head
-of that queue. The broker deduplicates by producer name and sequence id, which is why a reconnecting
-producer asks for the name the broker gave it the first time.
+Messages accumulate as encoded batch entries (the sans-IO builders of :mod:`pulsarwire.batch_builder`); a
+batch leaves as one SEND frame when it is full (count or bytes) or its delay has passed. What the frames
+hold (compression, encryption, chunks, metadata) is :mod:`pulsarwire.message_encoder`'s work; this class
+sequences, sends, keeps the pending queue and matches receipts.
+
+Every SEND is kept, already encoded, until its receipt arrives, so that a reconnection can send them all
+again in order; receipts arrive in sequence order and complete the head of that queue. The broker
+deduplicates by producer name and sequence id, which is why a reconnecting producer asks for the name the
+broker gave it the first time.
 """
 
 from __future__ import annotations
@@ -14,30 +18,25 @@ import contextlib
 import functools
 import logging
 import time
-import uuid
 from collections import deque
 from typing import Any
 
 from mqwire.common.errors import ConnectionLostError, MqwireError, RequestTimeoutError
 from mqwire.common.stats import ProducerCounters
 from pulsarwire import errors
-from pulsarwire.batch_builder import Batch, BatchBuilder, KeyBasedBatchBuilder, batch_metadata, split_chunks
+from pulsarwire.batch_builder import Batch, BatchBuilder, KeyBasedBatchBuilder
 from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.crypto import CryptoError, MessageEncryptor
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import Receipt, receipt
+from pulsarwire.message_encoder import Encoded, MessageEncoder, OutgoingMessage
 from pulsarwire.options import ProducerOptions
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import PROPERTIES_TAG as ENTRY_PROPERTIES_TAG
-from pulsarwire.protocol.batch import compress_payload, encode_entry_fast
-from pulsarwire.protocol.frames import Frame, encode_payload_frame_raw
-from pulsarwire.protocol.metadata import (
-    PROPERTIES_TAG,
-    encode_message_metadata,
-    producer_name_field,
-    schema_version_field,
-)
+from pulsarwire.protocol.batch import encode_entry_fast
+from pulsarwire.protocol.frames import Frame
+from pulsarwire.protocol.metadata import producer_name_field, schema_version_field
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, ServerError
 from pulsarwire.protocol.wire import key_values
 from pulsarwire.session import Session
@@ -46,9 +45,6 @@ log = logging.getLogger(__name__)
 
 T = BaseCommand.Type
 Properties = list[tuple[bytes, bytes]]
-
-# SEND command and metadata of a chunk must fit beside the chunk in the broker's frame limit.
-_CHUNK_HEADROOM = 1024
 
 
 class _Op:
@@ -98,10 +94,19 @@ class TopicProducer(TopicHandler):
         self.producer_id = client.next_producer_id()
         self.producer_name = options.producer_name
         self._name_field = b"" if options.producer_name is None else producer_name_field(options.producer_name)
-        self._encryptor = None
+        encryptor = None
         if options.encryption_keys:
             assert options.crypto_key_reader is not None  # checked with the options
-            self._encryptor = MessageEncryptor(list(options.encryption_keys), options.crypto_key_reader)
+            encryptor = MessageEncryptor(list(options.encryption_keys), options.crypto_key_reader)
+        # Compression, encryption, chunking and framing: sans-IO, in the encoder.
+        self._encoder = MessageEncoder(
+            self.producer_id,
+            compression=options.compression,
+            encryptor=encryptor,
+            crypto_failure_action=options.crypto_failure_action,
+            chunking_enabled=options.chunking_enabled,
+            chunk_max_message_size=options.chunk_max_message_size,
+        )
         self._created = False
         self._epoch = 0
         initial = options.initial_sequence_id
@@ -183,10 +188,10 @@ class TopicProducer(TopicHandler):
             self._pending_messages += 1
             if len(self._batch) or len(self._keyed):
                 self.flush_batch()
-            self._send_single(
-                value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, future,
-                txn,
+            message = OutgoingMessage(
+                value, properties, partition_key, key_b64, ordering_key, event_time, deliver_at, null_value, txn
             )
+            self._send_single(message, future)
             return future
         if len(value) > self.max_message_size and not options.compression:
             raise MessageTooBigError(
@@ -248,30 +253,22 @@ class TopicProducer(TopicHandler):
         )
 
     def _send_batches(self, batches: list[Batch[asyncio.Future[Receipt]]]) -> None:
-        """Compress, encrypt and frame closed batches, and send them."""
+        """Encode closed batches (compressed, encrypted, framed) and send them."""
         if self._batch_timer is not None:
             self._batch_timer.cancel()
             self._batch_timer = None
         deadline = self._batch_started + self.options.send_timeout
-        compression = self.options.compression
         for batch in batches:
-            count = batch.count
-            sealed = self._seal(compress_payload(compression, batch.payload), batch.items, count)
-            if sealed is None:
+            try:
+                encoded = self._encoder.encode_batch(
+                    batch, self._name_field, self._batch_publish_time, self.max_message_size
+                )
+            except (CryptoError, MessageTooBigError) as exc:
+                self._fail_futures(batch.items, exc)
+                self._release(batch.count)
                 continue
-            body, encryption = sealed
-            if len(body) > self.max_message_size:
-                self._fail_futures(batch.items, MessageTooBigError(
-                    f"batch of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
-                ))
-                self._release(count)
-                continue
-            metadata = batch_metadata(
-                batch, self._name_field, self._batch_publish_time, compression=compression, encryption=encryption
-            )
-            command = commands.send(self.producer_id, batch.first, count, highest_sequence_id=batch.last)
-            frame = encode_payload_frame_raw(command.SerializeToString(), metadata, body)
-            self._submit(_Op(batch.first, batch.last, count, [frame], batch.items, True, deadline))
+            self._warn_unencrypted(encoded)
+            self._submit(_Op(batch.first, batch.last, batch.count, encoded.frames, batch.items, True, deadline))
 
     async def wait_for_space(self) -> None:
         """Wait until the pending queue has room (messages get confirmed, fail or time out)."""
@@ -299,114 +296,29 @@ class TopicProducer(TopicHandler):
         if batch is not None:
             self._send_batches([batch])
 
-    def _send_single(
-        self,
-        value: bytes,
-        properties: Properties | None,
-        partition_key: bytes | None,
-        key_b64: bool,
-        ordering_key: bytes | None,
-        event_time: int,
-        deliver_at: int | None,
-        null_value: bool,
-        future: asyncio.Future[Receipt],
-        txn: tuple[int, int] | None = None,
-    ) -> None:
+    def _send_single(self, message: OutgoingMessage, future: asyncio.Future[Receipt]) -> None:
         sequence_id = self._next_sequence_id
         self._next_sequence_id = sequence_id + 1
-        compression = self.options.compression
-        sealed = self._seal(compress_payload(compression, value), [future], 1)
-        if sealed is None:
-            return
-        body, encryption = sealed
-        publish_time = int(time.time() * 1000)
-        props = key_values(PROPERTIES_TAG, properties) if properties else b""
-        deadline = self._loop.time() + self.options.send_timeout
-        limit = self.max_message_size
-        if self.options.chunking_enabled and self.options.chunk_max_message_size:
-            # As in the Java client: a message above chunk_max_message_size goes in chunks, even one the
-            # broker would take whole.
-            limit = min(limit, self.options.chunk_max_message_size)
-        if len(body) <= limit:
-            metadata = encode_message_metadata(
-                self._name_field,
+        try:
+            encoded = self._encoder.encode_message(
+                message,
                 sequence_id,
-                publish_time,
-                properties=props,
-                partition_key=partition_key,
-                compression=compression,
-                uncompressed_size=len(value),
-                event_time=event_time,
-                partition_key_b64_encoded=key_b64,
-                ordering_key=ordering_key,
-                deliver_at_time=deliver_at,
-                null_value=null_value,
-                txnid=txn,
-                encryption=encryption,
+                self._name_field,
+                int(time.time() * 1000),
+                self.max_message_size,
+                producer_label=self.producer_name,
             )
-            send = commands.send(self.producer_id, sequence_id)
-            if txn is not None:
-                send.send.txnid_most_bits, send.send.txnid_least_bits = txn
-            frame = encode_payload_frame_raw(send.SerializeToString(), metadata, body)
-            self._submit(_Op(sequence_id, sequence_id, 1, [frame], [future], False, deadline))
-            return
-        if not self.options.chunking_enabled:
-            self._fail_futures([future], MessageTooBigError(
-                f"message of {len(body)} bytes exceeds the broker's maximum of {self.max_message_size}"
-            ))
+        except (CryptoError, MessageTooBigError) as exc:
+            self._fail_futures([future], exc)
             self._release(1)
             return
-        # Chunks: the same sequence id and uuid on every piece; the consumer joins them by uuid.
-        chunk_size = self.options.chunk_max_message_size or (self.max_message_size - _CHUNK_HEADROOM)
-        chunk_size = min(chunk_size, self.max_message_size - _CHUNK_HEADROOM)
-        pieces = split_chunks(body, chunk_size)
-        message_uuid = f"{self.producer_name}-{sequence_id}-{uuid.uuid4().hex[:8]}"
-        chunk_command = commands.send(self.producer_id, sequence_id)
-        chunk_command.send.is_chunk = True
-        if txn is not None:
-            chunk_command.send.txnid_most_bits, chunk_command.send.txnid_least_bits = txn
-        command_bytes = chunk_command.SerializeToString()
-        frames = []
-        for chunk_id, piece in enumerate(pieces):
-            metadata = encode_message_metadata(
-                self._name_field,
-                sequence_id,
-                publish_time,
-                properties=props,
-                partition_key=partition_key,
-                compression=compression,
-                uncompressed_size=len(value),
-                event_time=event_time,
-                partition_key_b64_encoded=key_b64,
-                ordering_key=ordering_key,
-                deliver_at_time=deliver_at,
-                null_value=null_value,
-                uuid=message_uuid,
-                num_chunks_from_msg=len(pieces),
-                total_chunk_msg_size=len(body),
-                chunk_id=chunk_id,
-                txnid=txn,
-            )
-            frames.append(encode_payload_frame_raw(command_bytes, metadata, piece))
-        self._submit(_Op(sequence_id, sequence_id, 1, frames, [future], False, deadline))
+        self._warn_unencrypted(encoded)
+        deadline = self._loop.time() + self.options.send_timeout
+        self._submit(_Op(sequence_id, sequence_id, 1, encoded.frames, [future], False, deadline))
 
-    def _seal(
-        self, body: bytes, futures: list[asyncio.Future[Receipt]], count: int
-    ) -> tuple[bytes, bytes] | None:
-        """The payload encrypted when the producer has encryption_keys, and its metadata fields; None when
-        encryption failed and the messages were failed (crypto_failure_action "FAIL")."""
-        encryptor = self._encryptor
-        if encryptor is None:
-            return body, b""
-        try:
-            return encryptor.encrypt(body)
-        except CryptoError as exc:
-            if self.options.crypto_failure_action == "SEND":
-                log.warning("%s: sending unencrypted: %s", self.label, exc)
-                return body, b""
-            self._fail_futures(futures, exc)
-            self._release(count)
-            return None
+    def _warn_unencrypted(self, encoded: Encoded) -> None:
+        if encoded.unencrypted is not None:
+            log.warning("%s: sending unencrypted: %s", self.label, encoded.unencrypted)
 
     def _submit(self, op: _Op) -> None:
         self._pending.append(op)
