@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
@@ -18,12 +19,13 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import kafkawire
+from mqwire.common.contract import Producer
 from sparkwire import options as opts
 from sparkwire.batches import drive
 from sparkwire.kafka_read import OffsetRange, kafka_topics, read_range
 from sparkwire.kafka_stream import KafkaStreamReader
 from sparkwire.security import kafka_connect
-from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
+from sparkwire.writing import ArrowRowsWriter, RowsSender, RowsStreamWriter
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
@@ -45,7 +47,7 @@ class KafkaDataSource(DataSource):
         return KafkaBatchReader(dict(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
+        return ArrowRowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(dict(self.options))
@@ -131,5 +133,17 @@ class KafkaBatchReader(DataSourceReader):
         yield from drive(lambda: read_range(url, partition, connect))
 
 
-# Rows go through the shared contract; a null value stays null (a tombstone).
-WRITE_ROWS = RowsSender(kafkawire.connect)
+async def enqueue_many(
+    producer: Producer,
+    values: list[bytes | None],
+    keys: list[bytes | None] | None,
+    headers: list[dict[str, bytes] | None] | None,
+) -> Awaitable[Any]:
+    """A chunk of rows to kafkawire's bulk call: encoded in one pass, one future for them all."""
+    assert isinstance(producer, kafkawire.Producer)
+    return await producer.enqueue_many(values, keys=keys, headers=headers)
+
+
+# Rows go through the shared contract, a chunk at a time through the bulk call; a null value stays null
+# (a tombstone).
+WRITE_ROWS = RowsSender(kafkawire.connect, send_many=enqueue_many)

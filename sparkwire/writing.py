@@ -1,8 +1,9 @@
 """Rows to topics: what the writers of the three sources share.
 
-A writer task hands each row to the client's ``enqueue`` and reports success only once every message is
-acknowledged (at least once: an acknowledged message cannot be taken back, so a retried task or job may
-write some twice). Writers are picklable: they hold options and module-level functions only.
+A writer task hands each row to the client's ``enqueue`` (or, where the producer has a bulk call, each chunk
+of rows of one topic to it at once) and reports success only once every message is acknowledged (at least
+once: an acknowledged message cannot be taken back, so a retried task or job may write some twice). Writers
+are picklable: they hold options and module-level functions only.
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    WriterCommitMessage,
+)
 
 from mqwire.common.contract import Client, Producer, Receipt
 from sparkwire import options as opts
 from sparkwire.options import ConnectOptions
+from sparkwire.row_columns import Columns, as_bytes, as_headers, column_chunks, group_by_topic
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,11 @@ class WriteResult(WriterCommitMessage):
 
 # (topic, row fields) -> the future of the message's acknowledgement
 Enqueue = Callable[[str, dict[str, Any]], Awaitable[Awaitable[Receipt]]]
+# (producer, values, keys or None, headers or None) -> the future of all of their acknowledgements
+SendMany = Callable[
+    [Producer, list[bytes | None], list[bytes | None] | None, list[dict[str, bytes] | None] | None],
+    Awaitable[Awaitable[Any]],
+]
 # options -> the connect() URL
 UrlOf = Callable[[Mapping[str, str]], str]
 # options -> the connect() keywords (security and timeouts) they give
@@ -51,6 +63,27 @@ async def send_rows(rows: Iterator[Any], default_topic: str | None, enqueue: Enq
     for future in futures:
         await future
     return len(futures)
+
+
+async def send_chunks(
+    chunks: Iterator[Columns],
+    default_topic: str | None,
+    producers: ProducersByTopic,
+    send_many: SendMany,
+    empty_for_null: bool = False,
+) -> int:
+    """``send_rows`` with one bulk call per topic per chunk: waits for every call's acknowledgement (the first
+    failed one fails the task) and returns how many rows they carried."""
+    futures = []
+    written = 0
+    for chunk in chunks:
+        for topic, group in group_by_topic(chunk, default_topic, empty_for_null).items():
+            producer = await producers.get(topic)
+            futures.append(await send_many(producer, group.values, group.keys, group.headers))
+            written += len(group.values)
+    for future in futures:
+        await future
+    return written
 
 
 class ProducersByTopic:
@@ -87,6 +120,8 @@ def no_options(fields: dict[str, Any]) -> dict[str, Any]:
 class RowsSender:
     """Sends a task's rows through any client of the contract: ``value``, ``key``, ``headers``, to the ``topic``
     option or else the row's ``topic`` column; ``options_of`` adds a system's own per-message options.
+    With ``send_many`` (a producer's bulk call) the rows go in chunks, one call per topic per chunk, and
+    ``options_of`` is not used: the bulk call takes value, key and headers only.
 
     Picklable (module-level functions only), as Spark ships writers to executors."""
 
@@ -94,12 +129,19 @@ class RowsSender:
     options_of: Callable[[dict[str, Any]], dict[str, Any]] = no_options
     # Pulsar and TubeMQ writers have always sent a missing value as empty bytes; Kafka keeps a null (tombstone).
     empty_for_null: bool = False
+    send_many: SendMany | None = None
 
     async def __call__(
         self, url: str, default_topic: str | None, rows: Iterator[Any], options: ConnectOptions | None = None
     ) -> int:
         async with self.connect(url, **(options or {})) as client:
             producers = ProducersByTopic(client)
+            if self.send_many is not None:
+                try:
+                    chunks = column_chunks(rows)
+                    return await send_chunks(chunks, default_topic, producers, self.send_many, self.empty_for_null)
+                finally:
+                    await producers.close()
 
             async def enqueue(topic: str, fields: dict[str, Any]) -> Awaitable[Receipt]:
                 producer = await producers.get(topic)
@@ -113,14 +155,6 @@ class RowsSender:
                 return await send_rows(rows, default_topic, enqueue)
             finally:
                 await producers.close()
-
-
-def as_bytes(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)
-
-
-def as_headers(headers: Any) -> dict[str, bytes] | None:
-    return None if headers is None else {str(name): bytes(value) for name, value in dict(headers).items()}
 
 
 class _WritesRows:
@@ -150,6 +184,11 @@ class RowsWriter(_WritesRows, DataSourceWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         return None  # acknowledged messages cannot be taken back; a retried job writes at least once
+
+
+class ArrowRowsWriter(RowsWriter, DataSourceArrowWriter):
+    """The batch writer that Spark hands Arrow record batches instead of Rows, which saves building a Row per
+    row; for a sender with a bulk call (``RowsSender.send_many``), which takes the batches' columns."""
 
 
 class RowsStreamWriter(_WritesRows, DataSourceStreamWriter):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from pyspark.sql.functions import spark_partition_id
 
 import kafkawire
+from kafkawire.partitioner import partition_for_key
 from mqwire.testing.endpoints import KafkaBroker
 from sparkwire.kafka import KafkaBatchReader
 from tests.integration.spark_session import local_session
@@ -201,3 +203,42 @@ def test_stream_restart_from_checkpoint_exactly_once(spark: Any, kafka_broker: K
 
     values = [r.value for r in spark.read.parquet(out).collect()]
     assert sorted(values) == sorted(v.decode() for _, v, _ in first + second)
+
+
+def test_batch_write_per_row_topics_keys_headers_read_back_exactly(spark: Any, kafka_broker: KafkaBroker) -> None:
+    # More rows per task than one bulk call takes, two topics by column, some null keys, headers and values:
+    # every record arrives once, with its key, value and headers, keyed ones on their key's partition.
+    url = kafka_broker.url
+    first, second = asyncio.run(_create(url, 3)), asyncio.run(_create(url, 2))
+    rows = []
+    for i in range(24_000):
+        key = None if i % 5 == 0 else b"k%d" % (i % 101)
+        value = None if i % 997 == 0 else b"v%d" % i
+        headers = None if i % 3 == 0 else {"i": str(i).encode(), "h": b"x"}
+        rows.append((key, value, first if i % 2 else second, i % 7, headers))
+    schema = "key binary, value binary, topic string, partition int, headers map<string, binary>"
+    df = spark.createDataFrame(rows, schema).repartition(2)
+    df.write.format("kafkawire").option("url", url).mode("append").save()
+
+    for topic, partitions in ((first, 3), (second, 2)):
+        expected = Counter((k, v, tuple(sorted((h or {}).items()))) for k, v, t, _, h in rows if t == topic)
+        got = asyncio.run(_consume(url, topic, partitions, sum(expected.values())))
+        assert Counter((m.key, m.value, tuple(sorted(dict(m.headers).items()))) for m in got) == expected
+        for m in got:
+            if m.key is not None:
+                assert m.partition == partition_for_key(m.key, partitions)
+
+
+def test_batch_write_fails_the_task_when_a_delivery_fails(spark: Any, kafka_broker: KafkaBroker) -> None:
+    # The broker refuses records over the topic's max.message.bytes: the write must fail, not report success.
+    url = kafka_broker.url
+    name = f"sw-{uuid.uuid4().hex[:10]}"
+
+    async def create() -> None:
+        async with kafkawire.connect(url) as client, client.admin() as admin:
+            await admin.create_topic(name, partitions=1, configs={"max.message.bytes": "1000"})
+
+    asyncio.run(create())
+    df = spark.createDataFrame([(b"x" * 4000,)] * 20, "value binary").repartition(1)
+    with pytest.raises(Exception, match="MessageTooLargeError"):
+        df.write.format("kafkawire").option("url", url).option("topic", name).mode("append").save()

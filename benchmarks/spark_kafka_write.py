@@ -1,0 +1,84 @@
+"""Rows per second writing a DataFrame to Kafka through Spark with the ``kafkawire`` source.
+
+A DataFrame of ``--records`` rows with a ``--size``-byte value each (unique per row: the row number padded)
+is cached in memory and counted first, so the runs measure the write and not the rows' making. Each run
+writes it to a fresh topic of ``--partitions`` partitions in ``--partitions`` Spark tasks; the write returns
+once every record is acknowledged, and the topic's end offsets are then checked to add up to ``--records``.
+A first, untimed run starts Spark's Python workers; the median of the ``--repeat`` runs after it is quoted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+
+from harness import local_broker
+
+import kafkawire
+
+
+async def create_topic(url: str, topic: str, partitions: int) -> None:
+    async with kafkawire.connect(url) as client, client.admin() as admin:
+        await admin.create_topic(topic, partitions=partitions)
+
+
+async def records_in(url: str, topic: str, partitions: int) -> int:
+    async with kafkawire.connect(url) as client, client.admin() as admin:
+        ends = await admin.list_offsets({kafkawire.TopicPartition(topic, p): "latest" for p in range(partitions)})
+    return sum(int(end.offset) for end in ends.values())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keys", action="store_true", help="give each row a key (its row number)")
+    parser.add_argument("--url", help="kafka://host:port of a running broker (default: start one)")
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import sparkwire
+
+    with local_broker("kafka", args.url) as urls:
+        url = urls["kafka"]
+        builder = SparkSession.builder.master(args.master).config("spark.ui.enabled", "false")
+        spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
+        sparkwire.register(spark)
+        columns = [f"CAST(lpad(CAST(id AS STRING), {args.size}, 'x') AS BINARY) AS value"]
+        if args.keys:
+            columns.append("CAST(CAST(id AS STRING) AS BINARY) AS key")
+        df = spark.range(args.records, numPartitions=args.partitions).selectExpr(*columns).cache()
+        df.count()
+        rates: list[float] = []
+        try:
+            for run in range(-1, args.repeat):
+                topic = f"spark-write-bench-{uuid.uuid4().hex[:8]}"
+                asyncio.run(create_topic(url, topic, args.partitions))
+                started = time.perf_counter()
+                df.write.format("kafkawire").mode("append").option("url", url).option("topic", topic).save()
+                seconds = time.perf_counter() - started
+                written = asyncio.run(records_in(url, topic, args.partitions))
+                if written != args.records:
+                    raise SystemExit(f"topic {topic} holds {written} records, expected {args.records}")
+                if run < 0:
+                    print(f"warm-up: {args.records:,} rows in {seconds:6.2f} s")
+                    continue
+                rates.append(args.records / seconds)
+                print(f"run {run + 1}: {args.records:,} rows in {seconds:6.2f} s = {rates[-1]:12,.0f} rows/s")
+        finally:
+            spark.stop()
+    print(f"\nmedian of {args.repeat}: kafkawire write {statistics.median(rates):,.0f} rows/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
