@@ -8,6 +8,8 @@ its client has fetched) rather than its whole range.
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -59,6 +61,26 @@ class Rows(Generic[T]):
         """Hold ``message`` for the next batch."""
         self._rows.append(message)
         self._bytes += self._size_of(message)
+
+    def extend(self, messages: Sequence[T]) -> list[pa.RecordBatch]:
+        """Hold ``messages`` (a whole fetch at once: cheaper than ``add`` per message); returns the batches
+        that became full on the way, each cut where ``add`` would have cut it."""
+        done: list[pa.RecordBatch] = []
+        sizes = list(map(self._size_of, messages))
+        start = 0
+        while start < len(messages):
+            end = min(len(messages), start + ROWS_PER_BATCH - len(self._rows))
+            # Bytes held after each message of the slice; the first at the bound closes the batch.
+            held = list(itertools.accumulate(sizes[start:end], initial=self._bytes))[1:]
+            cut = bisect.bisect_left(held, BYTES_PER_BATCH)
+            if cut < len(held):
+                end = start + cut + 1
+            self._rows.extend(messages[start:end])
+            self._bytes = held[end - start - 1]
+            start = end
+            if self.full:
+                done.append(self.take())
+        return done
 
     @property
     def full(self) -> bool:

@@ -11,7 +11,7 @@ from pyspark.sql.datasource import InputPartition
 
 import kafkawire
 from sparkwire import options as opts
-from sparkwire.batches import Rows, size_of
+from sparkwire.batches import Rows
 from sparkwire.options import ConnectOptions
 
 ARROW_SCHEMA = pa.schema(
@@ -45,7 +45,7 @@ async def read_range(
 ) -> AsyncIterator[pa.RecordBatch]:
     """The records of ``part`` as Arrow batches of bounded size (:mod:`sparkwire.batches`), each handed over
     as soon as it is full, read with a client of its own."""
-    rows = Rows(_to_batch, size_of)
+    rows = Rows(_to_batch, _size_of)
     async with kafkawire.connect(url, **(options or {})) as client:
         consumer = client.consumer(part.topic, partitions=[(part.topic, part.partition)], enable_auto_commit=False)
         try:
@@ -60,16 +60,20 @@ async def read_range(
                         raise TimeoutError(f"{part.topic}/{part.partition}: offset {position} never arrived")
                     continue
                 empty = 0
-                position = max(m.offset for m in messages) + 1
-                for message in messages:
-                    if part.start <= message.offset < part.end:
-                        rows.add(message)
-                        if rows.full:
-                            yield rows.take()
+                position = messages[-1].offset + 1
+                # A fetch is in order: only its ends can lie outside the range.
+                if messages[0].offset < part.start or messages[-1].offset >= part.end:
+                    messages = [m for m in messages if part.start <= m.offset < part.end]
+                for batch in rows.extend(messages):
+                    yield batch
         finally:
             await consumer.close()
     if len(rows):
         yield rows.take()
+
+
+def _size_of(message: Any) -> int:
+    return len(message.value or b"") + len(message.key or b"")
 
 
 def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
@@ -81,7 +85,10 @@ def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
             pa.array([m.partition for m in messages], pa.int32()),
             pa.array([m.offset for m in messages], pa.int64()),
             pa.array([m.timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
-            pa.array([list(m.headers.items()) for m in messages], pa.map_(pa.string(), pa.binary())),
+            # Most records have no headers: their empty map costs no dict.
+            pa.array(
+                [list(m.headers.items()) if m.raw_headers else () for m in messages], pa.map_(pa.string(), pa.binary())
+            ),
         ],
         schema=ARROW_SCHEMA,
     )

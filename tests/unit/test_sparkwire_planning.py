@@ -4,6 +4,7 @@ and the bounded batches a reader hands over while it fetches."""
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
@@ -112,3 +113,34 @@ def test_batches_are_bounded_by_rows_and_bytes_and_handed_over_while_reading(mon
     next(early)
     early.close()  # Spark stopped early (a limit): the reader is closed, its client with it
     assert closed[-1] is True and len(produced) < 1000 + 250 + 7
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_whole_fetch_held_at_once_is_cut_where_one_message_at_a_time_would_be(monkeypatch: Any, seed: int) -> None:
+    monkeypatch.setattr(batches, "ROWS_PER_BATCH", 50)
+    monkeypatch.setattr(batches, "BYTES_PER_BATCH", 1000)
+    rng = random.Random(seed)
+    fetches = [
+        [
+            SimpleNamespace(value=b"x" * rng.choice([0, 1, 7, 40, 300, 999, 1000, 2500]), key=None)
+            for _ in range(rng.randrange(0, 130))
+        ]
+        for _ in range(rng.randrange(1, 8))
+    ]
+
+    def values(batch: pa.RecordBatch) -> list[bytes]:
+        return list(batch.column("value").to_pylist())
+
+    one_by_one = batches.Rows(_to_batch, batches.size_of)
+    expected: list[list[bytes]] = []
+    for fetch in fetches:
+        for message in fetch:
+            one_by_one.add(message)
+            if one_by_one.full:
+                expected.append(values(one_by_one.take()))
+    bulk = batches.Rows(_to_batch, batches.size_of)
+    got = [values(batch) for fetch in fetches for batch in bulk.extend(fetch)]
+    assert got == expected
+    assert len(bulk) == len(one_by_one)
+    if len(bulk):
+        assert values(bulk.take()) == values(one_by_one.take())
