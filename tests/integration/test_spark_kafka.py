@@ -242,3 +242,38 @@ def test_batch_write_fails_the_task_when_a_delivery_fails(spark: Any, kafka_brok
     df = spark.createDataFrame([(b"x" * 4000,)] * 20, "value binary").repartition(1)
     with pytest.raises(Exception, match="MessageTooLargeError"):
         df.write.format("kafkawire").option("url", url).option("topic", name).mode("append").save()
+
+
+def test_stream_write_copies_keys_values_and_headers(spark: Any, kafka_broker: KafkaBroker, tmp_path: Any) -> None:
+    # A stream from one topic into another (option topic wins over the rows' topic column): the stream writer
+    # hands Rows, a chunk at a time, to the producer's bulk call.
+    url = kafka_broker.url
+    source, target = asyncio.run(_create(url, 2)), asyncio.run(_create(url, 3))
+    sent = records(3000)
+    asyncio.run(_produce(url, source, sent))
+    stream = (
+        spark.readStream.format("kafkawire")
+        .option("url", url)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "1000")
+        .load()
+    )
+    query = (
+        stream.writeStream.format("kafkawire")
+        .option("url", url)
+        .option("topic", target)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="100 milliseconds")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+    got = asyncio.run(_consume(url, target, 3, len(sent)))
+    assert Counter((m.key, m.value, tuple(dict(m.headers).items())) for m in got) == Counter(
+        (k, v, tuple(h.items())) for k, v, h in sent
+    )
+    assert all(m.partition == partition_for_key(m.key, 3) for m in got)
