@@ -5,6 +5,11 @@ is cached in memory and counted first, so the runs measure the write and not the
 writes it to a fresh topic of ``--partitions`` partitions in ``--partitions`` Spark tasks; the write returns
 once every record is acknowledged, and the topic's end offsets are then checked to add up to ``--records``.
 A first, untimed run starts Spark's Python workers; the median of the ``--repeat`` runs after it is quoted.
+
+``--task`` measures, without Spark, what one writer task costs in its own process (wall and CPU time per
+row, same records, the paths alternated ``--repeat`` times): the one-``enqueue``-per-row sender given Rows,
+and the ``enqueue_many`` sender given Rows (the stream writer) and Arrow batches (the batch writer). On a
+loaded machine this says more than the Spark runs, whose times swing with what else runs.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from harness import local_broker
 
@@ -33,6 +40,43 @@ async def records_in(url: str, topic: str, partitions: int) -> int:
     return sum(int(end.offset) for end in ends.values())
 
 
+def task_costs(url: str, records: int, size: int, partitions: int, repeat: int) -> None:
+    import pyarrow as pa  # type: ignore[import-untyped]
+    from pyspark.sql import Row
+
+    from sparkwire.kafka import WRITE_ROWS
+    from sparkwire.writing import RowsSender
+
+    values = [str(i).rjust(size, "x").encode() for i in range(records)]
+    make = Row("value")
+    inputs: dict[str, tuple[RowsSender, Callable[[], Iterator[Any]]]] = {
+        "enqueue per row, Rows": (RowsSender(kafkawire.connect), lambda: iter([make(v) for v in values])),
+        "enqueue_many, Rows": (WRITE_ROWS, lambda: iter([make(v) for v in values])),
+        "enqueue_many, Arrow": (
+            WRITE_ROWS,
+            lambda: iter(pa.table({"value": pa.array(values, pa.binary())}).to_batches(max_chunksize=10_000)),
+        ),
+    }
+    costs: dict[str, list[tuple[float, float]]] = {name: [] for name in inputs}
+    for _ in range(repeat):
+        for name, (sender, given) in inputs.items():
+            topic = f"spark-write-bench-{uuid.uuid4().hex[:8]}"
+            asyncio.run(create_topic(url, topic, partitions))
+            rows = given()
+            wall, cpu = time.perf_counter(), time.process_time()
+            written = asyncio.run(sender(url, topic, rows, {}))
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            if written != records or asyncio.run(records_in(url, topic, partitions)) != records:
+                raise SystemExit(f"{name}: {written} acknowledged, expected {records}")
+            costs[name].append((wall, cpu))
+            print(f"{name:<22} {records / wall:10,.0f} rows/s  {cpu / records * 1e6:5.2f} µs CPU/row")
+    print(f"\nmedian of {repeat}, one task of {records:,} rows of {size} B:")
+    for name, runs in costs.items():
+        wall = statistics.median(w for w, _ in runs)
+        cpu = statistics.median(c for _, c in runs)
+        print(f"{name:<22} {records / wall:10,.0f} rows/s  {cpu / records * 1e6:5.2f} µs CPU/row")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=500_000)
@@ -42,7 +86,12 @@ def main() -> int:
     parser.add_argument("--keys", action="store_true", help="give each row a key (its row number)")
     parser.add_argument("--url", help="kafka://host:port of a running broker (default: start one)")
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--task", action="store_true", help="one writer task's cost per path, without Spark")
     args = parser.parse_args()
+    if args.task:
+        with local_broker("kafka", args.url) as urls:
+            task_costs(urls["kafka"], args.records, args.size, args.partitions, args.repeat)
+        return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
