@@ -22,7 +22,7 @@ class Undecryptable(CryptoError):
     """An encrypted entry that could not be decrypted, with crypto_failure_action "FAIL" or "DISCARD"."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OpenedPayload:
     """The entry's data for :func:`pulsarwire.entry_decoder.decode_entry`; ``encrypted`` when it was
     delivered still encrypted ("CONSUME")."""

@@ -30,7 +30,7 @@ Properties = list[tuple[bytes, bytes]]
 CHUNK_HEADROOM = 1024
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OutgoingMessage:
     """The fields of one message sent alone; ``txn`` is the (most, least) bits of its transaction."""
 
@@ -45,7 +45,7 @@ class OutgoingMessage:
     txn: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Encoded:
     """The SEND frames of a message or a batch (several only for a chunked message), and, when encryption
     failed and ``crypto_failure_action`` is "SEND", the failure it went out unencrypted after."""
