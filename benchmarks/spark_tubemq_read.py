@@ -1,0 +1,103 @@
+"""Records per second reading one TubeMQ topic: the ``tubemqwire`` Spark source against the plain tubemqwire
+client reading the same topic in one process.
+
+A topic of ``--partitions`` partitions is made with the launcher and, once the broker takes sends to it,
+filled with ``--records`` records of ``--size`` bytes by tubemqwire; then, alternately, ``--repeat`` times
+each: the Spark source reads it whole in a local SparkSession (one task per partition; the query counts the
+rows and sums the value lengths, so every row is read), and one tubemqwire consumer of a group of its own
+reads it from the start with ``getmany``, acknowledging every message as applications do. The report is
+the median of the runs, after one run of each not counted (Spark's Python workers start then).
+
+    python benchmarks/spark_tubemq_read.py --state-dir /tmp/shared-brokers --records 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import uuid
+
+from clients import tubemq_in_flight
+from spark_versus_client import brokers, compare, launcher, spark_count, spark_session
+
+import tubemqwire
+
+TOPIC_READY_SECONDS = 90.0  # a new topic takes up to ~30 s to reach the broker; a loaded machine takes longer
+
+
+async def fill(url: str, topic: str, records: int, size: int) -> None:
+    """``records`` values on ``topic``, every send checked; the first one retried until the topic is served."""
+    value = b"t" * size
+    async with tubemqwire.connect(url) as client:
+        deadline = time.monotonic() + TOPIC_READY_SECONDS
+        async with client.producer(topic, max_in_flight=tubemq_in_flight(size)) as producer:
+            while True:
+                try:
+                    await producer.send(value)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(2)
+            futures = [await producer.enqueue(value) for _ in range(records - 1)]
+            await producer.flush()
+            for future in futures:
+                future.result()
+
+
+async def client_read(url: str, topic: str, records: int, size: int) -> None:
+    """Every record of the topic with one tubemqwire consumer, as a one-process application reads it."""
+    seen = total = 0
+    async with tubemqwire.connect(url) as client, client.consumer(topic, start="earliest") as consumer:
+        while seen < records:
+            batch = await consumer.getmany(timeout=30)
+            if not batch:
+                raise SystemExit(f"the plain client stopped after {seen} of {records} records")
+            for message in batch:
+                total += len(message.value)
+                await consumer.ack(message)
+            seen += len(batch)
+    if seen != records or total != records * size:
+        raise SystemExit(f"the plain client read {seen} records / {total} bytes, expected {records}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--state-dir", help="the launcher's state dir of a running TubeMQ (default: start one)")
+    parser.add_argument("--master", default="local[*]", help="Spark master")
+    parser.add_argument("--topic", help="read this topic of --records records instead of filling a new one")
+    args = parser.parse_args()
+    with brokers("tubemq", args.state_dir) as (state_dir, urls):
+        url = urls["tubemq"]
+        topic = args.topic
+        if topic is None:
+            topic = f"sparkbench{uuid.uuid4().hex[:8]}"
+            launcher(state_dir, "create-topic", "tubemq", topic, "--partitions", str(args.partitions))
+            asyncio.run(fill(url, topic, args.records, args.size))
+        spark = spark_session(args.master)
+        try:
+            compare(
+                {
+                    "tubemqwire source": lambda: spark_count(
+                        lambda: spark.read.format("tubemqwire").option("url", url).option("subscribe", topic),
+                        args.records,
+                        args.size,
+                    ),
+                    "tubemqwire client": lambda: asyncio.run(client_read(url, topic, args.records, args.size)),
+                },
+                args.records,
+                args.repeat,
+            )
+        finally:
+            spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""What the Pulsar and TubeMQ Spark read benchmarks share: brokers (running ones, or started for the run),
+topics made with the launcher, and the timed runs (the Spark source and the plain client alternately, the
+median of the runs reported)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def launcher(state_dir: str, *args: str) -> str:
+    """Run ``python -m mqwire.testing --state-dir state_dir ARGS`` and return what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, *args],
+        check=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    return done.stdout
+
+
+@contextmanager
+def brokers(system: str, state_dir: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(state dir, URLs)`` of the brokers running in ``state_dir``, or of one started for the run (stopped
+    at the end)."""
+    if state_dir is not None:
+        yield state_dir, json.loads(launcher(state_dir, "status"))
+        return
+    own = tempfile.mkdtemp(prefix="mqwire-bench-")
+    try:
+        yield own, json.loads(launcher(own, "start", system))
+    finally:
+        subprocess.run([sys.executable, "-m", "mqwire.testing", "--state-dir", own, "stop"], check=False)
+
+
+def spark_session(master: str) -> Any:
+    """A Spark session with the data sources registered (Python workers run this interpreter)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import sparkwire
+
+    spark = SparkSession.builder.master(master).config("spark.ui.enabled", "false").getOrCreate()
+    sparkwire.register(spark)
+    return spark
+
+
+def spark_count(reader: Callable[[], Any], records: int, size: int) -> None:
+    """Read the whole topic with the source (counting rows and summing value lengths, so every row is read
+    and nothing is pruned) and check it is all there."""
+    rows, total = reader().load().selectExpr("count(*)", "sum(length(value))").first()
+    if rows != records or total != records * size:
+        raise SystemExit(f"the Spark source read {rows} rows / {total} bytes, expected {records} / {records * size}")
+
+
+def compare(runs: dict[str, Callable[[], None]], records: int, repeat: int) -> dict[str, float]:
+    """Each of ``runs`` (a full read of ``records`` records) ``repeat`` times, alternately, after one run of
+    each not counted (Spark starts its Python workers and they import the project on the first read); the
+    median records/s of each, printed as it goes."""
+    for read in runs.values():
+        read()
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    for run in range(repeat):
+        for name, read in runs.items():
+            started = time.perf_counter()
+            read()
+            seconds = time.perf_counter() - started
+            rates[name].append(records / seconds)
+            print(f"run {run + 1}: {name:<18} {records:,} records in {seconds:6.2f} s = {records / seconds:10,.0f}/s")
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    first, second = list(medians)
+    print(
+        f"\nmedian of {repeat}: {first} {medians[first]:,.0f} records/s, {second} {medians[second]:,.0f} "
+        f"records/s: ratio {medians[first] / medians[second]:.2f}x"
+    )
+    return medians
