@@ -71,6 +71,7 @@ class SparkOutput:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.spark.sparkContext.setLogLevel(self._level)
+        self.spark.conf.unset("spark.sql.pyspark.worker.logging.enabled")
         context = self._jvm.org.apache.logging.log4j.LogManager.getContext(False)
         context.getConfiguration().getRootLogger().removeAppender(self._appender.getName())
         self._appender.stop()
