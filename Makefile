@@ -82,6 +82,9 @@ clean:
 bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/suite.py $(BENCH_ARGS)
 	$(PY) benchmarks/spark_kafka_read.py $(SPARK_BENCH_ARGS)
+	$(PY) benchmarks/spark_kafka_write.py
+	$(PY) benchmarks/spark_pulsar_read.py
+	$(PY) benchmarks/spark_tubemq_read.py
 	$(PY) benchmarks/overhead.py $(OVERHEAD_ARGS)
 
 # Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
