@@ -16,6 +16,7 @@ from pyspark.sql.datasource import (
 )
 
 import pulsarwire
+from mqwire.common.errors import RetriableError
 from pulsarwire.message import MessageId
 from pulsarwire.topic_pattern import TopicPattern
 from pulsarwire.topics import partition_of
@@ -97,9 +98,24 @@ class RangeEnd:
         return self.batch_index < 0 or message_id.batch_index >= self.batch_index
 
 
+# As Spark's Kafka source retries its offset lookups (fetchOffset.numRetries, fetchOffset.retryIntervalMs): a
+# broker may hold the lookup past the operation timeout, as while a topic's transaction buffer recovers, after
+# which it closes and reopens the topic; a new reader then gets the answer.
+LAST_ID_ATTEMPTS = 3
+LAST_ID_RETRY_INTERVAL = 1.0
+
+
 async def last_id(client: pulsarwire.Client, topic: str) -> MessageId:
-    async with client.reader(topic, start="latest") as reader:
-        return await reader._consumers[0].get_last_message_id()
+    """The id of the last message stored in ``topic`` (a partition or a topic without partitions)."""
+    for attempt in range(1, LAST_ID_ATTEMPTS + 1):
+        try:
+            async with client.reader(topic, start="latest") as reader:
+                return await reader._consumers[0].get_last_message_id()
+        except RetriableError:
+            if attempt == LAST_ID_ATTEMPTS:
+                raise
+            await asyncio.sleep(LAST_ID_RETRY_INTERVAL)
+    raise AssertionError("unreachable")
 
 
 async def partition_names(client: pulsarwire.Client, topics: list[str]) -> list[tuple[str, int]]:

@@ -3,6 +3,7 @@ and the bounded batches a reader hands over while it fetches."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 from collections.abc import AsyncIterator
@@ -12,7 +13,9 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
-from sparkwire import batches
+from mqwire.common.errors import RequestTimeoutError
+from pulsarwire.message import MessageId
+from sparkwire import batches, pulsar_read
 from sparkwire import options as opts
 from sparkwire.kafka import KafkaBatchReader, split_ranges
 from sparkwire.kafka_read import OffsetRange
@@ -144,3 +147,44 @@ def test_a_whole_fetch_held_at_once_is_cut_where_one_message_at_a_time_would_be(
     assert len(bulk) == len(one_by_one)
     if len(bulk):
         assert values(bulk.take()) == values(one_by_one.take())
+
+
+class _StubReader:
+    """A reader whose last-id lookup fails as a held request does, ``failures`` times, then answers."""
+
+    def __init__(self, outcomes: list[BaseException | MessageId]) -> None:
+        self._outcomes = outcomes
+        self._consumers = [self]
+
+    async def __aenter__(self) -> _StubReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def get_last_message_id(self) -> MessageId:
+        outcome = self._outcomes.pop(0)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+@pytest.mark.parametrize("failures", [0, 1, 2, 3])
+def test_the_last_message_id_lookup_is_tried_three_times(monkeypatch: Any, failures: int) -> None:
+    monkeypatch.setattr(pulsar_read, "LAST_ID_RETRY_INTERVAL", 0.0)
+    last = MessageId(5, 7, -1, 0)
+    outcomes: list[BaseException | MessageId] = [RequestTimeoutError("held")] * failures + [last]
+    readers: list[str] = []
+
+    class Client:
+        def reader(self, topic: str, start: str) -> _StubReader:
+            readers.append(topic)
+            return _StubReader(outcomes)
+
+    lookup = pulsar_read.last_id(Client(), "t")  # type: ignore[arg-type]
+    if failures < pulsar_read.LAST_ID_ATTEMPTS:
+        assert asyncio.run(lookup) == last
+    else:
+        with pytest.raises(RequestTimeoutError):
+            asyncio.run(lookup)
+    assert len(readers) == min(failures + 1, pulsar_read.LAST_ID_ATTEMPTS)  # a new reader for each attempt
