@@ -13,12 +13,10 @@ Python workers start then).
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sys
 import uuid
 
-from spark_versus_client import brokers, compare, launcher, spark_count, spark_session
+from spark_versus_client import run
 
 import pulsarwire
 
@@ -49,41 +47,13 @@ async def client_read(url: str, topic: str, records: int, size: int) -> None:
         raise SystemExit(f"the plain client read {seen} records / {total} bytes, expected {records}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=100)
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--state-dir", help="the launcher's state dir of a running Pulsar (default: start one)")
-    parser.add_argument("--master", default="local[*]", help="Spark master")
-    parser.add_argument("--topic", help="read this topic of --records records instead of filling a new one")
-    args = parser.parse_args()
-    with brokers("pulsar", args.state_dir) as (state_dir, urls):
-        url = urls["pulsar"]
-        topic = args.topic
-        if topic is None:
-            topic = f"persistent://public/default/spark-bench-{uuid.uuid4().hex[:8]}"
-            launcher(state_dir, "create-topic", "pulsar", topic, "--partitions", str(args.partitions))
-            asyncio.run(fill(url, topic, args.records, args.size))
-        spark = spark_session(args.master)
-        try:
-            compare(
-                {
-                    "pulsarwire source": lambda: spark_count(
-                        lambda: spark.read.format("pulsarwire").option("url", url).option("subscribe", topic),
-                        args.records,
-                        args.size,
-                    ),
-                    "pulsarwire client": lambda: asyncio.run(client_read(url, topic, args.records, args.size)),
-                },
-                args.records,
-                args.repeat,
-            )
-        finally:
-            spark.stop()
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(
+        run(
+            "pulsar",
+            __doc__ or "",
+            lambda: f"persistent://public/default/spark-bench-{uuid.uuid4().hex[:8]}",
+            fill,
+            client_read,
+        )
+    )

@@ -4,6 +4,8 @@ median of the runs reported)."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -11,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -82,3 +84,45 @@ def compare(runs: dict[str, Callable[[], None]], records: int, repeat: int) -> d
         f"records/s: ratio {medians[first] / medians[second]:.2f}x"
     )
     return medians
+
+
+Fill = Callable[[str, str, int, int], Coroutine[Any, Any, None]]
+
+
+def run(system: str, description: str, topic_name: Callable[[], str], fill: Fill, client_read: Fill) -> int:
+    """A benchmark's command line: make and fill a topic of ``system`` (``topic_name()``, ``fill(url, topic,
+    records, size)``) unless given one, then compare its Spark source with ``client_read`` on it."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--state-dir", help=f"the launcher's state dir of a running {system} (default: start one)")
+    parser.add_argument("--master", default="local[*]", help="Spark master")
+    parser.add_argument("--topic", help="read this topic of --records records instead of filling a new one")
+    args = parser.parse_args()
+    source = f"{system}wire"
+    with brokers(system, args.state_dir) as (state_dir, urls):
+        url = urls[system]
+        topic = args.topic
+        if topic is None:
+            topic = topic_name()
+            launcher(state_dir, "create-topic", system, topic, "--partitions", str(args.partitions))
+            asyncio.run(fill(url, topic, args.records, args.size))
+        spark = spark_session(args.master)
+        try:
+            compare(
+                {
+                    f"{source} source": lambda: spark_count(
+                        lambda: spark.read.format(source).option("url", url).option("subscribe", topic),
+                        args.records,
+                        args.size,
+                    ),
+                    f"{source} client": lambda: asyncio.run(client_read(url, topic, args.records, args.size)),
+                },
+                args.records,
+                args.repeat,
+            )
+        finally:
+            spark.stop()
+    return 0
