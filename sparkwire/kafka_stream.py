@@ -7,7 +7,12 @@ from collections.abc import Iterator, Sequence
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 import kafkawire
 from sparkwire import options as opts
@@ -51,8 +56,23 @@ def checked(start: object, options: dict[str, str]) -> Offsets:
     return start
 
 
-class KafkaStreamReader(DataSourceStreamReader):
-    """Each micro-batch reads ``[start, end)`` of every partition; the checkpoint keeps the end."""
+def capped(latest: Offsets, target: Offsets, start: Offsets) -> Offsets:
+    """``latest`` held at ``target``; a partition the target lacks (created since) stays where ``start`` has it."""
+    out: Offsets = {}
+    for topic, parts in latest.items():
+        for part, high in parts.items():
+            held = target.get(topic, {}).get(part, start.get(topic, {}).get(part, 0))
+            out.setdefault(topic, {})[part] = min(high, held)
+    return out
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Each micro-batch reads ``[start, end)`` of every partition; the checkpoint keeps the end.
+
+    Under ``trigger(availableNow=True)`` the ends are taken once when the query starts; the query reads up to
+    them in micro-batches of at most ``maxOffsetsPerTrigger`` records and stops there, as Spark's Kafka
+    source does.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         self.options = options
@@ -61,6 +81,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         kafka_connect(options)
         self.starting = opts.offset_spec(options, "startingOffsets", "latest")
         self.max_per_trigger = opts.positive_int(options, "maxOffsetsPerTrigger")
+        self.target: Offsets | None = None
 
     def initialOffset(self) -> Offsets:
         if isinstance(self.starting, dict):
@@ -72,9 +93,14 @@ class KafkaStreamReader(DataSourceStreamReader):
             return ReadAllAvailable()
         return ReadMaxRows(self.max_per_trigger)
 
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = asyncio.run(_ends(self.url, self.options, "latest"))
+
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         start = checked(start, self.options)
         latest = asyncio.run(_ends(self.url, self.options, "latest"))
+        if self.target is not None:
+            latest = capped(latest, self.target, start)
         if not isinstance(limit, ReadMaxRows):
             return latest
         # The budget is shared evenly; a partition that needs less leaves its share to the others.

@@ -205,6 +205,31 @@ def test_stream_restart_from_checkpoint_exactly_once(spark: Any, kafka_broker: K
     assert sorted(values) == sorted(v.decode() for _, v, _ in first + second)
 
 
+def test_available_now_reads_what_was_there_in_micro_batches_of_max_offsets_per_trigger(
+    spark: Any, kafka_broker: KafkaBroker, tmp_path: Any
+) -> None:
+    # The ends are taken when the query starts; maxOffsetsPerTrigger still cuts the catch-up into micro-batches
+    # (a source without availableNow support would be read in one batch, the limit ignored).
+    url = kafka_broker.url
+    topic = asyncio.run(_create(url, 2))
+    sent = records(1500)
+    asyncio.run(_produce(url, topic, sent))
+    out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+    stream = (
+        spark.readStream.format("kafkawire")
+        .option("url", url)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "700")
+        .load()
+        .selectExpr("value")
+    )
+    query = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+    query.trigger(availableNow=True).start().awaitTermination(120)
+    assert sorted(r.value for r in spark.read.parquet(out).collect()) == sorted(v for _, v, _ in sent)
+    assert len([f for f in os.listdir(os.path.join(checkpoint, "offsets")) if f.isdigit()]) == 3
+
+
 def test_batch_write_per_row_topics_keys_headers_read_back_exactly(spark: Any, kafka_broker: KafkaBroker) -> None:
     # More rows per task than one bulk call takes, two topics by column, some null keys, headers and values:
     # every record arrives once, with its key, value and headers, keyed ones on their key's partition.

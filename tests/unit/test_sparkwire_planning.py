@@ -19,6 +19,7 @@ from sparkwire import batches, pulsar_read
 from sparkwire import options as opts
 from sparkwire.kafka import KafkaBatchReader, split_ranges
 from sparkwire.kafka_read import OffsetRange
+from sparkwire.kafka_stream import capped
 from sparkwire.kafka_stream import checked as kafka_checked
 from sparkwire.pulsar_read import PulsarBatchReader
 from sparkwire.pulsar_stream import checked as pulsar_checked
@@ -188,3 +189,12 @@ def test_the_last_message_id_lookup_is_tried_three_times(monkeypatch: Any, failu
         with pytest.raises(RequestTimeoutError):
             asyncio.run(lookup)
     assert len(readers) == min(failures + 1, pulsar_read.LAST_ID_ATTEMPTS)  # a new reader for each attempt
+
+
+def test_available_now_holds_the_ends_at_the_target_taken_at_the_start() -> None:
+    latest = {"t": {"0": 500, "1": 90, "2": 40}, "u": {"0": 7}}
+    target = {"t": {"0": 300, "1": 120}}
+    start = {"t": {"0": 100, "1": 80}, "u": {"0": 3}}
+    # Partition 0 grew past the target: held. Partition 1 is behind it: as is. Partition t/2 and topic u appeared
+    # after the target was taken: held where the start has them (0 for a partition it has never seen).
+    assert capped(latest, target, start) == {"t": {"0": 300, "1": 90, "2": 0}, "u": {"0": 3}}
