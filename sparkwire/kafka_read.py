@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -64,7 +65,7 @@ async def read_range(
                 # A fetch is in order: only its ends can lie outside the range.
                 if messages[0].offset < part.start or messages[-1].offset >= part.end:
                     messages = [m for m in messages if part.start <= m.offset < part.end]
-                for batch in rows.extend(messages):
+                for batch in rows.extend(messages, _sizes(messages)):
                     yield batch
         finally:
             await consumer.close()
@@ -76,22 +77,58 @@ def _size_of(message: Any) -> int:
     return len(message.value or b"") + len(message.key or b"")
 
 
+def _sizes(messages: Sequence[Any]) -> list[int]:
+    """``_size_of`` of each message, counted over the whole fetch without a call per message."""
+    values = list(map(_VALUE, messages))
+    try:
+        sizes = list(map(len, values))
+    except TypeError:  # a tombstone (null value) among them
+        sizes = [len(value or b"") for value in values]
+    keys = list(map(_KEY, messages))
+    if keys.count(None) == len(keys):
+        return sizes
+    return [size + len(key or b"") for size, key in zip(sizes, keys, strict=True)]
+
+
+_KEY = attrgetter("key")
+_VALUE = attrgetter("value")
+_OFFSET = attrgetter("offset")
+_TIMESTAMP = attrgetter("timestamp")
+_RAW_HEADERS = attrgetter("raw_headers")
+_HEADERS_TYPE = pa.map_(pa.string(), pa.binary())
+
+
 def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
+    # Column by column with map() rather than a comprehension per column; the columns that are the same in
+    # every row of a range (topic, partition) or empty in most (key, headers) are built without a list.
+    count, first = len(messages), messages[0]
+    keys = list(map(_KEY, messages))
     return pa.RecordBatch.from_arrays(
         [
-            pa.array([m.key for m in messages], pa.binary()),
-            pa.array([m.value for m in messages], pa.binary()),
-            pa.array([m.topic for m in messages], pa.string()),
-            pa.array([m.partition for m in messages], pa.int32()),
-            pa.array([m.offset for m in messages], pa.int64()),
-            pa.array([m.timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
-            # Most records have no headers: their empty map costs no dict.
-            pa.array(
-                [list(m.headers.items()) if m.raw_headers else () for m in messages], pa.map_(pa.string(), pa.binary())
-            ),
+            pa.nulls(count, pa.binary()) if keys.count(None) == count else pa.array(keys, pa.binary()),
+            pa.array(list(map(_VALUE, messages)), pa.binary()),
+            pa.repeat(pa.scalar(first.topic, pa.string()), count),
+            pa.repeat(pa.scalar(first.partition, pa.int32()), count),
+            pa.array(list(map(_OFFSET, messages)), pa.int64()),
+            pa.array(list(map(_TIMESTAMP, messages)), pa.timestamp("ms", tz="UTC")).cast(_TIMESTAMP_US),
+            _headers(messages),
         ],
         schema=ARROW_SCHEMA,
     )
+
+
+def _headers(messages: Sequence[Any]) -> pa.Array:
+    raw = list(map(_RAW_HEADERS, messages))
+    if raw.count(()) == len(raw):  # most topics: no record has headers, so every map is empty
+        return pa.MapArray.from_arrays(
+            pa.array(bytes(len(raw) + 1), pa.int8()).cast(pa.int32()), _NO_NAMES, _NO_VALUES
+        )
+    return pa.array([list(m.headers.items()) if m.raw_headers else () for m in messages], _HEADERS_TYPE)
+
+
+_TIMESTAMP_US = pa.timestamp("us", tz="UTC")
+_NO_NAMES = pa.array([], pa.string())
+_NO_VALUES = pa.array([], pa.binary())
 
 
 async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[str]:
@@ -100,3 +137,4 @@ async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[
     if wanted is None:
         return opts.topics(options)
     return opts.matching(await admin.list_topics(), wanted)
+

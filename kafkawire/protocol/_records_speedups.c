@@ -7,7 +7,8 @@
  *   append_record(buffer, limit, offset_delta, timestamp_delta, key, value, headers) -> bool
  *   append_records(buffer, limit, first_delta, timestamp_delta, keys, values, headers, start, stop) -> int
  *   decode_records(data, count, base_offset, base_timestamp, fixed_timestamp, make_record, prefix, suffix) -> list
- *       each record is make_record(*prefix, offset, key, value, headers, timestamp, *suffix)
+ *       each record is make_record(*prefix, offset, key, value, headers, timestamp, *suffix), headers a tuple
+ *       of (name, value) pairs; the records are left untracked by the cycle collector
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -294,7 +295,7 @@ static PyObject *read_headers(Reader *r, Py_ssize_t limit) {
         PyErr_Format(PyExc_ValueError, "record claims %lld headers", (long long)count);
         return NULL;
     }
-    PyObject *headers = PyList_New((Py_ssize_t)count);
+    PyObject *headers = PyTuple_New((Py_ssize_t)count);
     if (headers == NULL) return NULL;
     for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
         int64_t name_length;
@@ -320,7 +321,7 @@ static PyObject *read_headers(Reader *r, Py_ssize_t limit) {
         Py_DECREF(name);
         Py_DECREF(value);
         if (pair == NULL) goto fail;
-        PyList_SET_ITEM(headers, i, pair);
+        PyTuple_SET_ITEM(headers, i, pair);
     }
     return headers;
 fail:
@@ -391,7 +392,7 @@ static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssiz
         PyObject *headers;
         if (r.pos < record_end && r.data[r.pos] == 0) {
             r.pos++;
-            headers = PyList_New(0);
+            headers = PyTuple_New(0); /* the shared empty tuple: no allocation */
         } else {
             headers = read_headers(&r, record_end);
         }
@@ -422,6 +423,10 @@ static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssiz
         Py_DECREF(value);
         Py_DECREF(headers);
         if (record == NULL) goto fail;
+        /* Its fields are bytes, ints, strings and tuples of them: it cannot be part of a reference cycle, so
+           the cycle collector need not scan it (CPython untracks such tuples itself). A consumer's records
+           would otherwise be scanned again and again while they wait in its buffers. */
+        if (PyObject_GC_IsTracked(record)) PyObject_GC_UnTrack(record);
         PyList_SET_ITEM(records, i, record);
     }
     if (r.pos != r.end) {

@@ -76,6 +76,8 @@ COMMIT_MARKER = 1
 DEFAULT_MAX_UNCOMPRESSED = 64 * 1024 * 1024
 
 Header = tuple[str, bytes | None]
+# Decoded headers are a tuple: immutable, and the empty one is shared by every record without headers.
+Headers = tuple[Header, ...]
 T = TypeVar("T")
 
 
@@ -85,7 +87,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
-    headers: list[Header]
+    headers: Headers
     timestamp: int
 
 
@@ -552,7 +554,7 @@ def decode_records_py(
         header_count = buf[pos]
         if header_count == 0:
             pos += 1
-            headers: list[Header] = []
+            headers: Headers = ()
         else:
             headers, pos = _get_headers(buf, pos, record_end)
         if pos != record_end:
@@ -564,7 +566,7 @@ def decode_records_py(
     return records
 
 
-def _get_headers(buf: bytes, pos: int, limit: int) -> tuple[list[Header], int]:
+def _get_headers(buf: bytes, pos: int, limit: int) -> tuple[Headers, int]:
     count, pos = p.read_varint(buf, pos)
     if count < 0 or count * 2 > limit - pos:
         raise ProtocolError(f"record claims {count} headers")
@@ -575,7 +577,7 @@ def _get_headers(buf: bytes, pos: int, limit: int) -> tuple[list[Header], int]:
             raise ProtocolError("null record header key")
         value, pos = _get_bytes(buf, pos, limit, "header value")
         headers.append((name.decode(), value))
-    return headers, pos
+    return tuple(headers), pos
 
 
 def _get_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes | None, int]:

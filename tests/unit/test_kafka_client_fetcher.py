@@ -43,7 +43,7 @@ def test_messages_carry_every_field() -> None:
     first = messages[0]
     assert (first.topic, first.partition, first.offset, first.key, first.value) == ("t", 0, 10, b"k", b"a")
     assert first.headers == {"h": b"x"}
-    assert first.raw_headers == [("h", b"x")]
+    assert first.raw_headers == (("h", b"x"),)
     assert first.timestamp == 1000
     assert first.timestamp_type is TimestampType.CREATE_TIME
 

@@ -32,7 +32,7 @@ def test_golden_single_record_batch() -> None:
     assert batch == expected
     [decoded] = decode_batches(batch)
     assert decoded.base_offset == 0 and decoded.next_offset == 1
-    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded.records] == [(0, 1000, None, b"v", [])]
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded.records] == [(0, 1000, None, b"v", ())]
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
@@ -52,7 +52,7 @@ def test_round_trip(codec: str | None) -> None:
     assert batch.max_timestamp == max(row[0] for row in rows)
     assert batch.next_offset == 1000 + len(rows)
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch.records] == [
-        (1000 + i, ts, key, value, list(headers)) for i, (ts, key, value, headers) in enumerate(rows)
+        (1000 + i, ts, key, value, tuple(headers)) for i, (ts, key, value, headers) in enumerate(rows)
     ]
 
 
