@@ -120,9 +120,7 @@ def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
 def _headers(messages: Sequence[Any]) -> pa.Array:
     raw = list(map(_RAW_HEADERS, messages))
     if raw.count(()) == len(raw):  # most topics: no record has headers, so every map is empty
-        return pa.MapArray.from_arrays(
-            pa.array(bytes(len(raw) + 1), pa.int8()).cast(pa.int32()), _NO_NAMES, _NO_VALUES
-        )
+        return pa.MapArray.from_arrays(pa.array(bytes(len(raw) + 1), pa.int8()).cast(pa.int32()), _NO_NAMES, _NO_VALUES)
     return pa.array([list(m.headers.items()) if m.raw_headers else () for m in messages], _HEADERS_TYPE)
 
 
@@ -137,4 +135,3 @@ async def kafka_topics(admin: kafkawire.Admin, options: dict[str, str]) -> list[
     if wanted is None:
         return opts.topics(options)
     return opts.matching(await admin.list_topics(), wanted)
-
