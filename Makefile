@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench fuzz clean soak dist test-cluster docs spark-env
+.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak dist test-cluster docs spark-env
 
 all: test
 
@@ -86,6 +86,15 @@ bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/spark_pulsar_read.py
 	$(PY) benchmarks/spark_tubemq_read.py
 	$(PY) benchmarks/overhead.py $(OVERHEAD_ARGS)
+
+# The Spark sources on a standalone cluster of two workers (submitted with the packed environment): Kafka
+# against Spark's own Kafka source, Pulsar and TubeMQ against their plain clients (brokers started for it).
+bench-spark-cluster: $(STAMP) brokers-classpath spark-env
+	$(PY) benchmarks/spark_cluster_kafka_read.py
+	$(PY) -m mqwire.testing --state-dir build/bench-brokers start pulsar tubemq
+	$(PY) benchmarks/spark_cluster_source_read.py --system pulsar --state-dir build/bench-brokers; rc=$$?; \
+	$(PY) benchmarks/spark_cluster_source_read.py --system tubemq --state-dir build/bench-brokers || rc=1; \
+	$(PY) -m mqwire.testing --state-dir build/bench-brokers stop; exit $$rc
 
 # Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
 FUZZ_EXAMPLES ?= 100000

@@ -13,22 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import subprocess
 import sys
-import tarfile
-import tempfile
 import uuid
-from contextlib import ExitStack
-from pathlib import Path
 
 from harness import local_broker
+from spark_cluster import submit
 from spark_kafka_read import SPARK_KAFKA_PACKAGE, fill
-
-from mqwire.testing import spark_cluster
-
-HERE = Path(__file__).resolve().parent
-ARCHIVE = HERE.parent / "build" / "spark-env.tar.gz"
 
 
 def main() -> int:
@@ -39,30 +29,13 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--url", help="kafka://host:port of a running broker (default: start one)")
     args = parser.parse_args()
-    if not ARCHIVE.exists():
-        raise SystemExit(f"{ARCHIVE} is missing: run make spark-env")
-    with ExitStack() as stack:
-        url = stack.enter_context(local_broker("kafka", args.url))["kafka"]
+    with local_broker("kafka", args.url) as urls:
+        url = urls["kafka"]
         topic = f"spark-bench-{uuid.uuid4().hex[:8]}"
         asyncio.run(fill(url, topic, args.records, args.size, args.partitions))
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mqwire-spark-bench-")))
-        (work / "env").mkdir()
-        with tarfile.open(ARCHIVE) as packed:
-            packed.extractall(work / "env", filter="tar")  # the driver's side, as README says
-        cluster = spark_cluster.start(work / "state", workers=2, cores=1, memory="1g")
-        stack.callback(spark_cluster.stop, work / "state")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        argv = ["spark-submit", "--master", cluster.master_url, "--archives", f"{ARCHIVE}#env"]
-        argv += ["--conf", "spark.pyspark.python=./env/bin/python", "--packages", SPARK_KAFKA_PACKAGE]
-        argv += [str(HERE / "spark_kafka_read.py"), "--master", cluster.master_url, "--url", url, "--topic", topic]
-        argv += ["--records", str(args.records), "--size", str(args.size), "--repeat", str(args.repeat)]
-        done = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True)
-        print(done.stdout)
-        if done.returncode != 0:
-            print(done.stderr[-5000:], file=sys.stderr)
-            return done.returncode
-    return 0
+        script_args = ["--url", url, "--topic", topic, "--records", str(args.records), "--size", str(args.size)]
+        script_args += ["--repeat", str(args.repeat)]
+        return submit("spark_kafka_read.py", script_args, ["--packages", SPARK_KAFKA_PACKAGE])
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""Rows per second writing a DataFrame to Kafka through Spark with the ``kafkawire`` source.
+"""Rows per second writing a DataFrame to Kafka through Spark: the ``kafkawire`` sink against Spark's own Kafka
+sink (``spark-sql-kafka-0-10``, its Java producer with its defaults), alternately in the same session.
 
 A DataFrame of ``--records`` rows with a ``--size``-byte value each (unique per row: the row number padded)
 is cached in memory and counted first, so the runs measure the write and not the rows' making. Each run
 writes it to a fresh topic of ``--partitions`` partitions in ``--partitions`` Spark tasks; the write returns
 once every record is acknowledged, and the topic's end offsets are then checked to add up to ``--records``.
-A first, untimed run starts Spark's Python workers; the median of the ``--repeat`` runs after it is quoted.
+A first, untimed run of each starts Spark's Python workers and loads the Java producer; the median of the
+``--repeat`` runs after it is quoted.
 
 ``--task`` measures, without Spark, what one writer task costs in its own process (wall and CPU time per
 row, same records, the paths alternated ``--repeat`` times): the one-``enqueue``-per-row sender given Rows,
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness import local_broker
+from spark_kafka_read import SPARK_KAFKA_PACKAGE
 
 import kafkawire
 
@@ -100,6 +103,7 @@ def main() -> int:
     with local_broker("kafka", args.url) as urls:
         url = urls["kafka"]
         builder = SparkSession.builder.master(args.master).config("spark.ui.enabled", "false")
+        builder = builder.config("spark.jars.packages", SPARK_KAFKA_PACKAGE)
         spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
         sparkwire.register(spark)
         columns = [f"CAST(lpad(CAST(id AS STRING), {args.size}, 'x') AS BINARY) AS value"]
@@ -107,25 +111,39 @@ def main() -> int:
             columns.append("CAST(CAST(id AS STRING) AS BINARY) AS key")
         df = spark.range(args.records, numPartitions=args.partitions).selectExpr(*columns).cache()
         df.count()
-        rates: list[float] = []
+        writers: dict[str, Callable[[str], Any]] = {
+            "kafkawire": lambda topic: df.write.format("kafkawire").option("url", url).option("topic", topic),
+            "spark-kafka": lambda topic: (
+                df.write.format("kafka")
+                .option("kafka.bootstrap.servers", url.removeprefix("kafka://"))
+                .option("topic", topic)
+            ),
+        }
+        rates: dict[str, list[float]] = {name: [] for name in writers}
         try:
             for run in range(-1, args.repeat):
-                topic = f"spark-write-bench-{uuid.uuid4().hex[:8]}"
-                asyncio.run(create_topic(url, topic, args.partitions))
-                started = time.perf_counter()
-                df.write.format("kafkawire").mode("append").option("url", url).option("topic", topic).save()
-                seconds = time.perf_counter() - started
-                written = asyncio.run(records_in(url, topic, args.partitions))
-                if written != args.records:
-                    raise SystemExit(f"topic {topic} holds {written} records, expected {args.records}")
-                if run < 0:
-                    print(f"warm-up: {args.records:,} rows in {seconds:6.2f} s")
-                    continue
-                rates.append(args.records / seconds)
-                print(f"run {run + 1}: {args.records:,} rows in {seconds:6.2f} s = {rates[-1]:12,.0f} rows/s")
+                for name, writer in writers.items():
+                    topic = f"spark-write-bench-{uuid.uuid4().hex[:8]}"
+                    asyncio.run(create_topic(url, topic, args.partitions))
+                    started = time.perf_counter()
+                    writer(topic).mode("append").save()
+                    seconds = time.perf_counter() - started
+                    written = asyncio.run(records_in(url, topic, args.partitions))
+                    if written != args.records:
+                        raise SystemExit(f"{name}: topic {topic} holds {written} records, expected {args.records}")
+                    if run < 0:
+                        print(f"warm-up: {name:<12} {args.records:,} rows in {seconds:6.2f} s")
+                        continue
+                    rate = args.records / seconds
+                    rates[name].append(rate)
+                    print(f"run {run + 1}: {name:<12} {args.records:,} rows in {seconds:6.2f} s = {rate:12,.0f} rows/s")
         finally:
             spark.stop()
-    print(f"\nmedian of {args.repeat}: kafkawire write {statistics.median(rates):,.0f} rows/s")
+    ours, theirs = statistics.median(rates["kafkawire"]), statistics.median(rates["spark-kafka"])
+    print(
+        f"\nmedian of {args.repeat}: kafkawire {ours:,.0f} rows/s, Spark's Kafka sink {theirs:,.0f} rows/s: "
+        f"ratio {ours / theirs:.2f}x"
+    )
     return 0
 
 

@@ -483,17 +483,23 @@ def readme_table(rows: list[Row]) -> str:
 
 def update_readme(results: list[Path]) -> None:
     names = {f.name for f in fields(Row)}
-    rows = [
-        Row(**{k: v for k, v in item.items() if k in names})
-        for path in results
-        for item in json.loads(path.read_text(encoding="utf-8"))
-    ]
+    # A system's rows come from the last file that has any: a newer run of one system replaces an older one.
+    by_system: dict[str, list[Row]] = {}
+    source: dict[str, str] = {}
+    for path in results:
+        found: dict[str, list[Row]] = {}
+        for item in json.loads(path.read_text(encoding="utf-8")):
+            row = Row(**{k: v for k, v in item.items() if k in names})
+            found.setdefault(row.system, []).append(row)
+        by_system.update(found)
+        source.update(dict.fromkeys(found, path.name))
+    rows = [row for system_rows in by_system.values() for row in system_rows]
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
     begin, end = text.index(README_BEGIN), text.index(README_END)
     rounds = max(r.round for r in rows) + 1
-    files = ", ".join(f"`benchmarks/results/{path.name}`" for path in results)
-    note = f"From {files} ({rounds} rounds, medians):\n\n"
+    files = ", ".join(f"{system} from `benchmarks/results/{name}`" for system, name in sorted(source.items()))
+    note = f"{files[0].upper()}{files[1:]} ({rounds} rounds, medians):\n\n"
     text = text[: begin + len(README_BEGIN)] + "\n" + note + readme_table(rows) + "\n" + text[end:]
     readme.write_text(text, encoding="utf-8")
 
