@@ -120,11 +120,12 @@ def _to_batch(messages: Sequence[Any]) -> pa.RecordBatch:
 def _headers(messages: Sequence[Any]) -> pa.Array:
     raw = list(map(_RAW_HEADERS, messages))
     if raw.count(()) == len(raw):  # most topics: no record has headers, so every map is empty
-        return pa.MapArray.from_arrays(pa.array(bytes(len(raw) + 1), pa.int8()).cast(pa.int32()), _NO_NAMES, _NO_VALUES)
+        return pa.MapArray.from_arrays(pa.repeat(_ZERO, len(raw) + 1), _NO_NAMES, _NO_VALUES)
     return pa.array([list(m.headers.items()) if m.raw_headers else () for m in messages], _HEADERS_TYPE)
 
 
 _TIMESTAMP_US = pa.timestamp("us", tz="UTC")
+_ZERO = pa.scalar(0, pa.int32())  # every map starts and ends at item 0: all empty
 _NO_NAMES = pa.array([], pa.string())
 _NO_VALUES = pa.array([], pa.binary())
 

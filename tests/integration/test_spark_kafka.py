@@ -168,7 +168,8 @@ def test_batch_write_read_back_with_client(spark: Any, kafka_broker: KafkaBroker
     assert sorted((m.key, m.value) for m in got) == sorted(data)
 
 
-def _run_stream(spark: Any, url: str, topic: str, out: str, checkpoint: str) -> None:
+def _stream_to_parquet(spark: Any, url: str, topic: str, out: str, checkpoint: str) -> Any:
+    """The query, not started: the topic from its start, 700 records per micro-batch at most, into parquet."""
     stream = (
         spark.readStream.format("kafkawire")
         .option("url", url)
@@ -178,7 +179,11 @@ def _run_stream(spark: Any, url: str, topic: str, out: str, checkpoint: str) -> 
         .load()
         .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
     )
-    query = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+    return stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+
+
+def _run_stream(spark: Any, url: str, topic: str, out: str, checkpoint: str) -> None:
+    query = _stream_to_parquet(spark, url, topic, out, checkpoint)
     running = query.trigger(processingTime="100 milliseconds").start()
     try:
         running.processAllAvailable()
@@ -215,18 +220,9 @@ def test_available_now_reads_what_was_there_in_micro_batches_of_max_offsets_per_
     sent = records(1500)
     asyncio.run(_produce(url, topic, sent))
     out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
-    stream = (
-        spark.readStream.format("kafkawire")
-        .option("url", url)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "700")
-        .load()
-        .selectExpr("value")
-    )
-    query = stream.writeStream.format("parquet").option("path", out).option("checkpointLocation", checkpoint)
+    query = _stream_to_parquet(spark, url, topic, out, checkpoint)
     query.trigger(availableNow=True).start().awaitTermination(120)
-    assert sorted(r.value for r in spark.read.parquet(out).collect()) == sorted(v for _, v, _ in sent)
+    assert sorted(r.value for r in spark.read.parquet(out).collect()) == sorted(v.decode() for _, v, _ in sent)
     assert len([f for f in os.listdir(os.path.join(checkpoint, "offsets")) if f.isdigit()]) == 3
 
 
