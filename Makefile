@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 all: test
 
-$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c pulsarwire/protocol/_batch_speedups.c
+$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c pulsarwire/protocol/_batch_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'  # dev brings the cli, spark and testing extras

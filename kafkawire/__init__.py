@@ -28,6 +28,7 @@ from kafkawire.client import (
     connect,
 )
 from kafkawire.consumer import Consumer
+from kafkawire.delivery import RecordFuture
 from kafkawire.errors import *  # noqa: F403 - the named error of every Kafka error code
 from kafkawire.errors import __all__ as _error_names
 from kafkawire.group.metadata import GroupMetadata
@@ -83,6 +84,7 @@ __all__ = [
     "Producer",
     "ProducerOptions",
     "ReceiveTimeoutError",
+    "RecordFuture",
     "RecordMetadata",
     "SerializationError",
     "TimestampType",

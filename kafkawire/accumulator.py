@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
 from kafkawire.bulk import BulkSend
-from kafkawire.message import RecordMetadata
+from kafkawire.delivery import BatchOutcome, RecordFuture
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import HEADER_SIZE, BatchBuilder
 from mqwire.common.errors import MqwireError, RequestTimeoutError
@@ -45,7 +45,7 @@ def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequen
 
 
 class ProducerBatch:
-    """The records of one partition that travel together, and the futures of their senders."""
+    """The records of one partition that travel together, and the outcome their futures share."""
 
     __slots__ = (
         "_encoded",
@@ -56,23 +56,23 @@ class ProducerBatch:
         "created",
         "deadline",
         "done",
-        "futures",
         "in_flight",
         "last_error",
+        "outcome",
         "reserved",
         "retry_at",
         "sequence",
-        "timestamps",
         "tp",
     )
 
     def __init__(self, tp: TopicPartition, builder: BatchBuilder, created: float, deadline: float) -> None:
         self.tp = tp
         self.builder = builder
-        # One future per record from enqueue; None for a record of an enqueue_many call, whose runs are in
-        # ``bulk``: (the call, its first index in this batch, the call's positions of the run).
-        self.futures: list[asyncio.Future[RecordMetadata] | None] = []
-        self.timestamps: list[int] = []
+        # The records' timestamps and what became of them, for the futures of records from enqueue; the
+        # records of enqueue_many calls are also in ``bulk`` runs: (the call, its first index in this
+        # batch, the call's positions of the run).
+        loop = asyncio.get_running_loop()
+        self.outcome = BatchOutcome(tp.topic, tp.partition, loop)
         self.bulk: list[tuple[BulkSend, int, range | list[int]]] | None = None
         self.created = created
         self.deadline = deadline
@@ -85,10 +85,10 @@ class ProducerBatch:
         self.reserved = 0
         self.last_error: BaseException | None = None
         self._encoded: bytes | None = None
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.done: asyncio.Future[None] = loop.create_future()
 
     def __len__(self) -> int:
-        return len(self.futures)
+        return len(self.outcome.timestamps)
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp.topic}-{self.tp.partition}, {len(self)} records, attempt {self.attempts})"
@@ -99,12 +99,12 @@ class ProducerBatch:
 
     def try_append(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
-    ) -> asyncio.Future[RecordMetadata] | None:
+    ) -> RecordFuture | None:
         if self.builder.append(timestamp, key, value, headers) is None:
             return None
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        self.futures.append(future)
-        self.timestamps.append(timestamp)
+        timestamps = self.outcome.timestamps
+        future = RecordFuture(self.outcome, len(timestamps))
+        timestamps.append(timestamp)
         return future
 
     def set_producer(self, producer_id: int, producer_epoch: int, sequence: int | None) -> None:
@@ -126,32 +126,18 @@ class ProducerBatch:
         return len(self._encoded) if self._encoded is not None else self.builder.size
 
     def complete(self, base_offset: int, log_append_time: int = -1) -> None:
-        """Resolve every record's future at once."""
-        topic, partition = self.tp
-        # tuple.__new__ builds the named tuple without its Python-level __new__: this runs once per record.
-        make = tuple.__new__
-        bulk = self.bulk
-        if bulk is None:
-            for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
-                if not future.done():  # type: ignore[union-attr]  # no bulk runs: every record has a future
-                    offset = -1 if base_offset < 0 else base_offset + index
-                    stamp = timestamp if log_append_time < 0 else log_append_time
-                    future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))  # type: ignore[union-attr]
-        else:
-            for index, (future, timestamp) in enumerate(zip(self.futures, self.timestamps, strict=True)):
-                if future is not None and not future.done():
-                    offset = -1 if base_offset < 0 else base_offset + index
-                    stamp = timestamp if log_append_time < 0 else log_append_time
-                    future.set_result(make(RecordMetadata, (topic, partition, offset, stamp)))
-            for call, first, positions in bulk:
-                stamp = self.timestamps[first] if log_append_time < 0 else log_append_time
+        """Settle every record's future at once (their metadata is made when read)."""
+        self.outcome.succeed(base_offset, log_append_time)
+        if self.bulk is not None:
+            topic, partition = self.tp
+            timestamps = self.outcome.timestamps
+            for call, first, positions in self.bulk:
+                stamp = timestamps[first] if log_append_time < 0 else log_append_time
                 call.run_done(positions, topic, partition, -1 if base_offset < 0 else base_offset + first, stamp)
         self._finish()
 
     def fail(self, error: BaseException) -> None:
-        for future in self.futures:
-            if future is not None and not future.done():
-                future.set_exception(error)
+        self.outcome.fail(error)
         if self.bulk is not None:
             for call, _first, _positions in self.bulk:
                 call.run_failed(error)
@@ -188,7 +174,6 @@ class Accumulator:
         self.max_request_size = max_request_size
         # The event loop's clock (monotonic), unless a test brings its own.
         self.clock = clock or time.monotonic
-        self._loop: asyncio.AbstractEventLoop | None = None
         # Called when the sender should look again: a batch was created, filled, or needs a flush.
         self._on_ready = on_ready
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
@@ -210,7 +195,7 @@ class Accumulator:
         value: bytes | None,
         headers: Sequence[Header],
         abort_on_new_batch: bool = False,
-    ) -> asyncio.Future[RecordMetadata] | None:
+    ) -> RecordFuture | None:
         """Add a record to the open batch of the partition; None when that needs a new batch and the caller
         said not to (the sticky partitioner then moves on first)."""
         # A plain tuple finds the TopicPartition key (same hash and equality) without building one per record.
@@ -218,22 +203,13 @@ class Accumulator:
         if queue:
             batch = queue[-1]
             if not batch.closed:
-                size = batch.builder.add(timestamp, key, value, headers)
-                if size >= 0:
-                    # Future(loop=...) directly: loop.create_future() costs one more Python call per record.
-                    future: asyncio.Future[RecordMetadata] = asyncio.Future(loop=self._loop)
-                    batch.futures.append(future)
-                    batch.timestamps.append(timestamp)
-                    if size >= self.batch_size:
-                        self._seal(batch)
+                future = self.append_open(batch, timestamp, key, value, headers)
+                if future is not None:
                     return future
-                self._seal(batch)
         elif queue is None:
             queue = self._queues[TopicPartition(topic, partition)] = deque()
         if abort_on_new_batch:
             return None
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()  # set before any batch exists, so appends can use it
         now = self.clock()
         # Memory is reserved per batch, for the most it can hold, so appends need no accounting.
         capacity = max(self.batch_size, HEADER_SIZE + estimate_record_size(key, value, headers))
@@ -254,6 +230,37 @@ class Accumulator:
         else:
             self._on_ready()  # the sender needs the new batch's linger deadline
         return new_future
+
+    def append_open(
+        self, batch: ProducerBatch, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
+    ) -> RecordFuture | None:
+        """Add a record to ``batch``, the open batch of its partition (``batch.closed`` is false); None if the
+        record does not fit, and the batch is then closed. The batch is closed too once it is full."""
+        size = batch.builder.add(timestamp, key, value, headers)
+        if size < 0:
+            self._seal(batch)
+            return None
+        outcome = batch.outcome
+        timestamps = outcome.timestamps
+        future = RecordFuture(outcome, len(timestamps))
+        timestamps.append(timestamp)
+        if size >= self.batch_size:
+            self._seal(batch)
+        return future
+
+    def open_batch(self, topic: str, partition: int) -> ProducerBatch | None:
+        """The partition's batch still taking records, if any."""
+        queue = self._queues.get((topic, partition))  # type: ignore[call-overload]
+        if queue and not queue[-1].closed:
+            return queue[-1]  # type: ignore[no-any-return]
+        return None
+
+    def close_appends(self) -> None:
+        """Take no more records: the open batches are closed, to go out as they are."""
+        self.closing = True
+        for queue in self._queues.values():
+            if queue:
+                queue[-1].closed = True
 
     def append_many(
         self,
@@ -286,8 +293,6 @@ class Accumulator:
             queue = self._queues[TopicPartition(topic, partition)] = deque()
         if abort_on_new_batch:
             return 0
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
         now = self.clock()
         first_key = None if keys is None else keys[start]
         capacity = max(
@@ -323,11 +328,11 @@ class Accumulator:
         stop: int,
         call: BulkSend,
     ) -> int:
-        first = len(batch.futures)
+        timestamps = batch.outcome.timestamps
+        first = len(timestamps)
         added = batch.builder.append_many(timestamp, keys, values, headers, start, stop)
         if added:
-            batch.futures.extend(itertools.repeat(None, added))
-            batch.timestamps.extend(itertools.repeat(timestamp, added))
+            timestamps.extend(itertools.repeat(timestamp, added))
             if batch.bulk is None:
                 batch.bulk = []
             batch.bulk.append((call, first, positions[start : start + added]))

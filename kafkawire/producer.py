@@ -16,8 +16,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from kafkawire import errors
-from kafkawire.accumulator import Accumulator, estimate_record_size
+from kafkawire.accumulator import Accumulator, ProducerBatch, estimate_record_size
 from kafkawire.bulk import BulkMetadata, BulkSend
+from kafkawire.delivery import RecordFuture
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndMetadata
@@ -167,6 +168,13 @@ class Producer:
         self._tracked: set[str] = set()
         self._lifecycle = Lifecycle("kafka producer")
         self._running = False  # the sender runs (from start, or from the first send)
+        # The short way of ``enqueue`` (see there): possible without serializers, a partitioner or a
+        # transaction; the open batch it appends to, set by the full way.
+        self._fast_enabled = (
+            value_serializer is None and key_serializer is None and partitioner is None and transactional_id is None
+        )
+        self._fast_batch: ProducerBatch | None = None
+        self._fast_value_limit = self._record_limit - _BARE_RECORD
 
     def _compression(self, compression: str | None, compression_type: str | None) -> str | None:
         if compression is not None and compression_type is not None and compression != compression_type:
@@ -317,13 +325,37 @@ class Producer:
         partition: int | None = None,
         timestamp_ms: int | None = None,
         topic: str | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    ) -> RecordFuture:
         """Buffer one record; the returned future resolves with its RecordMetadata once acknowledged.
+
+        The future is a ``RecordFuture``: it is awaited and used as an ``asyncio.Future`` (``done``,
+        ``result``, ``add_done_callback``, ``asyncio.gather``/``wait``), without ``set_result``.
 
         ``key`` and ``value`` are bytes or None, or anything the ``key_serializer`` / ``value_serializer``
         turns into bytes. Waits only while the buffer is full (at most ``max_block_ms``) or the topic's
         partitions are unknown.
         """
+        batch = self._fast_batch
+        if (
+            batch is not None
+            and type(value) is bytes
+            and key is None
+            and headers is None
+            and partition is None
+            and timestamp_ms is None
+            and topic is None
+            and not batch.closed
+            and self._sender.fatal_error is None
+            and len(value) <= self._fast_value_limit
+        ):
+            # Most records of a loop of plain sends: bytes to the default topic's sticky partition, whose open
+            # batch the previous such record found. Everything else the checks below would look at is fixed
+            # while that batch is open (and closing the producer closes it first).
+            future = self._accumulator.append_open(batch, time.time_ns() // 1_000_000, None, value, ())
+            if future is not None:
+                if batch.closed:
+                    await asyncio.sleep(0)  # the batch is complete: let the sender ship it now
+                return future
         if not self._running:
             self._ensure_started()
         fatal = self._sender.fatal_error
@@ -378,6 +410,8 @@ class Producer:
                 partition = sticky.next_batch(topic, len(partitions), available, partition)
                 future = accumulator.append(topic, partition, timestamp_ms, key, value, header_list)
                 assert future is not None
+            if self._fast_enabled and topic == self.topic and not header_list:
+                self._fast_batch = accumulator.open_batch(topic, partition)
         else:
             if partition is not None:
                 if type(partition) is not int:
@@ -482,12 +516,26 @@ class Producer:
                 chosen = self._bulk_partitions(topic, key_list, partitions, available, count)
                 for part, indices in chosen.items():
                     await self._append_run(
-                        topic, part, timestamp_ms, _pick(key_list, indices), [value_list[i] for i in indices],
-                        _pick(header_lists, indices), indices, call, sticky=False,
+                        topic,
+                        part,
+                        timestamp_ms,
+                        _pick(key_list, indices),
+                        [value_list[i] for i in indices],
+                        _pick(header_lists, indices),
+                        indices,
+                        call,
+                        sticky=False,
                     )
             else:
                 await self._append_run(
-                    topic, partition, timestamp_ms, key_list, value_list, header_lists, range(count), call,
+                    topic,
+                    partition,
+                    timestamp_ms,
+                    key_list,
+                    value_list,
+                    header_lists,
+                    range(count),
+                    call,
                     sticky=partition is None,
                 )
         except BaseException as exc:
@@ -522,7 +570,16 @@ class Producer:
                 _, partitions, available = self._topics[topic]
                 part = self._sticky.partition(topic, len(partitions), available)
                 added = accumulator.append_many(
-                    topic, part, timestamp_ms, keys, values, headers, positions, done, count, call,
+                    topic,
+                    part,
+                    timestamp_ms,
+                    keys,
+                    values,
+                    headers,
+                    positions,
+                    done,
+                    count,
+                    call,
                     abort_on_new_batch=True,
                 )
                 if not added:
@@ -721,4 +778,3 @@ def _headers(headers: HeadersInput) -> Sequence[Header]:
             raise TypeError(f"header name must be str, not {type(name).__name__}")
         result.append((name, _as_bytes(f"header {name!r}", value)))
     return result
-

@@ -148,7 +148,7 @@ class Sender:
 
     async def stop(self) -> None:
         """Stop after every buffered batch is done (the accumulator must be closing)."""
-        self.accumulator.closing = True
+        self.accumulator.close_appends()
         self.waker.wake()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):

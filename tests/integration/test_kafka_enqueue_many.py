@@ -167,3 +167,44 @@ async def test_the_call_shape_is_checked(client: kafkawire.Client) -> None:
             await producer.enqueue_many([b"a", b"b"], keys=[b"k"])
         with pytest.raises(ValueError, match="headers has 3 entries for 2 values"):
             await producer.enqueue_many([b"a", b"b"], headers=[None, None, None])
+
+
+# ------------------------------------------------------------------ enqueue's short way for plain records
+@pytest.mark.parametrize(
+    "bad", BAD + [{"value": b"v", **call} for call in BAD_CALL], ids=range(len(BAD) + len(BAD_CALL))
+)
+async def test_the_short_way_of_enqueue_refuses_what_the_full_way_refuses(
+    client: kafkawire.Client, bad: dict[str, Any]
+) -> None:
+    """A plain record after a plain record takes enqueue's short way (the open batch of the sticky partition);
+    every other record goes the full way. A producer with an open batch must refuse exactly what a fresh one
+    refuses, with the same error, and buffer nothing of it. The batch size is above the record limit so that
+    the oversize records are refused by the size check, not by the batch being full."""
+    topic = await new_topic(client, partitions=2)
+    options: dict[str, Any] = {"max_request_size": 1_048_576, "batch_size": 4_000_000, "linger_ms": 60_000}
+    async with client.producer(topic, **options) as fresh:
+        full_way = await errors_of(fresh.enqueue(**bad))
+    async with client.producer(topic, **options) as producer:
+        first = await producer.enqueue(b"first")
+        assert producer._fast_batch is not None  # the short way is armed
+        short_way = await errors_of(producer.enqueue(**bad))
+        assert short_way == full_way
+        last = await producer.enqueue(b"last")
+        await producer.flush()
+        assert [first.result().offset, last.result().offset] == [0, 1]  # the refused record took no offset
+
+
+async def test_the_short_way_takes_a_record_at_the_size_limit_and_refuses_one_byte_more(
+    client: kafkawire.Client,
+) -> None:
+    topic = await new_topic(client)
+    async with client.producer(topic, max_request_size=100_000, batch_size=1_000_000) as producer:
+        await producer.enqueue(b"first")
+        limit = producer._fast_value_limit
+        at_limit = await producer.enqueue(b"x" * limit)
+        with pytest.raises(kafkawire.MessageTooLargeError):
+            await producer.enqueue(b"x" * (limit + 1))
+        await producer.flush()
+        assert at_limit.result().offset == 1
+    got = await read_all(client, topic, 2)
+    assert [len(m.value or b"") for m in got] == [5, limit]

@@ -1,0 +1,292 @@
+"""The acknowledgements of records sent one by one: one outcome per batch, one small future per record.
+
+A loop of ``enqueue`` keeps a future per record until its batch is acknowledged, often hundreds of
+thousands at once. An ``asyncio.Future`` each would cost its creation, a ``RecordMetadata`` and a
+``set_result`` per record at acknowledgement, and most of all the cycle collector scanning every waiting
+future again at each collection. Here a batch has one ``BatchOutcome``, settled once, and each record a
+``RecordFuture``: the outcome and the record's place in the batch. Its metadata is made when read. The
+compiled base (``_delivery_speedups``) leaves record futures out of the cycle collector.
+
+A ``RecordFuture`` behaves as an ``asyncio.Future`` for everything but ``set_result``/``set_exception``:
+``await``, ``done``, ``result``, ``exception``, ``cancel``, ``add_done_callback``, and ``asyncio.isfuture``
+is true, so ``asyncio.gather``, ``wait``, ``wait_for``, ``shield`` and ``as_completed`` take it as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import importlib
+import os
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from kafkawire.message import RecordMetadata
+
+DoneCallback = Callable[["RecordFuture"], object]
+
+
+class _PlainRecordFutureBase:
+    """The two fields of a record future, for installs without the compiled base (tracked as usual)."""
+
+    __slots__ = ("_index", "_outcome")
+
+    def __init__(self, outcome: BatchOutcome, index: int) -> None:
+        self._outcome = outcome
+        self._index = index
+
+
+def _compiled_base() -> type | None:
+    if os.environ.get("MQWIRE_PURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("kafkawire._delivery_speedups").RecordFutureBase  # type: ignore[no-any-return]
+    except ImportError:
+        return None
+
+
+if TYPE_CHECKING:
+    _RecordFutureBase = _PlainRecordFutureBase
+else:
+    _RecordFutureBase = _compiled_base() or _PlainRecordFutureBase
+
+
+class BatchOutcome:
+    """What became of one batch: the records' timestamps, then its first offset or its error.
+
+    Shared by the futures of the batch's records. Settled once, by ``succeed`` or ``fail``; then the
+    callbacks and waiters of its records run and are dropped.
+    """
+
+    __slots__ = (
+        "_callbacks",
+        "_cancelled",
+        "_waiters",
+        "base_offset",
+        "error",
+        "log_append_time",
+        "loop",
+        "partition",
+        "settled",
+        "timestamps",
+        "topic",
+    )
+
+    def __init__(self, topic: str, partition: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.loop = loop
+        # One per record, in batch order: the record's timestamp, and its place in the batch.
+        self.timestamps: list[int] = []
+        self.settled = False
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.error: BaseException | None = None
+        # Made only when a record's future gets a callback, is awaited while pending, or is cancelled.
+        self._callbacks: list[tuple[RecordFuture, DoneCallback, contextvars.Context | None]] | None = None
+        self._waiters: list[tuple[int, asyncio.Future[None]]] | None = None
+        # The cancelled records' places, each with the message given to cancel().
+        self._cancelled: dict[int, Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    def succeed(self, base_offset: int, log_append_time: int = -1) -> None:
+        """The broker stored the batch from ``base_offset`` (-1: not told, as with acks=0)."""
+        if not self.settled:
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self._settle()
+
+    def fail(self, error: BaseException) -> None:
+        """The batch was not stored: every record's future raises ``error``."""
+        if not self.settled:
+            self.error = error
+            self._settle()
+
+    def is_cancelled(self, index: int) -> bool:
+        cancelled = self._cancelled
+        return cancelled is not None and index in cancelled
+
+    def wait(self, index: int) -> asyncio.Future[None]:
+        """A future of its own for one ``await`` of a pending record: done when the batch settles, cancelled
+        when the record's future is (cancelling it cancels only that await)."""
+        waiter: asyncio.Future[None] = self.loop.create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append((index, waiter))
+        return waiter
+
+    def add_callback(self, future: RecordFuture, callback: DoneCallback, context: contextvars.Context | None) -> None:
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append((future, callback, context))
+
+    def remove_callback(self, future: RecordFuture, callback: DoneCallback) -> int:
+        if not self._callbacks:
+            return 0
+        kept = [entry for entry in self._callbacks if entry[0] is not future or entry[1] != callback]
+        removed = len(self._callbacks) - len(kept)
+        self._callbacks = kept
+        return removed
+
+    def cancel_message(self, index: int) -> Any:
+        """The message given to ``cancel()`` of the record at ``index`` (None: none, or not cancelled)."""
+        return self._cancelled.get(index) if self._cancelled is not None else None
+
+    def cancelled_error(self, index: int) -> asyncio.CancelledError:
+        message = self.cancel_message(index)
+        return asyncio.CancelledError() if message is None else asyncio.CancelledError(message)
+
+    def cancel(self, future: RecordFuture, message: Any) -> None:
+        """The record's future is cancelled (the record itself stays in its batch): its waiters and
+        callbacks are told now."""
+        index = future._index
+        if self._cancelled is None:
+            self._cancelled = {}
+        self._cancelled[index] = message
+        if self._waiters:
+            for place, waiter in self._waiters:
+                if place == index:
+                    waiter.cancel()
+            self._waiters = [entry for entry in self._waiters if entry[0] != index]
+        if self._callbacks:
+            mine = [entry for entry in self._callbacks if entry[0] is future]
+            self._callbacks = [entry for entry in self._callbacks if entry[0] is not future]
+            for _, callback, context in mine:
+                self.loop.call_soon(callback, future, context=context)
+
+    def _settle(self) -> None:
+        self.settled = True
+        waiters, self._waiters = self._waiters, None
+        callbacks, self._callbacks = self._callbacks, None
+        if waiters:
+            for _, waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        if callbacks:
+            call_soon = self.loop.call_soon
+            for future, callback, context in callbacks:
+                call_soon(callback, future, context=context)
+
+
+class RecordFuture(_RecordFutureBase):
+    """The acknowledgement of one record buffered by ``enqueue``: resolves with its ``RecordMetadata``.
+
+    Used as an ``asyncio.Future``: ``await`` it, or ``done()``, ``result()``, ``exception()``,
+    ``cancelled()``, ``add_done_callback(fn)``, ``remove_done_callback(fn)``, ``get_loop()``; it is a
+    future to ``asyncio.isfuture``, so ``asyncio.gather``, ``wait``, ``wait_for``, ``shield`` and
+    ``as_completed`` take it directly. ``cancel()`` stops waiting for the acknowledgement; the record
+    stays in its batch and is still sent. It has no ``set_result``: only its batch settles it.
+    """
+
+    __slots__ = ()
+    # asyncio's mark of a future-like object (asyncio.isfuture); a RecordFuture never yields itself to a task.
+    _asyncio_future_blocking = False
+
+    if TYPE_CHECKING:
+        _outcome: BatchOutcome
+        _index: int
+
+    def done(self) -> bool:
+        """True once the batch is acknowledged or failed, or this future is cancelled."""
+        outcome = self._outcome
+        return outcome.settled or outcome.is_cancelled(self._index)
+
+    def cancelled(self) -> bool:
+        """True if ``cancel()`` was called before the batch settled."""
+        return self._outcome.is_cancelled(self._index)
+
+    def result(self) -> RecordMetadata:
+        """The record's ``RecordMetadata``; raises the batch's error, ``CancelledError`` when cancelled, and
+        ``asyncio.InvalidStateError`` while not done."""
+        outcome = self._outcome
+        index = self._index
+        if not outcome.settled or outcome.error is not None or outcome._cancelled is not None:
+            if outcome.is_cancelled(index):
+                raise outcome.cancelled_error(index)
+            if not outcome.settled:
+                raise asyncio.InvalidStateError("the record is not acknowledged yet")
+            if outcome.error is not None:
+                raise outcome.error
+        base_offset = outcome.base_offset
+        log_append_time = outcome.log_append_time
+        # tuple.__new__ builds the named tuple without its Python-level __new__: this runs once per record.
+        return tuple.__new__(
+            RecordMetadata,
+            (
+                outcome.topic,
+                outcome.partition,
+                -1 if base_offset < 0 else base_offset + index,
+                outcome.timestamps[index] if log_append_time < 0 else log_append_time,
+            ),
+        )
+
+    def exception(self) -> BaseException | None:
+        """The batch's error, or None if it was stored; raises as ``result()`` when cancelled or not done."""
+        outcome = self._outcome
+        if outcome.is_cancelled(self._index):
+            raise outcome.cancelled_error(self._index)
+        if not outcome.settled:
+            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        return outcome.error
+
+    def add_done_callback(self, fn: DoneCallback, *, context: contextvars.Context | None = None) -> None:
+        """Call ``fn(future)`` through the event loop once done (at once, through the loop, if done now), in
+        ``context`` or else the context current now."""
+        outcome = self._outcome
+        if context is None:
+            context = contextvars.copy_context()
+        if self.done():
+            outcome.loop.call_soon(fn, self, context=context)
+        else:
+            outcome.add_callback(self, fn, context)
+
+    def remove_done_callback(self, fn: DoneCallback) -> int:
+        """Remove every registration of ``fn``; returns how many were removed."""
+        return self._outcome.remove_callback(self, fn)
+
+    def cancel(self, msg: Any = None) -> bool:
+        """Stop waiting for the acknowledgement (the record is still sent); False if already done."""
+        if self.done():
+            return False
+        self._outcome.cancel(self, msg)
+        return True
+
+    # asyncio.gather reads these two of a cancelled child, as it does of its own futures.
+    def _make_cancelled_error(self) -> asyncio.CancelledError:
+        return self._outcome.cancelled_error(self._index)
+
+    @property
+    def _cancel_message(self) -> Any:
+        return self._outcome.cancel_message(self._index)
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop of the producer that buffered the record."""
+        return self._outcome.loop
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        if not self.done():
+            waiter = self._outcome.wait(self._index)
+            try:
+                yield from waiter
+            except asyncio.CancelledError:
+                # The awaiting task was cancelled: so is this future, as with an asyncio.Future.
+                self.cancel()
+                raise
+        return self.result()
+
+    __iter__ = __await__
+
+    def __repr__(self) -> str:
+        outcome = self._outcome
+        where = f"{outcome.topic}-{outcome.partition}"
+        if self.cancelled():
+            state = "cancelled"
+        elif not outcome.settled:
+            state = "pending"
+        elif outcome.error is not None:
+            state = f"failed: {outcome.error!r}"
+        else:
+            state = f"offset {self.result().offset}"
+        return f"<RecordFuture {where} #{self._index} {state}>"
