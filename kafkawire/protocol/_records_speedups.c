@@ -9,9 +9,12 @@
  *   decode_records(data, count, base_offset, base_timestamp, fixed_timestamp, make_record, prefix, suffix) -> list
  *       each record is make_record(*prefix, offset, key, value, headers, timestamp, *suffix), headers a tuple
  *       of (name, value) pairs; the records are left untracked by the cycle collector
+ *   RecordAppender(buffer, max_size).add(timestamp, key, value, headers) -> size or -1
+ *       append_record with the batch's record count and timestamps kept here (BatchBuilder's per-record step)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -441,6 +444,90 @@ done:
     return records;
 }
 
+/* The open batch's records and the counters that go into its header: what BatchBuilder.add changes per
+ * record, so that the producer's per-record path is one C call. records.py has the same class in Python. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *buffer; /* bytearray: the batch header's room, then the records */
+    Py_ssize_t max_size;
+    long long count;
+    long long base_timestamp;
+    long long max_timestamp;
+} Appender;
+
+static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *buffer;
+    Py_ssize_t max_size;
+    static char *names[] = {"buffer", "max_size", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!n:RecordAppender", names, &PyByteArray_Type, &buffer,
+                                     &max_size)) {
+        return NULL;
+    }
+    Appender *self = (Appender *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->buffer = Py_NewRef(buffer);
+    self->max_size = max_size;
+    self->count = 0;
+    self->base_timestamp = 0;
+    self->max_timestamp = -1;
+    return (PyObject *)self;
+}
+
+static void appender_dealloc(Appender *self) {
+    Py_CLEAR(self->buffer);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* add(timestamp, key, value, headers) -> the buffer's size after adding the record, or -1 if it does not fit
+ * under max_size (the first record always fits). */
+static PyObject *appender_add(Appender *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "add takes 4 arguments (timestamp, key, value, headers)");
+        return NULL;
+    }
+    long long timestamp = PyLong_AsLongLong(args[0]);
+    if (timestamp == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t limit = self->max_size;
+    if (self->count == 0) {
+        self->base_timestamp = timestamp;
+        limit = -1;
+    }
+    int appended = append_one(self->buffer, limit, self->count, timestamp - self->base_timestamp, args[1], args[2],
+                              args[3]);
+    if (appended < 0) return NULL;
+    if (appended == 0) return PyLong_FromLong(-1);
+    if (timestamp > self->max_timestamp) self->max_timestamp = timestamp;
+    self->count++;
+    return PyLong_FromSsize_t(PyByteArray_GET_SIZE(self->buffer));
+}
+
+static PyMethodDef appender_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))appender_add, METH_FASTCALL,
+     "Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef appender_members[] = {
+    {"buffer", T_OBJECT_EX, offsetof(Appender, buffer), READONLY, "the batch header's room, then the records"},
+    {"max_size", T_PYSSIZET, offsetof(Appender, max_size), READONLY, "the most bytes the records may take"},
+    {"count", T_LONGLONG, offsetof(Appender, count), 0, "records added"},
+    {"base_timestamp", T_LONGLONG, offsetof(Appender, base_timestamp), 0, "the first record's timestamp"},
+    {"max_timestamp", T_LONGLONG, offsetof(Appender, max_timestamp), 0, "the largest timestamp added (-1: none)"},
+    {NULL},
+};
+
+static PyTypeObject AppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire.protocol._records_speedups.RecordAppender",
+    .tp_doc = "The records of an open batch and the counters of its header.",
+    .tp_basicsize = sizeof(Appender),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = appender_new,
+    .tp_dealloc = (destructor)appender_dealloc,
+    .tp_methods = appender_methods,
+    .tp_members = appender_members,
+};
+
 static PyMethodDef methods[] = {
     {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL,
      "Append one varint-framed record to a batch buffer unless it would pass the limit (-1: none)."},
@@ -453,4 +540,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records_speedups", NULL, 0, methods};
 
-PyMODINIT_FUNC PyInit__records_speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__records_speedups(void) {
+    if (PyType_Ready(&AppenderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "RecordAppender", (PyObject *)&AppenderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

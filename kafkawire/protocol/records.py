@@ -159,8 +159,14 @@ def _decode_batch_records(
     fixed_timestamp = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_LOG_APPEND else None
     try:
         return _decode_records(
-            batch.payload, batch.record_count, batch.base_offset, batch.base_timestamp, fixed_timestamp,
-            make_record, prefix, suffix,
+            batch.payload,
+            batch.record_count,
+            batch.base_offset,
+            batch.base_timestamp,
+            fixed_timestamp,
+            make_record,
+            prefix,
+            suffix,
         )
     except p.DECODE_ERRORS as exc:
         raise ProtocolError(f"malformed record in batch at offset {batch.base_offset}: {exc}") from exc
@@ -173,15 +179,48 @@ def application_records(batches: Iterable[RecordBatch]) -> Iterator[Record]:
             yield from batch.records
 
 
+class RecordAppenderPy:
+    """The records of an open batch and the counters of its header: what ``BatchBuilder`` changes per record.
+
+    The reference for the compiled ``RecordAppender``, which the producer's per-record path calls directly.
+    """
+
+    __slots__ = ("base_timestamp", "buffer", "count", "max_size", "max_timestamp")
+
+    def __init__(self, buffer: bytearray, max_size: int) -> None:
+        self.buffer = buffer
+        self.max_size = max_size
+        self.count = 0
+        self.base_timestamp = 0
+        self.max_timestamp = -1
+
+    def add(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
+        """Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits)."""
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+            limit = -1
+        else:
+            limit = self.max_size
+        buffer = self.buffer
+        if not _append_record(buffer, limit, count, timestamp - self.base_timestamp, key, value, headers):
+            return -1
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        self.count = count + 1
+        return len(buffer)
+
+
 class BatchBuilder:
-    """Accumulates records into one batch; ``append`` refuses a record that would exceed ``max_size``."""
+    """Accumulates records into one batch; ``append`` refuses a record that would exceed ``max_size``.
+
+    ``add(timestamp, key, value, headers)`` is the producer's per-record step: the bytes written so far after
+    adding the record, or -1 if it does not fit (one compiled call when the extension is built).
+    """
 
     __slots__ = (
-        "_base_timestamp",
-        "_buffer",
-        "_count",
-        "_max_size",
-        "_max_timestamp",
+        "_records",
+        "add",
         "base_sequence",
         "codec",
         "control",
@@ -206,59 +245,31 @@ class BatchBuilder:
         if compression is not None and compression not in CODEC_CODES:
             raise ValueError(f"unknown compression {compression!r}; expected one of {sorted(CODEC_CODES)} or None")
         self.codec = compression
-        self._max_size = max_size
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
         self.transactional = transactional
         self.partition_leader_epoch = partition_leader_epoch
         self.control = control
-        self._buffer = bytearray(HEADER_SIZE)
-        self._count = 0
-        self._base_timestamp = 0
-        self._max_timestamp = -1
+        self._records = _RecordAppender(bytearray(HEADER_SIZE), max_size)
+        self.add: Callable[[int, bytes | None, bytes | None, Sequence[Header]], int] = self._records.add
 
     def __len__(self) -> int:
-        return self._count
+        return self._records.count
 
     @property
     def size(self) -> int:
         """Bytes written so far, before compression."""
-        return len(self._buffer)
+        return len(self._records.buffer)
 
     def append(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()
     ) -> int | None:
         """Add a record; return its offset delta, or None if it does not fit (the first record always fits)."""
-        count = self._count
-        if count == 0:
-            self._base_timestamp = timestamp
-            limit = -1
-        else:
-            limit = self._max_size
-        if not _append_record(self._buffer, limit, count, timestamp - self._base_timestamp, key, value, headers):
+        count = self._records.count
+        if self.add(timestamp, key, value, headers) < 0:
             return None
-        if timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
-        self._count = count + 1
         return count
-
-    def add(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()) -> int:
-        """``append`` for the producer's per-record path: the bytes written so far after adding the record, or
-        -1 if it does not fit; one call instead of ``append`` and ``size``."""
-        count = self._count
-        if count == 0:
-            self._base_timestamp = timestamp
-            limit = -1
-        else:
-            limit = self._max_size
-        buffer = self._buffer
-        if not _append_record(buffer, limit, count, timestamp - self._base_timestamp, key, value, headers):
-            return -1
-        if timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
-        self._count = count + 1
-        return len(buffer)
 
     def append_many(
         self,
@@ -273,26 +284,28 @@ class BatchBuilder:
         returns how many were added (at least one into an empty builder)."""
         if start >= stop:
             return 0
-        count = self._count
+        records = self._records
+        count = records.count
         added = 0
         if count == 0:
-            self._base_timestamp = timestamp
             first_headers = () if headers is None else headers[start]
             first_key = None if keys is None else keys[start]
-            _append_record(self._buffer, -1, 0, 0, first_key, values[start], first_headers)
-            added = 1
-        delta = timestamp - self._base_timestamp
-        added += _append_records(
-            self._buffer, self._max_size, count + added, delta, keys, values, headers, start + added, stop
+            self.add(timestamp, first_key, values[start], first_headers)
+            count = added = 1
+        delta = timestamp - records.base_timestamp
+        more = _append_records(
+            records.buffer, records.max_size, count, delta, keys, values, headers, start + added, stop
         )
-        if added and timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
-        self._count = count + added
-        return added
+        if more:
+            if timestamp > records.max_timestamp:
+                records.max_timestamp = timestamp
+            records.count = count + more
+        return added + more
 
     def build(self, base_offset: int = 0) -> bytes:
         """The finished batch. The builder can be built again (e.g. with a new sequence after a retry)."""
-        if self._count == 0:
+        records = self._records
+        if records.count == 0:
             raise ValueError("a record batch needs at least one record")
         attributes = 0
         if self.codec is not None:
@@ -303,19 +316,19 @@ class BatchBuilder:
             attributes |= CONTROL
         tail = _TAIL.pack(
             attributes,
-            self._count - 1,
-            self._base_timestamp,
-            self._max_timestamp,
+            records.count - 1,
+            records.base_timestamp,
+            records.max_timestamp,
             self.producer_id,
             self.producer_epoch,
             self.base_sequence,
-            self._count,
+            records.count,
         )
         if self.codec is None:
-            out = self._buffer
+            out = records.buffer
             out[_ATTRIBUTES_OFFSET:HEADER_SIZE] = tail
         else:
-            payload = compress(_ENCODE_AS.get(self.codec, self.codec), memoryview(self._buffer)[HEADER_SIZE:])
+            payload = compress(_ENCODE_AS.get(self.codec, self.codec), memoryview(records.buffer)[HEADER_SIZE:])
             out = bytearray(HEADER_SIZE)
             out[_ATTRIBUTES_OFFSET:HEADER_SIZE] = tail
             out += payload
@@ -374,8 +387,10 @@ def append_records_py(
 ) -> int:
     """Records ``start``..``stop`` of the lists (None keys or headers: none), offset deltas counted from
     ``first_delta``, appended until one would make ``buffer`` longer than ``limit``; how many went in."""
-    if type(values) is not list or (keys is not None and type(keys) is not list) or (
-        headers is not None and type(headers) is not list
+    if (
+        type(values) is not list
+        or (keys is not None and type(keys) is not list)
+        or (headers is not None and type(headers) is not list)
     ):
         raise TypeError("append_records: keys and headers must be lists or None, values a list")
     size = len(values)
@@ -602,12 +617,15 @@ def _get_bytes(buf: bytes, pos: int, limit: int, what: str) -> tuple[bytes | Non
 _append_record: Callable[[bytearray, int, int, int, bytes | None, bytes | None, Sequence[Header]], bool]
 _append_records: Callable[..., int]
 _decode_records: Callable[..., list[Any]]
+_RecordAppender: Callable[[bytearray, int], RecordAppenderPy]
 if _speedups is not None:
     _append_record = _speedups.append_record
     _append_records = _speedups.append_records
     _decode_records = _speedups.decode_records
+    _RecordAppender = _speedups.RecordAppender
 else:
     _append_record = append_record_py
     _append_records = append_records_py
     _decode_records = decode_records_py
+    _RecordAppender = RecordAppenderPy
 COMPILED = _speedups is not None

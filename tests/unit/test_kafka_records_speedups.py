@@ -86,6 +86,38 @@ def test_decode_reads_back_what_was_appended(
         assert decode(payload, len(rows), base_offset, base_ts, 99, make_tuple, ("t", 3), ("x",)) == wrapped
 
 
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2**41), optional_bytes, optional_bytes, headers_strategy), max_size=20),
+    st.integers(0, 3000),
+)
+def test_the_compiled_appender_adds_and_counts_as_the_python_one(
+    rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], max_size: int
+) -> None:
+    # The producer's per-record step: the same sizes returned (-1: refused), the same bytes and header counters.
+    states = []
+    for appender in (
+        records.RecordAppenderPy(bytearray(b"head"), max_size),
+        compiled().RecordAppender(bytearray(b"head"), max_size),
+    ):
+        sizes = [appender.add(ts, key, value, hdrs) for ts, key, value, hdrs in rows]
+        states.append((sizes, bytes(appender.buffer), appender.count, appender.base_timestamp, appender.max_timestamp))
+    assert states[0] == states[1]
+
+
+@pytest.mark.parametrize(
+    "bad", [("t", None, b"v", ()), (1, "key", b"v", ()), (1, None, 5, ()), (1, None, b"v", [("h",)])]
+)
+def test_the_compiled_appender_refuses_what_the_python_one_refuses(bad: tuple[object, ...]) -> None:
+    refusals = []
+    for appender in (records.RecordAppenderPy(bytearray(), 100), compiled().RecordAppender(bytearray(), 100)):
+        with pytest.raises(TypeError) as raised:
+            appender.add(*bad)
+        refusals.append((bytes(appender.buffer), appender.count))
+        assert raised.type is TypeError
+    assert refusals == [(b"", 0), (b"", 0)]
+
+
 class Tracked:
     """A record type whose instances the cycle collector tracks, as Message's are."""
 
