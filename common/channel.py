@@ -96,7 +96,7 @@ class Channel(Generic[F]):
         """A fresh request id for this channel."""
         return self.table.next_id()
 
-    async def request(self, request_id: int, data: bytes, timeout: float | None) -> F:
+    async def request(self, request_id: int, data: bytes | bytearray, timeout: float | None) -> F:
         """Send ``data`` (which carries ``request_id``) and wait for the frame that answers it."""
         connection = self.connection
         if connection.error is not None:
@@ -110,7 +110,7 @@ class Channel(Generic[F]):
             raise
         return await future
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes | bytearray) -> None:
         """Send a frame that expects no response (or whose answer arrives unsolicited)."""
         self.connection.write(data)
 

@@ -48,7 +48,7 @@ class Connection(asyncio.Protocol, Generic[F]):
         self._on_frame = on_frame
         self._on_close = on_close
         self._transport: asyncio.Transport | None = None
-        self._pending: list[bytes] = []
+        self._pending: list[bytes | bytearray] = []
         self._pending_size = 0
         self._flush_scheduled = False
         self._writable = asyncio.Event()
@@ -161,8 +161,9 @@ class Connection(asyncio.Protocol, Generic[F]):
         """Why the connection closed, or None while it is open."""
         return self._error
 
-    def write(self, data: bytes) -> None:
-        """Queue ``data``; it leaves with the other writes of this loop iteration."""
+    def write(self, data: bytes | bytearray) -> None:
+        """Queue ``data`` (not copied: a bytearray must not change afterwards); it leaves with the other writes of
+        this loop iteration."""
         if self._error is not None:
             raise self._error
         self._pending.append(data)
@@ -184,7 +185,7 @@ class Connection(asyncio.Protocol, Generic[F]):
             if self._error is not None:
                 raise self._error
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes | bytearray) -> None:
         """``write`` then ``drain``."""
         self.write(data)
         await self.drain()

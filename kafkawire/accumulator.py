@@ -84,7 +84,7 @@ class ProducerBatch:
         self.in_flight = False
         self.reserved = 0
         self.last_error: BaseException | None = None
-        self._encoded: bytes | None = None
+        self._encoded: bytearray | None = None
         self.done: asyncio.Future[None] = loop.create_future()
 
     def __len__(self) -> int:
@@ -115,10 +115,10 @@ class ProducerBatch:
         self.sequence = sequence
         self._encoded = None
 
-    def encode(self) -> bytes:
+    def encode(self) -> bytearray:
         """The batch as it goes on the wire; kept for retries that do not change the producer fields."""
         if self._encoded is None:
-            self._encoded = self.builder.build(0)
+            self._encoded = self.builder.build_in_place(0)
         return self._encoded
 
     @property

@@ -59,8 +59,8 @@ def decode_body(cls: type[M], version: int, data: p.Buffer) -> M:
     return decode_from(cls, data, 0, version, _flexible(cls, version))
 
 
-def encode_request(body: Request, *, version: int, correlation_id: int, client_id: str | None) -> bytes:
-    """A whole request frame, size prefix included."""
+def encode_request(body: Request, *, version: int, correlation_id: int, client_id: str | None) -> bytearray:
+    """A whole request frame, size prefix included (the buffer it was written into, not copied again)."""
     cls = type(body)
     if not isinstance(body, Request):
         raise TypeError(f"{cls.__name__} is not a request")
@@ -70,7 +70,7 @@ def encode_request(body: Request, *, version: int, correlation_id: int, client_i
     write_request_header(out, cls.API_KEY, version, correlation_id, client_id, flexible)
     encode_into(out, body, version, flexible)
     p.INT32.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+    return out
 
 
 def response_correlation_id(frame: p.Buffer) -> int:

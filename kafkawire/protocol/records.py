@@ -304,6 +304,11 @@ class BatchBuilder:
 
     def build(self, base_offset: int = 0) -> bytes:
         """The finished batch. The builder can be built again (e.g. with a new sequence after a retry)."""
+        return bytes(self.build_in_place(base_offset))
+
+    def build_in_place(self, base_offset: int = 0) -> bytearray:
+        """``build`` without the final copy: an uncompressed batch is the builder's own buffer, valid until
+        the builder changes (the producer copies it into its request at once)."""
         records = self._records
         if records.count == 0:
             raise ValueError("a record batch needs at least one record")
@@ -334,7 +339,7 @@ class BatchBuilder:
             out += payload
         crc = crc32c(memoryview(out)[_ATTRIBUTES_OFFSET:])
         _PREFIX.pack_into(out, 0, base_offset, len(out) - 12, self.partition_leader_epoch, MAGIC, crc)
-        return bytes(out)
+        return out
 
 
 def append_record_py(
