@@ -22,6 +22,7 @@ import sparkwire
 def executor_facts(_: Any) -> list[dict[str, Any]]:
     """Runs in an executor's Python worker: where the project came from and whether it is compiled."""
     import kafkawire
+    from kafkawire import delivery
     from kafkawire.protocol import records
     from pulsarwire.protocol import batch
 
@@ -32,6 +33,7 @@ def executor_facts(_: Any) -> list[dict[str, Any]]:
             "kafkawire": kafkawire.__file__,
             "kafka_speedups": getattr(records._speedups, "__file__", None),
             "pulsar_speedups": getattr(batch._speedups, "__file__", None),
+            "delivery_speedups": getattr(sys.modules[delivery.RecordFuture.__mro__[1].__module__], "__file__", None),
         }
     ]
 

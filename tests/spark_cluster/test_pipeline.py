@@ -196,7 +196,7 @@ def run_job(
     for fact in facts["executors"]:
         assert fact["prefix"].endswith("/env"), fact
         assert fact["kafkawire"].startswith(fact["prefix"]), fact
-        for key in ("kafka_speedups", "pulsar_speedups"):
+        for key in ("kafka_speedups", "pulsar_speedups", "delivery_speedups"):
             assert fact[key] and fact[key].startswith(fact["prefix"]) and fact[key].endswith(".so"), fact
     return facts
 
