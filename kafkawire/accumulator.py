@@ -226,7 +226,7 @@ class Accumulator:
         batch.reserved = capacity
         self.used += capacity
         if batch.size >= self.batch_size:
-            self._seal(batch)
+            self.seal(batch)
         else:
             self._on_ready()  # the sender needs the new batch's linger deadline
         return new_future
@@ -238,14 +238,14 @@ class Accumulator:
         record does not fit, and the batch is then closed. The batch is closed too once it is full."""
         size = batch.builder.add(timestamp, key, value, headers)
         if size < 0:
-            self._seal(batch)
+            self.seal(batch)
             return None
         outcome = batch.outcome
         timestamps = outcome.timestamps
         future = RecordFuture(outcome, len(timestamps))
         timestamps.append(timestamp)
         if size >= self.batch_size:
-            self._seal(batch)
+            self.seal(batch)
         return future
 
     def open_batch(self, topic: str, partition: int) -> ProducerBatch | None:
@@ -286,9 +286,9 @@ class Accumulator:
             added = self._add_run(batch, timestamp, keys, values, headers, positions, start, stop, call)
             if added:
                 if added < stop - start or batch.builder.size >= self.batch_size:
-                    self._seal(batch)
+                    self.seal(batch)
                 return added
-            self._seal(batch)
+            self.seal(batch)
         elif queue is None:
             queue = self._queues[TopicPartition(topic, partition)] = deque()
         if abort_on_new_batch:
@@ -311,7 +311,7 @@ class Accumulator:
         batch.reserved = capacity
         self.used += capacity
         if added < stop - start or batch.size >= self.batch_size:
-            self._seal(batch)
+            self.seal(batch)
         else:
             self._on_ready()
         return added
@@ -339,7 +339,8 @@ class Accumulator:
             call.add_run()
         return added
 
-    def _seal(self, batch: ProducerBatch) -> None:
+    def seal(self, batch: ProducerBatch) -> None:
+        """Close ``batch`` for appends: it goes out as it is."""
         batch.closed = True
         self.sealed += 1
         self._on_ready()
