@@ -497,9 +497,12 @@ def update_readme(results: list[Path]) -> None:
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
     begin, end = text.index(README_BEGIN), text.index(README_END)
-    rounds = max(r.round for r in rows) + 1
-    files = ", ".join(f"{system} from `benchmarks/results/{name}`" for system, name in sorted(source.items()))
-    note = f"{files[0].upper()}{files[1:]} ({rounds} rounds, medians):\n\n"
+    rounds = {system: max(r.round for r in system_rows) + 1 for system, system_rows in by_system.items()}
+    files = ", ".join(
+        f"{system} from `benchmarks/results/{name}` ({rounds[system]} rounds)"
+        for system, name in sorted(source.items())
+    )
+    note = f"{files[0].upper()}{files[1:]}; medians of the rounds:\n\n"
     text = text[: begin + len(README_BEGIN)] + "\n" + note + readme_table(rows) + "\n" + text[end:]
     readme.write_text(text, encoding="utf-8")
 
