@@ -144,6 +144,7 @@ class ProducerBatch:
         self._finish()
 
     def _finish(self) -> None:
+        self.closed = True  # a settled batch takes no more records (enqueue's short way looks at this)
         self._encoded = None
         if not self.done.done():
             self.done.set_result(None)
@@ -449,7 +450,10 @@ class Accumulator:
         for queue in self._queues.values():
             if queue and queue[0].deadline <= now:
                 keep = deque(b for b in queue if b.deadline > now)
-                expired.extend(b for b in queue if b.deadline <= now)
+                gone = [b for b in queue if b.deadline <= now]
+                for batch in gone:
+                    batch.closed = True  # out of its queue: nothing may be appended to it any more
+                expired.extend(gone)
                 queue.clear()
                 queue.extend(keep)
         return expired

@@ -161,6 +161,23 @@ async def test_expired_batches_are_handed_back() -> None:
     (expired,) = acc.expire(clock())
     assert len(expired) == 1
     assert not list(acc.queued())
+    # Out of its queue, the batch takes no more records, and the partition's next record starts a new batch.
+    assert expired.closed
+    assert acc.open_batch("t", 0) is None
+    future = acc.append("t", 0, 2, None, b"w", ())
+    assert future is not None and acc.open_batch("t", 0) not in (None, expired)
+
+
+async def test_a_settled_batch_takes_no_more_records() -> None:
+    # enqueue's short way appends to the batch it last found open; a batch failed or acknowledged while
+    # still open (aborted, or expired while its leader was unknown) must not be it.
+    clock = Clock()
+    acc = make(clock)
+    acc.append("t", 0, 1, None, b"v", ())
+    batch = acc.open_batch("t", 0)
+    assert batch is not None and not batch.closed
+    batch.fail(RuntimeError("gone"))
+    assert batch.closed
 
 
 async def test_full_buffer_waits_then_times_out() -> None:
