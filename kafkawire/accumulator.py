@@ -97,16 +97,6 @@ class ProducerBatch:
     def size(self) -> int:
         return self.builder.size
 
-    def try_append(
-        self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]
-    ) -> RecordFuture | None:
-        if self.builder.append(timestamp, key, value, headers) is None:
-            return None
-        timestamps = self.outcome.timestamps
-        future = RecordFuture(self.outcome, len(timestamps))
-        timestamps.append(timestamp)
-        return future
-
     def set_producer(self, producer_id: int, producer_epoch: int, sequence: int | None) -> None:
         builder = self.builder
         builder.producer_id = producer_id
@@ -220,15 +210,13 @@ class Accumulator:
             now,
             now + self.delivery_timeout,
         )
-        new_future = batch.try_append(timestamp, key, value, headers)
+        new_future = self.append_open(batch, timestamp, key, value, headers)  # closes the batch if full
         assert new_future is not None  # the first record always fits
         queue.append(batch)
         self._incomplete.add(batch)
         batch.reserved = capacity
         self.used += capacity
-        if batch.size >= self.batch_size:
-            self.seal(batch)
-        else:
+        if not batch.closed:
             self._on_ready()  # the sender needs the new batch's linger deadline
         return new_future
 
