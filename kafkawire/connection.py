@@ -35,7 +35,7 @@ class KafkaConnection:
     """Requests to one broker at the highest version both sides support."""
 
     def __init__(
-        self, address: Address, channel: Channel[bytes], client_id: str | None, request_timeout: float
+        self, address: Address, channel: Channel[bytearray], client_id: str | None, request_timeout: float
     ) -> None:
         self.address = address
         self.channel = channel
@@ -58,7 +58,7 @@ class KafkaConnection:
         software_version: str = __version__,
         sasl: SaslSettings | None = None,
     ) -> KafkaConnection:
-        channel: Channel[bytes] = await Channel.open(
+        channel: Channel[bytearray] = await Channel.open(
             address,
             splitter=LengthPrefixedSplitter(max_frame_size, min_frame_size=4),
             correlation_id_of=response_correlation_id,
@@ -147,7 +147,7 @@ class KafkaConnection:
         self.channel.send(frame)
         await self.channel.drain()
 
-    async def _exchange(self, body: Any, version: int, timeout: float | None) -> bytes:
+    async def _exchange(self, body: Any, version: int, timeout: float | None) -> bytearray:
         correlation_id = self.channel.next_id()
         frame = encode_request(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
         return await self.channel.request(

@@ -27,6 +27,7 @@ from kafkawire.protocol.schema import (
     INT16,
     INT32,
     INT64,
+    RECORDS,
     STRING,
     UINT16,
     UINT32,
@@ -332,6 +333,9 @@ def _dec_value(
         src.emit(ind + 2, f"raise _trunc({what!r}, {length}, blen - pos)")
         if type_ is STRING:
             src.emit(ind + 1, f"{target} = str(buf[pos:{end}], 'utf-8')")
+        elif type_ is RECORDS:
+            # A view, not a copy: a fetch response is mostly its record sets, decoded straight from the frame.
+            src.emit(ind + 1, f"{target} = buf[pos:{end}]")
         else:
             src.emit(ind + 1, f"{target} = bytes(buf[pos:{end}])")
         src.emit(ind + 1, f"pos = {end}")

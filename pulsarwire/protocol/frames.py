@@ -208,7 +208,14 @@ class PulsarFrameSplitter:
     def max_frame_size(self, value: int) -> None:
         self._splitter.max_frame_size = value
 
-    def feed(self, data: bytes) -> list[Frame]:
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        return self._splitter.get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> list[Frame]:
+        frames = self._splitter.buffer_updated(nbytes)
+        return [decode_frame(raw, require_checksum=self._require_checksum) for raw in frames]
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         return [decode_frame(raw, require_checksum=self._require_checksum) for raw in self._splitter.feed(data)]
 
     def pending_bytes(self) -> int:

@@ -60,3 +60,62 @@ def test_partial_frame_is_pending() -> None:
     splitter = LengthPrefixedSplitter(1024)
     assert splitter.feed(struct.pack(">I", 10) + b"abc") == []
     assert splitter.pending_bytes() == 7
+
+
+def read_through(splitter: LengthPrefixedSplitter, stream: bytes, read_sizes: list[int]) -> list[bytearray]:
+    """Deliver ``stream`` as a transport does: each read fills at most what get_buffer offers."""
+    frames: list[bytearray] = []
+    position, turn = 0, 0
+    while position < len(stream):
+        target = splitter.get_buffer(-1)
+        assert len(target) > 0
+        wanted = read_sizes[turn % len(read_sizes)] if read_sizes else len(target)
+        turn += 1
+        count = min(len(target), wanted, len(stream) - position)
+        target[:count] = stream[position : position + count]
+        position += count
+        frames += splitter.buffer_updated(count)
+    return frames
+
+
+@given(
+    st.lists(st.one_of(st.binary(max_size=40), st.binary(min_size=100, max_size=3000)), max_size=12),
+    st.lists(st.integers(min_value=1, max_value=5000), max_size=8),
+    st.integers(min_value=8, max_value=600),
+)
+def test_reads_into_buffers_give_the_frames(frames: list[bytes], reads: list[int], read_size: int) -> None:
+    # Small read buffers force every path: frames split off whole, tails compacted, frames too large for the
+    # read buffer filled in a buffer of their own.
+    stream = b"".join(struct.pack(">I", len(f)) + f for f in frames)
+    splitter = LengthPrefixedSplitter(1 << 20, read_size=read_size)
+    assert read_through(splitter, stream, reads) == frames
+    assert splitter.pending_bytes() == 0
+
+
+def test_a_large_frame_is_read_in_place() -> None:
+    body = bytes(range(256)) * 400  # 102,400 bytes, over the own-buffer threshold
+    following = b"next"
+    stream = struct.pack(">I", len(body)) + body + struct.pack(">I", len(following)) + following
+    splitter = LengthPrefixedSplitter(1 << 20)
+    first = splitter.get_buffer(-1)
+    first[:1000] = stream[:1000]
+    assert splitter.buffer_updated(1000) == []
+    assert splitter.pending_bytes() == 1000
+    rest = splitter.get_buffer(-1)
+    # The read goes into the frame's own buffer and stops at its end; the next frame is not read with it.
+    assert len(rest) == len(body) - 996
+    rest[:] = stream[1000 : 4 + len(body)]
+    (frame,) = splitter.buffer_updated(len(rest))
+    assert frame == body
+    assert frame is rest.obj  # the buffer read into is the frame handed on: no copy after the read
+    assert splitter.pending_bytes() == 0
+    assert read_through(splitter, stream[4 + len(body) :], []) == [following]
+
+
+def test_oversize_length_in_a_read_raises_before_allocating() -> None:
+    splitter = LengthPrefixedSplitter(1 << 16)
+    target = splitter.get_buffer(-1)
+    target[:8] = struct.pack(">I", (1 << 16) + 1) + b"abcd"
+    with pytest.raises(FrameTooLargeError):
+        splitter.buffer_updated(8)
+    assert splitter.pending_bytes() == 0

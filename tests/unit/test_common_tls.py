@@ -36,7 +36,7 @@ async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         writer.close()
 
 
-async def open_tls(port: int, context: ssl.SSLContext, hostname: str) -> Channel[bytes]:
+async def open_tls(port: int, context: ssl.SSLContext, hostname: str) -> Channel[bytearray]:
     return await Channel.open(
         ("127.0.0.1", port),
         splitter=LengthPrefixedSplitter(1 << 20),

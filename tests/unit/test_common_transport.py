@@ -23,7 +23,7 @@ def frame(request_id: int, body: bytes = b"") -> bytes:
     return struct.pack(">I", len(payload)) + payload
 
 
-def request_id_of(data: bytes) -> int | None:
+def request_id_of(data: bytes | bytearray) -> int | None:
     value: int = struct.unpack_from(">i", data)[0]
     return None if value < 0 else value
 
@@ -53,7 +53,7 @@ async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         writer.close()
 
 
-async def open_channel(address: tuple[str, int], **kwargs: object) -> Channel[bytes]:
+async def open_channel(address: tuple[str, int], **kwargs: object) -> Channel[bytearray]:
     return await Channel.open(
         address,
         splitter=LengthPrefixedSplitter(1 << 20),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from mqwire.common.checksums import Buffer
 from mqwire.common.errors import FrameTooLargeError, ProtocolError
+from mqwire.common.framing import ChunkSplitter
 from tubemqwire.protocol.constants import BLOCK_SIZE, MAX_FRAME_BYTES, MAX_LIST_SIZE, RPC_PROTOCOL_BEGIN_TOKEN
 
 _HEADER = struct.Struct(">IIi")
@@ -43,7 +44,7 @@ def encode_frame(serial: int, payload: Buffer) -> bytes:
     return b"".join(parts)
 
 
-class TubeFrameSplitter:
+class TubeFrameSplitter(ChunkSplitter[TubeFrame]):
     """Stream chunks in, :class:`TubeFrame` out (a ``common.framing.FrameSplitter``).
 
     The begin token, the list size and every block length are checked as soon as they arrive, before any
@@ -72,6 +73,7 @@ class TubeFrameSplitter:
     ) -> None:
         if max_list_size <= 0 or max_block_size <= 0 or max_frame_bytes <= 0:
             raise ValueError("frame limits must be positive")
+        super().__init__()
         self._max_list_size = max_list_size
         self._max_block_size = max_block_size
         self._max_frame_bytes = max_frame_bytes
@@ -88,7 +90,7 @@ class TubeFrameSplitter:
     def pending_bytes(self) -> int:
         return self._frame_bytes + len(self._buffer)
 
-    def feed(self, data: bytes) -> list[TubeFrame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[TubeFrame]:
         buffer = self._buffer
         buffer += data
         frames: list[TubeFrame] = []

@@ -92,7 +92,7 @@ class FetchPartitionData(Struct):
     snapshot_id: SnapshotId = field(SnapshotId, "12+", tag=2)
     aborted_transactions: list[AbortedTransaction] | None = field(Array(AbortedTransaction), "4+", nullable="4+")
     preferred_read_replica: int = field(INT32, "11+", default=-1)
-    records: bytes | None = field(RECORDS, nullable="0+")
+    records: bytes | memoryview | None = field(RECORDS, nullable="0+")
 
 
 class FetchableTopicResponse(Struct):

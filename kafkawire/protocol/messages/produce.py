@@ -22,7 +22,7 @@ from kafkawire.protocol.schema import (
 
 class PartitionProduceData(Struct):
     index: int = field(INT32)
-    records: bytes | bytearray | None = field(RECORDS, nullable="0+")
+    records: bytes | bytearray | memoryview | None = field(RECORDS, nullable="0+")
 
 
 class TopicProduceData(Struct):

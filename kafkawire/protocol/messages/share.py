@@ -159,7 +159,7 @@ class ShareFetchPartitionData(Struct):
     acknowledge_error_code: int = field(INT16)
     acknowledge_error_message: str | None = field(STRING, nullable="0+", default=None)
     current_leader: ShareLeaderIdAndEpoch = field(ShareLeaderIdAndEpoch)
-    records: bytes | None = field(RECORDS, nullable="0")
+    records: bytes | memoryview | None = field(RECORDS, nullable="0")
     acquired_records: list[AcquiredRecords] = field(Array(AcquiredRecords))
 
 
