@@ -15,6 +15,7 @@ throughput: lingering batches, many sends in flight, batch getters.
 from __future__ import annotations
 
 import asyncio
+import math
 import resource
 import time
 from collections.abc import Awaitable, Callable
@@ -70,6 +71,30 @@ class Latencies:
             return None
         ordered = sorted(self.samples)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def histogram(self) -> dict[str, int]:
+        """The samples counted in LATENCY_BIN-wide logarithmic bins (see ``latency_bin``), so that the suite
+        can take percentiles over every round's samples together without keeping each sample."""
+        counts: dict[str, int] = {}
+        for seconds in self.samples:
+            key = str(latency_bin(seconds * 1000))
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+# Latency histograms: bin k holds samples from LATENCY_FLOOR_MS * LATENCY_BIN**k up to the next bin's start.
+LATENCY_FLOOR_MS = 0.01
+LATENCY_BIN = 1.02
+
+
+def latency_bin(ms: float) -> int:
+    """The histogram bin of a latency in milliseconds (everything under the floor is bin 0)."""
+    return max(0, int(math.log(max(ms, LATENCY_FLOOR_MS) / LATENCY_FLOOR_MS) / math.log(LATENCY_BIN)))
+
+
+def latency_bin_top(index: int) -> float:
+    """The upper edge (ms) of a histogram bin: a percentile read from bins is never under the true one."""
+    return LATENCY_FLOOR_MS * LATENCY_BIN ** (index + 1)
 
 
 class Pace:
@@ -576,4 +601,5 @@ def run(
         "cpu_seconds": clock.cpu_used,
         "p50_ms": None if p50 is None else p50 * 1000,
         "p99_ms": None if p99 is None else p99 * 1000,
+        "latency_bins": lat.histogram() if lat.samples else None,
     }

@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from clients import CONSUME_ONLY, PRODUCE_ONLY, tubemq_in_flight  # noqa: E402
+from clients import CONSUME_ONLY, PRODUCE_ONLY, latency_bin_top, tubemq_in_flight  # noqa: E402
 
 from mqwire.testing import classpath, pulsar_admin  # noqa: E402
 from mqwire.testing.java import find_java  # noqa: E402
@@ -53,9 +53,11 @@ from mqwire.testing.java import find_java  # noqa: E402
 SIZES = (100, 10_240)
 PARTITIONS = (1, 8)
 # Records per client and run at --scale 1, by system and message size.
+# The 10 KB counts give a run 100 MB or more at --scale 0.25: a quarter of them made a consume run
+# last a tenth of a second, and its rate mostly the start-up's.
 RECORDS = {
-    "kafka": {100: 500_000, 10_240: 20_000},
-    "pulsar": {100: 200_000, 10_240: 10_000},
+    "kafka": {100: 500_000, 10_240: 80_000},
+    "pulsar": {100: 200_000, 10_240: 40_000},
     "tubemq": {100: 60_000, 10_240: 6_000},
 }
 # Fixed send rates (records/s) at which producers' latency is measured, each for RATE_SECONDS; a rate whose
@@ -91,6 +93,8 @@ class Row:
     p50_ms: float | None = None
     p99_ms: float | None = None
     round: int = 0
+    # Send-to-acknowledgement samples in logarithmic bins (clients.latency_bin): pooled over the rounds.
+    latency_bins: dict[str, int] | None = None
 
     @property
     def rate(self) -> float:
@@ -140,7 +144,8 @@ def python_run(
     figures = json.loads(out.strip().splitlines()[-1])
     shown = phase if rate is None else f"{phase}@{rate:.0f}"
     return Row(system, size, 0, client, shown, records, figures.get("seconds", 0.0),
-               figures.get("cpu_seconds", 0.0), rss, figures.get("p50_ms"), figures.get("p99_ms"))
+               figures.get("cpu_seconds", 0.0), rss, figures.get("p50_ms"), figures.get("p99_ms"),
+               latency_bins=figures.get("latency_bins"))
 
 
 _PERF = re.compile(
@@ -366,7 +371,29 @@ class Median:
     cpu_us: float
     rss_mb: float
     p50_ms: float | None
+    # p99 over every round's samples together when all rounds kept them (the Python clients), else the
+    # median of the rounds' p99s. A broker stall in one round sets that round's p99 whichever client ran;
+    # pooled, each client's p99 is taken over the same number of rounds' worth of samples.
     p99_ms: float | None
+    p99_rounds_ms: float | None  # the median of the rounds' p99s, for comparison
+
+
+def pooled_percentile(histograms: list[dict[str, int]], q: float) -> float | None:
+    """The ``q`` percentile (ms) of the samples in the histograms together: the top of the bin it falls in."""
+    counts: dict[int, int] = {}
+    for histogram in histograms:
+        for key, count in histogram.items():
+            counts[int(key)] = counts.get(int(key), 0) + count
+    total = sum(counts.values())
+    if not total:
+        return None
+    rank = min(total - 1, int(q * total))  # the same rank Latencies.percentile takes from sorted samples
+    seen = 0
+    for index in sorted(counts):
+        seen += counts[index]
+        if seen > rank:
+            return latency_bin_top(index)
+    raise AssertionError("unreachable: the rank is below the total")
 
 
 def medians(rows: list[Row]) -> list[Median]:
@@ -381,8 +408,10 @@ def medians(rows: list[Row]) -> list[Median]:
     out = []
     for key, runs in groups.items():
         rate, cpu, rss = (statistics.median(getattr(r, a) for r in runs) for a in ("rate", "cpu_us", "rss_mb"))
-        p50, p99 = mid([r.p50_ms for r in runs]), mid([r.p99_ms for r in runs])
-        out.append(Median(*key, len(runs), rate, cpu, rss, p50, p99))
+        p50, p99_rounds = mid([r.p50_ms for r in runs]), mid([r.p99_ms for r in runs])
+        bins = [r.latency_bins for r in runs]
+        pooled = pooled_percentile([b for b in bins if b], 0.99) if all(bins) else None
+        out.append(Median(*key, len(runs), rate, cpu, rss, p50, p99_rounds if pooled is None else pooled, p99_rounds))
     return out
 
 
@@ -393,12 +422,14 @@ def _ms(value: float | None) -> str:
 def report(rows: list[Row]) -> str:
     """The medians, then ours against each reference peer (records/s and CPU per record)."""
     lines = [f"{'system':<7}{'size':>7}{'parts':>6} {'client':<17}{'phase':<15}{'n':>2}{'records/s':>11}"
-             f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}"]
+             f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 rnd':>8}"]
     table = medians(rows)
     for m in table:
         lines.append(f"{m.system:<7}{m.size:>7}{m.partitions:>6} {m.client:<17}{m.phase:<15}{m.rounds:>2}"
                      f"{m.rate:>11,.0f}{m.rate * m.size / 1e6:>8.1f}{m.cpu_us:>11.2f}{m.rss_mb:>8.0f}"
-                     f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}")
+                     f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}{_ms(m.p99_rounds_ms):>8}")
+    lines.append("\np99: over all rounds' samples pooled (Python clients), else the median of the rounds' p99s;"
+                 " p99 rnd: the median of the rounds' p99s")
     lines.append("\nratios of medians, ours / peer: records/s, CPU per record (and p99 at fixed rates)")
     index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
     for m in table:
@@ -419,9 +450,9 @@ def report(rows: list[Row]) -> str:
 def write_outputs(rows: list[Row], text: str, stamp: str) -> list[Path]:
     RESULTS.mkdir(parents=True, exist_ok=True)
     data_file = RESULTS / f"bench-{stamp}.json"
-    data_file.write_text(
-        json.dumps([asdict(r) | {"rate": r.rate, "cpu_us": r.cpu_us} for r in rows], indent=1), encoding="utf-8"
-    )
+    # A row per line: the latency histograms would make an indented file very long.
+    lines = [json.dumps(asdict(r) | {"rate": r.rate, "cpu_us": r.cpu_us}) for r in rows]
+    data_file.write_text("[\n" + ",\n".join(lines) + "\n]\n", encoding="utf-8")
     text_file = RESULTS / f"bench-{stamp}.txt"
     text_file.write_text(text + "\n", encoding="utf-8")
     written = [data_file, text_file]
