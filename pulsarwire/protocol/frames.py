@@ -209,13 +209,16 @@ class PulsarFrameSplitter:
         self._splitter.max_frame_size = value
 
     def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the next read goes (see ``LengthPrefixedSplitter.get_buffer``)."""
         return self._splitter.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> list[Frame]:
+        """``nbytes`` were read into the last buffer; return the frames now whole, decoded."""
         frames = self._splitter.buffer_updated(nbytes)
         return [decode_frame(raw, require_checksum=self._require_checksum) for raw in frames]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
+        """Take bytes read elsewhere (tests, fake servers); return the frames they complete, decoded."""
         return [decode_frame(raw, require_checksum=self._require_checksum) for raw in self._splitter.feed(data)]
 
     def pending_bytes(self) -> int:
