@@ -119,3 +119,59 @@ def test_oversize_length_in_a_read_raises_before_allocating() -> None:
     with pytest.raises(FrameTooLargeError):
         splitter.buffer_updated(8)
     assert splitter.pending_bytes() == 0
+
+
+def large_frames_stream(*bodies: bytes) -> bytes:
+    return b"".join(struct.pack(">I", len(body)) + body for body in bodies)
+
+
+def test_a_released_buffer_is_reused_for_the_next_large_frame() -> None:
+    first, second = bytes(range(256)) * 100, bytes(reversed(range(256))) * 90
+    splitter = LengthPrefixedSplitter(1 << 20, read_size=1024)
+    (frame,) = read_through(splitter, large_frames_stream(first), [])
+    assert frame == first
+    identity = id(frame)
+    del frame  # nothing but the splitter refers to it now
+    (frame,) = read_through(splitter, large_frames_stream(second), [])
+    assert frame == second
+    assert id(frame) == identity
+
+
+def test_a_buffer_still_referred_to_is_never_reused() -> None:
+    first, second = bytes(range(256)) * 100, bytes(reversed(range(256))) * 100
+    splitter = LengthPrefixedSplitter(1 << 20, read_size=1024)
+    (kept,) = read_through(splitter, large_frames_stream(first), [])
+    view = memoryview(kept)[10:20]
+    del kept  # only a view of it is left
+    (frame,) = read_through(splitter, large_frames_stream(second), [])
+    assert frame == second
+    assert view.obj is not frame
+    assert view == first[10:20]
+
+
+@given(
+    st.lists(
+        st.tuples(st.binary(min_size=100, max_size=3000), st.sampled_from(["drop", "keep", "view"])),
+        max_size=12,
+    ),
+    st.lists(st.integers(min_value=1, max_value=5000), max_size=8),
+    st.integers(min_value=8, max_value=600),
+)
+def test_reused_buffers_never_change_a_frame_still_held(
+    plan: list[tuple[bytes, str]], reads: list[int], read_size: int
+) -> None:
+    # Frames too large for the small read buffer each get a buffer of their own; some are let go at once
+    # (their buffers may be reused), some are kept whole or through a view, and must not change after.
+    splitter = LengthPrefixedSplitter(1 << 20, read_size=read_size)
+    held: list[tuple[bytes, bytearray | memoryview]] = []
+    for body, fate in plan:
+        stream = struct.pack(">I", len(body)) + body
+        (frame,) = read_through(splitter, stream, reads)
+        assert frame == body
+        if fate == "keep":
+            held.append((body, frame))
+        elif fate == "view":
+            held.append((body, memoryview(frame)))
+        del frame
+    for body, kept in held:
+        assert bytes(kept) == body
