@@ -268,3 +268,37 @@ async def test_backpressure_holds_writers_while_the_peer_does_not_read() -> None
         release.set()
         await asyncio.wait_for(channel.drain(), 10)
         channel.close()
+
+
+async def test_while_the_peer_is_slow_writes_wait_uncopied_and_arrive_whole_in_order() -> None:
+    release = asyncio.Event()
+    received = bytearray()
+
+    async def stalled(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await release.wait()
+        while data := await reader.read(1 << 20):
+            received.extend(data)
+
+    async for address in serve(stalled):
+        channel = await open_channel(address)
+        connection = channel.connection
+        transport = connection._transport
+        assert transport is not None
+        sent = bytearray()
+        # Large and small writes mixed, far more than the socket buffers hold.
+        for i in range(300):
+            data = frame(-1, bytes([i % 251]) * (100_000 if i % 3 == 0 else 50 + i))
+            channel.send(data)
+            sent += data
+            # asyncio's own buffer stays about one large write deep; the rest waits in the connection's queue.
+            assert transport.get_write_buffer_size() <= 64 * 1024 + 100_008
+        assert connection._pending_size > 1_000_000
+        release.set()
+        await asyncio.wait_for(channel.drain(), 10)
+        channel.close()
+        await asyncio.wait_for(channel.wait_closed(), 6)
+        for _ in range(100):
+            if len(received) >= len(sent):
+                break
+            await asyncio.sleep(0.05)
+        assert received == sent
