@@ -20,9 +20,9 @@ T = TypeVar("T")
 
 @dataclass
 class Batch(Generic[T]):
-    """One batch to send: its entries joined, their items, sequence ids, and the key a keyed batch has."""
+    """One batch to send: its entries, their items, sequence ids, and the key a keyed batch has."""
 
-    payload: bytes
+    entries: list[bytes]
     items: list[T]
     first: int
     last: int
@@ -34,6 +34,16 @@ class Batch(Generic[T]):
     def count(self) -> int:
         """The number of messages in the batch."""
         return len(self.items)
+
+    @property
+    def size(self) -> int:
+        """The size of the entries together: the batch's uncompressed size."""
+        return sum(map(len, self.entries))
+
+    @property
+    def payload(self) -> bytes:
+        """The entries joined (for compressing or encrypting; a plain batch's frame joins them itself)."""
+        return b"".join(self.entries)
 
 
 class BatchBuilder(Generic[T]):
@@ -64,7 +74,7 @@ class BatchBuilder(Generic[T]):
             return None
         entries, items, first = self._entries, self.items, self.first
         self._entries, self.items, self.size = [], [], 0
-        return Batch(b"".join(entries), items, first, first + len(items) - 1)
+        return Batch(entries, items, first, first + len(items) - 1)
 
 
 class _KeyGroup(Generic[T]):
@@ -119,7 +129,7 @@ class KeyBasedBatchBuilder(Generic[T]):
         groups = sorted(self._groups.values(), key=lambda g: g.first)
         self._groups, self.count, self.size = {}, 0, 0
         return [
-            Batch(b"".join(g.entries), g.items, g.first, g.last, g.partition_key, g.partition_key_b64, g.ordering_key)
+            Batch(g.entries, g.items, g.first, g.last, g.partition_key, g.partition_key_b64, g.ordering_key)
             for g in groups
         ]
 
@@ -141,7 +151,7 @@ def batch_metadata(
         partition_key_b64_encoded=batch.partition_key_b64,
         ordering_key=batch.ordering_key,
         compression=compression,
-        uncompressed_size=len(batch.payload),
+        uncompressed_size=batch.size,
         num_messages_in_batch=batch.count,
         highest_sequence_id=batch.last,
         encryption=encryption,

@@ -148,8 +148,8 @@ class PulsarConnection:
             raise errors.error_for(frame.command.error.error, frame.command.error.message)
         return frame
 
-    def send(self, data: bytes) -> None:
-        """Send an already-encoded frame (SEND, ACK, FLOW ...)."""
+    def send(self, data: bytes | bytearray) -> None:
+        """Send an already-encoded frame (SEND, ACK, FLOW ...); a bytearray must not change afterwards."""
         self.channel.send(data)
 
     async def drain(self) -> None:

@@ -18,7 +18,7 @@ from pulsarwire.client_errors import MessageTooBigError
 from pulsarwire.crypto import CryptoError, MessageEncryptor
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import compress_payload
-from pulsarwire.protocol.frames import encode_payload_frame_raw
+from pulsarwire.protocol.frames import encode_payload_frame_pieces, encode_payload_frame_raw
 from pulsarwire.protocol.metadata import PROPERTIES_TAG, encode_message_metadata
 from pulsarwire.protocol.wire import key_values
 
@@ -50,7 +50,7 @@ class Encoded:
     """The SEND frames of a message or a batch (several only for a chunked message), and, when encryption
     failed and ``crypto_failure_action`` is "SEND", the failure it went out unencrypted after."""
 
-    frames: list[bytes]
+    frames: list[bytearray]
     unencrypted: CryptoError | None = None
 
 
@@ -106,6 +106,14 @@ class MessageEncoder:
         Raises CryptoError (encryption failed, action "FAIL") or MessageTooBigError (the batch, compressed
         and encrypted, is above ``max_message_size``)."""
         compression = self.compression
+        if not compression and self.encryptor is None:
+            # The entries go into the frame as they are: one copy of the batch, not two.
+            size = batch.size
+            if size > max_message_size:
+                raise MessageTooBigError(f"batch of {size} bytes exceeds the broker's maximum of {max_message_size}")
+            metadata = batch_metadata(batch, producer_name, publish_time, compression=0)
+            command = commands.send(self.producer_id, batch.first, batch.count, highest_sequence_id=batch.last)
+            return Encoded([encode_payload_frame_pieces(command.SerializeToString(), metadata, batch.entries)], None)
         body, encryption, unencrypted = self.seal(compress_payload(compression, batch.payload))
         if len(body) > max_message_size:
             raise MessageTooBigError(f"batch of {len(body)} bytes exceeds the broker's maximum of {max_message_size}")

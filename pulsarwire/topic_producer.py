@@ -57,7 +57,7 @@ class _Op:
         sequence_id: int,
         highest_sequence_id: int,
         count: int,
-        frames: list[bytes],
+        frames: list[bytearray],
         futures: list[asyncio.Future[Receipt]],
         batch: bool,
         deadline: float,

@@ -10,6 +10,7 @@ in front of the ``0x0e01`` magic. The decoder here takes a frame without its ``t
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -34,6 +35,7 @@ _M = TypeVar("_M", BaseCommand, MessageMetadata, BrokerEntryMetadata)
 _U32 = struct.Struct(">I")
 _TWO_U32 = struct.Struct(">II")
 _MAGIC = struct.Struct(">H")
+_CHECKSUM_PLACE = bytes(4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ def encode_command(command: BaseCommand) -> bytes:
     return _TWO_U32.pack(len(body) + 4, len(body)) + body
 
 
-def encode_payload_frame(command: BaseCommand, metadata: MessageMetadata, payload: Buffer) -> bytes:
+def encode_payload_frame(command: BaseCommand, metadata: MessageMetadata, payload: Buffer) -> bytearray:
     """A SEND (or MESSAGE) frame with metadata, payload and checksum, ``totalSize`` included."""
     return encode_payload_frame_raw(command.SerializeToString(), metadata.SerializeToString(), payload)
 
@@ -67,30 +69,44 @@ def encode_payload_frame_raw(
     payload: Buffer,
     *,
     broker_entry_metadata: bytes | None = None,
-) -> bytes:
+) -> bytearray:
     """A payload frame from already serialized command and metadata.
 
     The batching path builds the metadata bytes once per batch and calls this without protobuf objects.
     ``broker_entry_metadata`` is what a broker inserts before the checksum magic; clients never send it.
     """
-    head = _U32.pack(len(metadata)) + metadata
-    payload_size = memoryview(payload).nbytes
-    checksum = crc32c(payload, crc32c(head))
+    return encode_payload_frame_pieces(command, metadata, (payload,), broker_entry_metadata=broker_entry_metadata)
+
+
+def encode_payload_frame_pieces(
+    command: bytes,
+    metadata: bytes,
+    pieces: Sequence[Buffer],
+    *,
+    broker_entry_metadata: bytes | None = None,
+) -> bytearray:
+    """A payload frame whose payload is ``pieces`` one after the other: a plain batch's entries go into the
+    frame with one copy, not joined first. The checksum is computed over the frame itself and written in."""
     entry = b""
     if broker_entry_metadata is not None:
         entry = _MAGIC.pack(MAGIC_BROKER_ENTRY_METADATA) + _U32.pack(len(broker_entry_metadata)) + broker_entry_metadata
-    total = 4 + len(command) + len(entry) + 6 + len(head) + payload_size
-    return b"".join(
+    frame = bytearray().join(
         (
-            _TWO_U32.pack(total, len(command)),
+            _TWO_U32.pack(0, len(command)),
             command,
             entry,
             _MAGIC.pack(MAGIC_CHECKSUM),
-            _U32.pack(checksum),
-            head,
-            payload,
+            _CHECKSUM_PLACE,
+            _U32.pack(len(metadata)),
+            metadata,
+            *pieces,
         )
     )
+    _U32.pack_into(frame, 0, len(frame) - 4)
+    checksum_at = 8 + len(command) + len(entry) + 2
+    with memoryview(frame) as view:
+        _U32.pack_into(frame, checksum_at, crc32c(view[checksum_at + 4 :]))
+    return frame
 
 
 # ------------------------------------------------------------------------------------------------ decode

@@ -27,6 +27,7 @@ from pulsarwire.protocol.frames import (
     decode_frame,
     encode_command,
     encode_payload_frame,
+    encode_payload_frame_pieces,
     encode_payload_frame_raw,
 )
 
@@ -119,6 +120,21 @@ def test_raw_encoder_matches_and_carries_broker_entry_metadata() -> None:
     assert frame.metadata == md
     assert frame.payload is not None and bytes(frame.payload) == b"data"
     assert commands.expect(frame.command, pb.CommandMessage).redelivery_count == 1
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.booleans())
+def test_a_frame_of_pieces_is_the_frame_of_their_join(pieces: list[bytes], with_entry: bool) -> None:
+    command = commands.send(3, 9, 2).SerializeToString()
+    md = metadata(num_messages_in_batch=2).SerializeToString()
+    entry = pb.BrokerEntryMetadata(index=5).SerializeToString() if with_entry else None
+    data = encode_payload_frame_pieces(command, md, pieces, broker_entry_metadata=entry)
+    (size,) = struct.unpack_from(">I", data)
+    assert size == len(data) - 4
+    frame = decode_frame(data[4:])  # the decoder checks the CRC-32C itself
+    assert not frame.checksum_mismatch
+    assert frame.payload is not None and bytes(frame.payload) == b"".join(pieces)
+    assert data == encode_payload_frame_raw(command, md, b"".join(pieces), broker_entry_metadata=entry)
+    assert (frame.broker_entry_metadata is not None) == with_entry
 
 
 def test_simple_command_has_no_payload() -> None:
