@@ -146,4 +146,6 @@ async def enqueue_many(
 
 # Rows go through the shared contract, a chunk at a time through the bulk call; a null value stays null
 # (a tombstone).
-WRITE_ROWS = RowsSender(kafkawire.connect, send_many=enqueue_many)
+# The client stays open in the Python worker for the next task: Kafka has no keep-alive to miss between tasks,
+# and a connection the broker dropped meanwhile is opened again on use.
+WRITE_ROWS = RowsSender(kafkawire.connect, send_many=enqueue_many, keep_for=60.0)

@@ -3,7 +3,8 @@
 A writer task hands each row to the client's ``enqueue`` (or, where the producer has a bulk call, each chunk
 of rows of one topic to it at once) and reports success only once every message is acknowledged (at least
 once: an acknowledged message cannot be taken back, so a retried task or job may write some twice). Writers
-are picklable: they hold options and module-level functions only.
+are picklable: they hold options and module-level functions only. A sender with ``keep_for`` leaves its
+client open in the Python worker for the next task with the same options (``worker_session``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mqwire.common.contract import Client, Producer, Receipt
 from sparkwire import options as opts
 from sparkwire.options import ConnectOptions
 from sparkwire.row_columns import Columns, as_bytes, as_headers, column_chunks, group_by_topic
+from sparkwire.worker_session import SESSION
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,17 @@ class ProducersByTopic:
             await producer.close()
 
 
+class KeptClient(ProducersByTopic):
+    """A client that writer tasks keep open from one to the next, and its producers; ``close`` closes both."""
+
+    async def close(self) -> None:
+        """Flush and close every producer, then the client."""
+        try:
+            await super().close()
+        finally:
+            await self._client.close()
+
+
 def no_connect_options(options: Mapping[str, str]) -> ConnectOptions:
     """No connect() keyword beyond the URL."""
     return {}
@@ -131,30 +144,36 @@ class RowsSender:
     empty_for_null: bool = False
     send_many: SendMany | None = None
 
+    # Seconds a client may wait in the Python worker between tasks and still be used by the next (0: every
+    # task opens and closes its own).
+    keep_for: float = 0.0
+
     async def __call__(
         self, url: str, default_topic: str | None, rows: Iterator[Any], options: ConnectOptions | None = None
     ) -> int:
+        """Connect, send every row, wait for every acknowledgement, close; how many were acknowledged."""
         async with self.connect(url, **(options or {})) as client:
             producers = ProducersByTopic(client)
-            if self.send_many is not None:
-                try:
-                    chunks = column_chunks(rows)
-                    return await send_chunks(chunks, default_topic, producers, self.send_many, self.empty_for_null)
-                finally:
-                    await producers.close()
-
-            async def enqueue(topic: str, fields: dict[str, Any]) -> Awaitable[Receipt]:
-                producer = await producers.get(topic)
-                value = as_bytes(fields.get("value"))
-                if value is None and self.empty_for_null:
-                    value = b""
-                key, headers = as_bytes(fields.get("key")), as_headers(fields.get("headers"))
-                return await producer.enqueue(value, key=key, headers=headers, **self.options_of(fields))
-
             try:
-                return await send_rows(rows, default_topic, enqueue)
+                return await self.send(producers, default_topic, rows)
             finally:
                 await producers.close()
+
+    async def send(self, producers: ProducersByTopic, default_topic: str | None, rows: Iterator[Any]) -> int:
+        """Send every row through ``producers`` and wait for every acknowledgement; how many there were."""
+        if self.send_many is not None:
+            chunks = column_chunks(rows)
+            return await send_chunks(chunks, default_topic, producers, self.send_many, self.empty_for_null)
+
+        async def enqueue(topic: str, fields: dict[str, Any]) -> Awaitable[Receipt]:
+            producer = await producers.get(topic)
+            value = as_bytes(fields.get("value"))
+            if value is None and self.empty_for_null:
+                value = b""
+            key, headers = as_bytes(fields.get("key")), as_headers(fields.get("headers"))
+            return await producer.enqueue(value, key=key, headers=headers, **self.options_of(fields))
+
+        return await send_rows(rows, default_topic, enqueue)
 
 
 class _WritesRows:
@@ -172,8 +191,27 @@ class _WritesRows:
         self.connect_of = connect_of
 
     def write(self, iterator: Iterator[Any]) -> WriteResult:
+        sender = self.write_rows
+        if isinstance(sender, RowsSender) and sender.keep_for > 0:
+            return WriteResult(SESSION.run(self._write_with_kept_client(sender, iterator)))
         connect = self.connect_of(self.options)
-        return WriteResult(asyncio.run(self.write_rows(self.url, self.topic, iterator, connect)))
+        return WriteResult(asyncio.run(sender(self.url, self.topic, iterator, connect)))
+
+    async def _write_with_kept_client(self, sender: RowsSender, rows: Iterator[Any]) -> int:
+        key = (sender, self.url, tuple(sorted(self.options.items())))
+
+        async def open_client() -> KeptClient:
+            client = await sender.connect(self.url, **self.connect_of(self.options)).__aenter__()
+            return KeptClient(client)
+
+        kept = await SESSION.take(key, open_client, sender.keep_for)
+        try:
+            written = await sender.send(kept, self.topic, rows)
+        except BaseException:
+            await SESSION.discard(kept)
+            raise
+        SESSION.keep(key, kept)
+        return written
 
 
 class RowsWriter(_WritesRows, DataSourceWriter):

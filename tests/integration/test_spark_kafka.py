@@ -298,3 +298,42 @@ def test_stream_write_copies_keys_values_and_headers(spark: Any, kafka_broker: K
         (k, v, tuple(h.items())) for k, v, h in sent
     )
     assert all(m.partition == partition_for_key(m.key, 3) for m in got)
+
+
+def test_writer_tasks_in_one_worker_share_a_client_and_a_failed_task_drops_it(kafka_broker: KafkaBroker) -> None:
+    # As Spark runs tasks one after another in a reused Python worker: the writer's write() called in turn.
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    from sparkwire import worker_session
+    from sparkwire.kafka import KafkaDataSource
+
+    url = kafka_broker.url
+    topic = asyncio.run(_create(url, 2))
+    writer = KafkaDataSource({"url": url, "topic": topic}).writer(None, False)  # type: ignore[arg-type]
+    kept = worker_session.SESSION._kept
+
+    def batch(start: int) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pydict({"value": [b"v%d" % i for i in range(start, start + 500)]})
+
+    assert writer.write(iter([batch(0)])).written == 500  # type: ignore[attr-defined]
+    (first,) = [entry.value for key, entry in kept.items() if url in key]
+    assert writer.write(iter([batch(500), batch(1000)])).written == 1000  # type: ignore[attr-defined]
+    (second,) = [entry.value for key, entry in kept.items() if url in key]
+    assert second is first  # the second task used the client the first one left open
+
+    def failing() -> Iterator[pa.RecordBatch]:
+        yield batch(1500)
+        raise RuntimeError("the task's input failed")
+
+    with pytest.raises(RuntimeError, match="input failed"):
+        writer.write(failing())
+    assert not [key for key in kept if url in key]  # closed, not handed on
+    assert first._client.closed  # type: ignore[attr-defined]
+    assert writer.write(iter([batch(2000)])).written == 500  # type: ignore[attr-defined]
+    (third,) = [entry.value for key, entry in kept.items() if url in key]
+    assert third is not first
+    got = asyncio.run(_consume(url, topic, 2, 2000))
+    values = Counter(bytes(m.value) for m in got)
+    # Every acknowledged row once; the failed task's rows may have gone out before it failed (at least once).
+    assert all(values[b"v%d" % i] == 1 for i in [*range(1500), *range(2000, 2500)])
+    worker_session.SESSION.close()
