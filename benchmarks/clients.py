@@ -386,7 +386,7 @@ async def confluent_consume(url: str, topic: str, count: int, clock: Clock, grou
             "enable.auto.commit": False,
             # librdkafka's default (1000 ms since 2.4) holds a partition's next fetch back a whole second
             # whenever its prefetch queue is full, which a reader taking 10,000 at a time hits at once: 500,000
-            # × 100 B read at 0.22-0.36 million records/s with it, 1.25-1.5 million with 10 ms. Tuned as a
+            # x 100 B read at 0.22-0.36 million records/s with it, 1.25-1.5 million with 10 ms. Tuned as a
             # user reading for throughput would.
             "fetch.queue.backoff.ms": 10,
         }
