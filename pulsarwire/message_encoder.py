@@ -10,9 +10,11 @@ comes out until its receipts arrive; nothing here touches asyncio or a connectio
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mqwire.common.checksums import Buffer
 from pulsarwire.batch_builder import Batch, batch_metadata, split_chunks
 from pulsarwire.client_errors import MessageTooBigError
 from pulsarwire.crypto import CryptoError, MessageEncryptor
@@ -106,20 +108,18 @@ class MessageEncoder:
         Raises CryptoError (encryption failed, action "FAIL") or MessageTooBigError (the batch, compressed
         and encrypted, is above ``max_message_size``)."""
         compression = self.compression
+        pieces: Sequence[Buffer]
         if not compression and self.encryptor is None:
             # The entries go into the frame as they are: one copy of the batch, not two.
-            size = batch.size
-            if size > max_message_size:
-                raise MessageTooBigError(f"batch of {size} bytes exceeds the broker's maximum of {max_message_size}")
-            metadata = batch_metadata(batch, producer_name, publish_time, compression=0)
-            command = commands.send(self.producer_id, batch.first, batch.count, highest_sequence_id=batch.last)
-            return Encoded([encode_payload_frame_pieces(command.SerializeToString(), metadata, batch.entries)], None)
-        body, encryption, unencrypted = self.seal(compress_payload(compression, batch.payload))
-        if len(body) > max_message_size:
-            raise MessageTooBigError(f"batch of {len(body)} bytes exceeds the broker's maximum of {max_message_size}")
+            pieces, size, encryption, unencrypted = batch.entries, batch.size, b"", None
+        else:
+            body, encryption, unencrypted = self.seal(compress_payload(compression, batch.payload))
+            pieces, size = (body,), len(body)
+        if size > max_message_size:
+            raise MessageTooBigError(f"batch of {size} bytes exceeds the broker's maximum of {max_message_size}")
         metadata = batch_metadata(batch, producer_name, publish_time, compression=compression, encryption=encryption)
         command = commands.send(self.producer_id, batch.first, batch.count, highest_sequence_id=batch.last)
-        return Encoded([encode_payload_frame_raw(command.SerializeToString(), metadata, body)], unencrypted)
+        return Encoded([encode_payload_frame_pieces(command.SerializeToString(), metadata, pieces)], unencrypted)
 
     def encode_message(
         self,
