@@ -4,8 +4,8 @@ A loop of ``enqueue`` keeps a future per record until its batch is acknowledged,
 thousands at once. An ``asyncio.Future`` each would cost its creation, a ``RecordMetadata`` and a
 ``set_result`` per record at acknowledgement, and most of all the cycle collector scanning every waiting
 future again at each collection. Here a batch has one ``BatchOutcome``, settled once, and each record a
-``RecordFuture``: the outcome and the record's place in the batch. Its metadata is made when read. The
-compiled base (``_delivery_speedups``) leaves record futures out of the cycle collector.
+``RecordFuture``: the outcome and the record's place in the batch. Its metadata is made when read. With
+the compiled ``_delivery_speedups``, record futures are made outside the cycle collector altogether.
 
 A ``RecordFuture`` behaves as an ``asyncio.Future`` for everything but ``set_result``/``set_exception``:
 ``await``, ``done``, ``result``, ``exception``, ``cancel``, ``add_done_callback``, and ``asyncio.isfuture``
@@ -24,31 +24,6 @@ from typing import TYPE_CHECKING, Any
 from kafkawire.message import RecordMetadata
 
 DoneCallback = Callable[["RecordFuture"], object]
-
-
-class _PlainRecordFutureBase:
-    """The two fields of a record future, for installs without the compiled base (tracked as usual)."""
-
-    __slots__ = ("_index", "_outcome")
-
-    def __init__(self, outcome: BatchOutcome, index: int) -> None:
-        self._outcome = outcome
-        self._index = index
-
-
-def _compiled_base() -> type | None:
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("kafkawire._delivery_speedups").RecordFutureBase  # type: ignore[no-any-return]
-    except ImportError:
-        return None
-
-
-if TYPE_CHECKING:
-    _RecordFutureBase = _PlainRecordFutureBase
-else:
-    _RecordFutureBase = _compiled_base() or _PlainRecordFutureBase
 
 
 class BatchOutcome:
@@ -170,7 +145,7 @@ class BatchOutcome:
                 call_soon(callback, future, context=context)
 
 
-class RecordFuture(_RecordFutureBase):
+class RecordFuture:
     """The acknowledgement of one record buffered by ``enqueue``: resolves with its ``RecordMetadata``.
 
     Used as an ``asyncio.Future``: ``await`` it, or ``done()``, ``result()``, ``exception()``,
@@ -180,13 +155,13 @@ class RecordFuture(_RecordFutureBase):
     stays in its batch and is still sent. It has no ``set_result``: only its batch settles it.
     """
 
-    __slots__ = ()
+    __slots__ = ("_index", "_outcome")
     # asyncio's mark of a future-like object (asyncio.isfuture); a RecordFuture never yields itself to a task.
     _asyncio_future_blocking = False
 
-    if TYPE_CHECKING:
-        _outcome: BatchOutcome
-        _index: int
+    def __init__(self, outcome: BatchOutcome, index: int) -> None:
+        self._outcome = outcome
+        self._index = index
 
     def done(self) -> bool:
         """True once the batch is acknowledged or failed, or this future is cancelled."""
@@ -290,3 +265,26 @@ class RecordFuture(_RecordFutureBase):
         else:
             state = f"offset {self.result().offset}"
         return f"<RecordFuture {where} #{self._index} {state}>"
+
+
+# What makes up the Python class's own storage and construction; the compiled type has its own.
+_STORAGE = frozenset({"__slots__", "__init__", "_index", "_outcome", "__module__", "__qualname__", "__dict__"})
+
+
+def _outside_the_collector(written: type) -> type | None:
+    """``written``'s methods on a compiled type whose instances the cycle collector never sees (see
+    ``_delivery_speedups.c``); None without the extension or with MQWIRE_PURE_PYTHON set."""
+    if os.environ.get("MQWIRE_PURE_PYTHON"):
+        return None
+    try:
+        compiled: type = importlib.import_module("kafkawire._delivery_speedups").new_type()
+    except ImportError:
+        return None
+    for name, value in vars(written).items():
+        if name not in _STORAGE:
+            setattr(compiled, name, value)
+    return compiled
+
+
+if not TYPE_CHECKING:
+    RecordFuture = _outside_the_collector(RecordFuture) or RecordFuture

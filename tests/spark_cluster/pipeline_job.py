@@ -33,7 +33,10 @@ def executor_facts(_: Any) -> list[dict[str, Any]]:
             "kafkawire": kafkawire.__file__,
             "kafka_speedups": getattr(records._speedups, "__file__", None),
             "pulsar_speedups": getattr(batch._speedups, "__file__", None),
-            "delivery_speedups": getattr(sys.modules[delivery.RecordFuture.__mro__[1].__module__], "__file__", None),
+            # The compiled record future is the one type without the cycle collector's flag (Py_TPFLAGS_HAVE_GC).
+            "delivery_speedups": None
+            if delivery.RecordFuture.__flags__ & (1 << 14)
+            else getattr(sys.modules.get("kafkawire._delivery_speedups"), "__file__", None),
         }
     ]
 

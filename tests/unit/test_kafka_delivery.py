@@ -1,8 +1,8 @@
 """Record futures of the Kafka producer: ``asyncio.Future`` behaviour over one shared outcome per batch.
 
-Every behaviour test runs against both storage bases of ``RecordFuture``: the module as loaded (the
-compiled ``_delivery_speedups`` base unless MQWIRE_PURE_PYTHON is set) and a second copy of the module
-loaded with the plain Python base. Checks against asyncio use the real asyncio functions.
+Every behaviour test runs against both kinds of ``RecordFuture``: the module as loaded (the compiled
+``_delivery_speedups`` type unless MQWIRE_PURE_PYTHON is set) and a second copy of the module loaded with
+the class as written in Python. Checks against asyncio use the real asyncio functions.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ STAMPS = [1_000, 1_005, 1_010]
 
 
 def _load_plain_copy() -> ModuleType:
-    """A second copy of ``kafkawire.delivery`` built with MQWIRE_PURE_PYTHON set: the plain base."""
+    """A second copy of ``kafkawire.delivery`` built with MQWIRE_PURE_PYTHON set: the class as written."""
     spec = importlib.util.spec_from_file_location("kafkawire._delivery_plain_copy", delivery.__file__)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -44,7 +44,7 @@ PLAIN = _load_plain_copy()
 
 @pytest.fixture(params=[delivery, PLAIN], ids=["loaded", "plain"])
 def mod(request: pytest.FixtureRequest) -> ModuleType:
-    """The delivery module under test: as loaded, or the copy with the plain Python base."""
+    """The delivery module under test: as loaded, or the copy with the class as written."""
     module: ModuleType = request.param
     return module
 
@@ -73,26 +73,44 @@ async def until_done(future: asyncio.Future[Any], timeout: float = 0.5) -> None:
     await asyncio.wait([future], timeout=timeout)
 
 
-# --- The base: compiled and untracked, or plain and tracked -----------------------------------------
+# --- The storage: compiled and outside the collector, or plain and collectable ----------------------
+
+HAVE_GC = 1 << 14  # Py_TPFLAGS_HAVE_GC: instances are allocated as (and counted towards) collectable objects
 
 
 def test_the_extension_is_built_and_used() -> None:
-    compiled = importlib.import_module("kafkawire._delivery_speedups")
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
-        assert delivery.RecordFuture.__mro__[1] is delivery._PlainRecordFutureBase
-    else:
-        assert delivery.RecordFuture.__mro__[1] is compiled.RecordFutureBase
-    assert PLAIN.RecordFuture.__mro__[1] is PLAIN._PlainRecordFutureBase
+    importlib.import_module("kafkawire._delivery_speedups")
+    compiled = not os.environ.get("MQWIRE_PURE_PYTHON")
+    assert bool(delivery.RecordFuture.__flags__ & HAVE_GC) is not compiled
+    assert PLAIN.RecordFuture.__flags__ & HAVE_GC
+    # The compiled type carries the methods as written, under the same name.
+    assert delivery.RecordFuture.__qualname__ == "RecordFuture"
+    assert delivery.RecordFuture.__module__ == "kafkawire.delivery"
+    assert delivery.RecordFuture.__doc__ == PLAIN.RecordFuture.__doc__
 
 
-async def test_compiled_futures_are_left_out_of_the_cycle_collector() -> None:
+def allocations_counted(mod: ModuleType, count: int) -> int:
+    """How far ``count`` new record futures (all kept) move the collector towards its next collection."""
+    outcome = mod.BatchOutcome(TOPIC, PARTITION, asyncio.get_running_loop())
+    kept: list[Any] = [None] * count
+    gc.disable()  # no collection may reset the count while it is read
+    try:
+        before = gc.get_count()[0]
+        for index in range(count):
+            kept[index] = mod.RecordFuture(outcome, index)
+        return gc.get_count()[0] - before
+    finally:
+        gc.enable()
+
+
+async def test_compiled_futures_are_made_outside_the_cycle_collector() -> None:
     outcome = delivery.BatchOutcome(TOPIC, PARTITION, asyncio.get_running_loop())
-    compiled = importlib.import_module("kafkawire._delivery_speedups")
-    untracked = type("CompiledRecordFuture", (compiled.RecordFutureBase,), {"__slots__": ()})(outcome, 0)
-    assert gc.is_tracked(untracked) is False
     assert gc.is_tracked(PLAIN.RecordFuture(outcome, 0)) is True
-    expected = bool(os.environ.get("MQWIRE_PURE_PYTHON"))
-    assert gc.is_tracked(delivery.RecordFuture(outcome, 0)) is expected
+    assert allocations_counted(PLAIN, 1_000) >= 1_000
+    compiled = not os.environ.get("MQWIRE_PURE_PYTHON")
+    assert gc.is_tracked(delivery.RecordFuture(outcome, 0)) is not compiled
+    counted = allocations_counted(delivery, 1_000)
+    assert counted < 10 if compiled else counted >= 1_000
 
 
 BASE_SCRIPT = """
@@ -104,18 +122,16 @@ async def main():
     outcome.timestamps.append(7)
     future = RecordFuture(outcome, 0)
     asyncio.get_running_loop().call_soon(outcome.succeed, 40)
-    print(RecordFuture.__mro__[1].__qualname__, gc.is_tracked(future), await future)
+    print(bool(RecordFuture.__flags__ & (1 << 14)), gc.is_tracked(future), await future)
 
 asyncio.run(main())
 """
 
 
 @pytest.mark.parametrize(
-    ("pure", "expected_base", "tracked"),
-    [(False, "RecordFutureBase", False), (True, "_PlainRecordFutureBase", True)],
-    ids=["compiled", "pure-python"],
+    ("pure", "collectable"), [(False, False), (True, True)], ids=["compiled", "pure-python"]
 )
-def test_the_environment_chooses_the_base_in_a_fresh_interpreter(pure: bool, expected_base: str, tracked: bool) -> None:
+def test_the_environment_chooses_the_storage_in_a_fresh_interpreter(pure: bool, collectable: bool) -> None:
     env = {name: value for name, value in os.environ.items() if name != "MQWIRE_PURE_PYTHON"}
     if pure:
         env["MQWIRE_PURE_PYTHON"] = "1"
@@ -124,7 +140,7 @@ def test_the_environment_chooses_the_base_in_a_fresh_interpreter(pure: bool, exp
     )
     assert done.returncode == 0, done.stderr
     metadata = RecordMetadata("t", 0, 40, 7)
-    assert done.stdout.strip() == f"{expected_base} {tracked} {metadata}"
+    assert done.stdout.strip() == f"{collectable} {collectable} {metadata}"
 
 
 # --- State: before and after the batch settles ------------------------------------------------------
