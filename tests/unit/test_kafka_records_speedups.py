@@ -206,3 +206,20 @@ def test_lazy_batches_give_the_records_of_eager_ones() -> None:
         broken = records.decode_batches(records.encode_batch(rows), lazy=True, verify_crc=False)[0]
         broken.payload = broken.payload[:-3]
         broken.decode_records(Record)
+
+
+@pytest.mark.parametrize("limit", [256 * 1024, -1], ids=["batch-limit", "no-limit"])
+def test_a_filling_buffer_is_reserved_by_doubling_not_reallocated_per_record(limit: int) -> None:
+    # bytearray reserves an eighth more on its own: filled with 10 KB records, it was reallocated (and
+    # often copied whole) at almost every record. ``__sizeof__`` shows the allocation.
+    buffer = bytearray(61)
+    value = bytes(10_000)
+    allocations = {buffer.__sizeof__()}
+    for delta in range(100):
+        if not compiled().append_record(buffer, limit, delta, 0, None, value, ()):
+            break
+        allocations.add(buffer.__sizeof__())
+    assert len(buffer) > 240_000
+    assert len(allocations) <= 12
+    if limit > 0:
+        assert buffer.__sizeof__() <= limit + 100  # never reserved past the batch's limit
