@@ -96,23 +96,32 @@ class Channel(Generic[F]):
         """A fresh request id for this channel."""
         return self.table.next_id()
 
-    async def request(self, request_id: int, data: bytes | bytearray, timeout: float | None) -> F:
-        """Send ``data`` (which carries ``request_id``) and wait for the frame that answers it."""
+    async def request(
+        self, request_id: int, data: bytes | bytearray | list[bytes | bytearray], timeout: float | None
+    ) -> F:
+        """Send ``data`` (which carries ``request_id``; a frame, or a frame's pieces in order) and wait for the
+        frame that answers it."""
         connection = self.connection
         if connection.error is not None:
             raise connection.error
         future = self.table.register(request_id, timeout)
         try:
-            connection.write(data)
+            self.send(data)
             await connection.drain()
         except BaseException:
             future.cancel()
             raise
         return await future
 
-    def send(self, data: bytes | bytearray) -> None:
-        """Send a frame that expects no response (or whose answer arrives unsolicited)."""
-        self.connection.write(data)
+    def send(self, data: bytes | bytearray | list[bytes | bytearray]) -> None:
+        """Send a frame that expects no response (or whose answer arrives unsolicited); a frame given as its
+        pieces is written in one go, so nothing else comes between them."""
+        connection = self.connection
+        if isinstance(data, list):
+            for piece in data:
+                connection.write(piece)
+        else:
+            connection.write(data)
 
     async def drain(self) -> None:
         """Wait while the socket's write buffer is over its high-water mark."""

@@ -10,7 +10,7 @@ from kafkawire import errors
 from kafkawire.protocol import (
     API_KEYS,
     decode_response,
-    encode_request,
+    encode_request_pieces,
     negotiate,
     response_correlation_id,
     supported_versions,
@@ -140,18 +140,21 @@ class KafkaConnection:
         """Send a request the broker does not answer (Produce with acks=0); returns once it is written."""
         if version is None:
             version = self.version_for(body.API_KEY)
-        frame = encode_request(body, version=version, correlation_id=self.channel.next_id(), client_id=self.client_id)
+        pieces = encode_request_pieces(
+            body, version=version, correlation_id=self.channel.next_id(), client_id=self.client_id
+        )
         error = self.channel.error
         if error is not None:
             raise error
-        self.channel.send(frame)
+        self.channel.send(pieces)
         await self.channel.drain()
 
     async def _exchange(self, body: Any, version: int, timeout: float | None) -> bytearray:
         correlation_id = self.channel.next_id()
-        frame = encode_request(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
+        # In pieces: a Produce request's large record sets are written as they are, not copied into it.
+        pieces = encode_request_pieces(body, version=version, correlation_id=correlation_id, client_id=self.client_id)
         return await self.channel.request(
-            correlation_id, frame, self.request_timeout if timeout is None else timeout
+            correlation_id, pieces, self.request_timeout if timeout is None else timeout
         )
 
     async def _negotiate(self, software_version: str) -> None:

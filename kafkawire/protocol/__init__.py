@@ -13,6 +13,7 @@ from kafkawire.protocol.framing import (
     decode_response_as,
     encode_body,
     encode_request,
+    encode_request_pieces,
     encode_response,
     response_correlation_id,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "encode_batch",
     "encode_body",
     "encode_request",
+    "encode_request_pieces",
     "encode_response",
     "negotiate",
     "request_type",

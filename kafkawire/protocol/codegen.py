@@ -85,8 +85,32 @@ def write_tags(out: bytearray, tags: list[tuple[int, bytes | bytearray]]) -> Non
         out += value
 
 
+# A record set this large is left out of a PiecedBuffer and sent as a piece of its own.
+SEPARATE_RECORDS_FROM = 32 * 1024
+
+
+class PiecedBuffer(bytearray):
+    """An encoding buffer that leaves large record sets out: each is noted with the place it belongs at
+    (``separated``) and is sent as it is, rather than copied in (see ``framing.encode_request_pieces``)."""
+
+    __slots__ = ("separated",)
+
+    def __init__(self, size: int = 0) -> None:
+        super().__init__(size)
+        self.separated: list[tuple[int, bytes | bytearray]] = []
+
+
+def _put_records(out: bytearray, records: bytes | bytearray | memoryview) -> None:
+    """A record set's bytes after its length: copied in, or noted by a PiecedBuffer when large."""
+    if type(out) is PiecedBuffer and len(records) >= SEPARATE_RECORDS_FROM and type(records) is not memoryview:
+        out.separated.append((len(out), records))
+    else:
+        out += records
+
+
 _ENV: dict[str, Any] = {
     "_new": object.__new__,
+    "_put_records": _put_records,
     "_uv": p.uvarint,
     "_ruv": p.read_uvarint,
     "_trunc": p.truncated,
@@ -203,7 +227,10 @@ def _enc_value(
             if type_ is STRING:
                 src.emit(ind + 1, f"{value} = {value}.encode()")
             _enc_length(src, ind + 1, out, f"len({value})", flexible, type_ is not STRING)
-            src.emit(ind + 1, f"{out} += {value}")
+            if type_ is RECORDS:
+                src.emit(ind + 1, f"_put_records({out}, {value})")
+            else:
+                src.emit(ind + 1, f"{out} += {value}")
     elif isinstance(type_, Array):
         items = src.tmp("a")
         src.emit(ind, f"{items} = {expr}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from kafkawire.protocol import primitives as p
-from kafkawire.protocol.codegen import decode_from, encode_into
+from kafkawire.protocol.codegen import PiecedBuffer, decode_from, encode_into
 from kafkawire.protocol.headers import (
     RequestHeader,
     read_request_header_fixed,
@@ -61,16 +61,44 @@ def decode_body(cls: type[M], version: int, data: p.Buffer) -> M:
 
 def encode_request(body: Request, *, version: int, correlation_id: int, client_id: str | None) -> bytearray:
     """A whole request frame, size prefix included (the buffer it was written into, not copied again)."""
+    out = bytearray(4)
+    _encode_request_into(out, body, version, correlation_id, client_id)
+    p.INT32.pack_into(out, 0, len(out) - 4)
+    return out
+
+
+def encode_request_pieces(
+    body: Request, *, version: int, correlation_id: int, client_id: str | None
+) -> list[bytes | bytearray]:
+    """A whole request frame as the pieces to write one after the other: its record sets of
+    ``codegen.SEPARATE_RECORDS_FROM`` bytes or more are pieces of their own, not copied (so they must not
+    change until written); the bytes around them are the other pieces. One piece when there is none."""
+    out = PiecedBuffer(4)
+    _encode_request_into(out, body, version, correlation_id, client_id)
+    separated = out.separated
+    p.INT32.pack_into(out, 0, len(out) - 4 + sum(len(records) for _, records in separated))
+    if not separated:
+        return [out]
+    pieces: list[bytes | bytearray] = []
+    start = 0
+    for place, records in separated:
+        pieces.append(out[start:place])
+        pieces.append(records)
+        start = place
+    pieces.append(out[start:])
+    return pieces
+
+
+def _encode_request_into(
+    out: bytearray, body: Request, version: int, correlation_id: int, client_id: str | None
+) -> None:
     cls = type(body)
     if not isinstance(body, Request):
         raise TypeError(f"{cls.__name__} is not a request")
     _check_version(cls, version)
     flexible = _flexible(cls, version)
-    out = bytearray(4)
     write_request_header(out, cls.API_KEY, version, correlation_id, client_id, flexible)
     encode_into(out, body, version, flexible)
-    p.INT32.pack_into(out, 0, len(out) - 4)
-    return out
 
 
 def response_correlation_id(frame: p.Buffer) -> int:

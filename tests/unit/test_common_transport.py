@@ -72,6 +72,25 @@ async def test_requests_are_matched_by_id() -> None:
         await channel.wait_closed()
 
 
+async def test_a_request_in_pieces_goes_out_whole_and_unmixed_with_others() -> None:
+    async for address in serve(echo):
+        channel = await open_channel(address)
+        large = bytes(range(256)) * 400  # past the size written alone, between two small pieces
+        requests = []
+        for _ in range(20):
+            request_id = channel.next_id()
+            whole = frame(request_id, b"head" + large + b"tail")
+            end = 12 + len(large)
+            pieces: list[bytes | bytearray] = [whole[:12], bytearray(whole[12:end]), whole[end:]]
+            requests.append(channel.request(request_id, pieces, 5))
+            small_id = channel.next_id()
+            requests.append(channel.request(small_id, frame(small_id, b"small"), 5))
+        replies = await asyncio.gather(*requests)
+        assert [bytes(r[4:]) for r in replies] == [b"head" + large + b"tail", b"small"] * 20
+        channel.close()
+        await channel.wait_closed()
+
+
 async def test_unsolicited_frames_reach_the_handler() -> None:
     async def push(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(frame(-1, b"push"))

@@ -15,6 +15,7 @@ from kafkawire.protocol import (
     decode_response,
     encode_body,
     encode_request,
+    encode_request_pieces,
     negotiate,
     request_type,
     response_correlation_id,
@@ -22,12 +23,16 @@ from kafkawire.protocol import (
     supported_versions,
 )
 from kafkawire.protocol import primitives as p
+from kafkawire.protocol.codegen import SEPARATE_RECORDS_FROM
 from kafkawire.protocol.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
     HeartbeatResponse,
     MetadataRequest,
     MetadataResponse,
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
 )
 from kafkawire.protocol.schema import INT32, STRING, Array, Response, Struct, field, parse_versions
 from mqwire.common.errors import FatalBrokerError, ProtocolError, RetriableBrokerError, UnsupportedVersionError
@@ -143,6 +148,44 @@ def test_request_frame_size_prefix_and_correlation() -> None:
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
     header, body = decode_request(frame[4:])
     assert header.correlation_id == 99 and body == MetadataRequest(topics=None)
+
+
+def produce_request(record_sets: list[bytes | bytearray | memoryview | None]) -> ProduceRequest:
+    partitions = [PartitionProduceData(index=i, records=records) for i, records in enumerate(record_sets)]
+    topics = [TopicProduceData(name="t", partition_data=partitions)]
+    return ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=topics)
+
+
+record_set_sizes = st.sampled_from([0, 1, 100, SEPARATE_RECORDS_FROM - 1, SEPARATE_RECORDS_FROM, 70_000])
+
+
+@given(
+    st.lists(st.tuples(record_set_sizes, st.sampled_from(["bytes", "bytearray", "memoryview", "none"])), max_size=5),
+    st.sampled_from([8, 9]),  # the last version before flexible encoding, the first with it
+)
+def test_request_pieces_join_to_the_whole_frame_and_leave_large_record_sets_as_they_are(
+    sets: list[tuple[int, str]], version: int
+) -> None:
+    records: list[bytes | bytearray | memoryview | None] = []
+    for size, kind in sets:
+        data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+        made = {"none": None, "bytes": data, "bytearray": bytearray(data), "memoryview": memoryview(data)}
+        records.append(made[kind])
+    body = produce_request(records)
+    whole = encode_request(body, version=version, correlation_id=7, client_id="c")
+    pieces = encode_request_pieces(body, version=version, correlation_id=7, client_id="c")
+    assert b"".join(pieces) == whole
+    # Exactly the large bytes/bytearray sets are pieces of their own, the very objects given.
+    separate = [
+        r for r in records if r is not None and not isinstance(r, memoryview) and len(r) >= SEPARATE_RECORDS_FROM
+    ]
+    assert [piece for piece in pieces if any(piece is r for r in separate)] == separate
+    assert len(pieces) == 1 + 2 * len(separate)
+    header, decoded = decode_request(b"".join(pieces)[4:])
+    assert header.correlation_id == 7 and isinstance(decoded, ProduceRequest)
+    assert [bytes(d.records) if d.records is not None else None for d in decoded.topic_data[0].partition_data] == [
+        bytes(r) if r is not None else None for r in records
+    ]
 
 
 def test_response_correlation_id() -> None:
