@@ -40,6 +40,9 @@ SHARE_FETCH_KEY = 78
 SHARE_ACKNOWLEDGE_KEY = 79
 LEAVE_EPOCH = -1
 
+# Errors after which the member finds the coordinator again and repeats its heartbeat.
+_COORDINATOR_TROUBLE = (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError)
+
 
 class ShareMembership:
     """Joins, heartbeats and leaves; ``assignment`` is the latest set of partitions to fetch from."""
@@ -67,8 +70,21 @@ class ShareMembership:
         self._connection: KafkaConnection | None = None
 
     async def join(self) -> None:
-        """The first heartbeat: a broker without share groups fails here, naming what it lacks."""
-        await self._beat()
+        """The first heartbeat: a broker without share groups fails here, naming what it lacks. While the
+        coordinator moves or is still loading (as just after a broker starts), it is found again and asked
+        again, for up to the client's request timeout."""
+        backoff = self.cluster.new_backoff()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.cluster.request_timeout
+        while True:
+            try:
+                await self._beat()
+                return
+            except _COORDINATOR_TROUBLE as exc:
+                if loop.time() > deadline:
+                    raise
+                self._find_coordinator_again(exc)
+                await asyncio.sleep(backoff.next_delay())
 
     async def run(self) -> None:
         """Heartbeat until cancelled; a fatal error is kept in ``failure`` and ends the loop."""
@@ -79,15 +95,8 @@ class ShareMembership:
             try:
                 await self._beat()
                 backoff.reset()
-            except (
-                ConnectError,
-                ConnectionLostError,
-                RequestTimeoutError,
-                errors.KafkaRetriableError,
-            ) as exc:
-                log.info("share group %r: coordinator trouble (%s); finding it again", self.group, exc)
-                self._drop_connection()
-                self.cluster.forget_coordinator(self.group)
+            except _COORDINATOR_TROUBLE as exc:
+                self._find_coordinator_again(exc)
                 await asyncio.sleep(backoff.next_delay())
             except MqwireError as exc:
                 log.error("share group %r: giving up: %s", self.group, exc)
@@ -103,6 +112,11 @@ class ShareMembership:
             log.info("share group %r: leaving failed: %s", self.group, exc)
         finally:
             self._drop_connection()
+
+    def _find_coordinator_again(self, trouble: BaseException) -> None:
+        log.info("share group %r: coordinator trouble (%s); finding it again", self.group, trouble)
+        self._drop_connection()
+        self.cluster.forget_coordinator(self.group)
 
     def _drop_connection(self) -> None:
         if self._connection is not None:

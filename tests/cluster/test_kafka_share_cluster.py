@@ -75,3 +75,27 @@ async def test_a_share_consumer_reads_every_leader_and_through_a_leader_kill(kaf
                 await receive_all(consumer, set(first) | set(second), seen, 120)
             finally:
                 await asyncio.to_thread(kafka_cluster.start, victim)
+
+
+async def test_a_share_consumer_joins_while_its_groups_coordinator_is_down(kafka_cluster: RunningCluster) -> None:
+    """The client still names the killed node as the group's coordinator: the first heartbeat fails to connect,
+    and the member finds the new coordinator (as the election and the load of the group's state allow)."""
+    endpoint = kafka_cluster.endpoint
+    assert isinstance(endpoint, KafkaCluster)
+    topic, group = f"share-coord-{uuid.uuid4().hex[:8]}", f"share-coord-{uuid.uuid4().hex[:8]}"
+    async with kafkawire.connect(kafka_cluster.url) as client, client.admin() as admin:
+        await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+        await start_at_the_beginning(admin, group, topic)
+        values = [f"c{i}" for i in range(100)]
+        await produce(client, topic, values)
+        (described,) = await admin.describe_share_groups([group])
+        victim = endpoint.node_of(described.coordinator)
+        await asyncio.to_thread(kafka_cluster.kill, victim)
+        try:
+            seen: set[str] = set()
+            async with client.share_consumer(topic, group=group) as consumer:
+                await receive_all(consumer, set(values), seen, 120)
+            (after,) = await admin.describe_share_groups([group])
+            assert after.coordinator != described.coordinator
+        finally:
+            await asyncio.to_thread(kafka_cluster.start, victim)
