@@ -143,13 +143,14 @@ class GroupMember:
 @dataclass(frozen=True)
 class GroupDescription:
     """A described group: its id, state, protocol type, the protocol chosen (for consumer groups the
-    assignor, such as ``"range"``) and its members."""
+    assignor, such as ``"range"``), its members, and the node id of its coordinator."""
 
     group_id: str
     state: str
     protocol_type: str
     protocol: str
     members: list[GroupMember]
+    coordinator: int
 
 
 class Admin:
@@ -457,13 +458,18 @@ class Admin:
         out = []
         for group in group_ids:
             response = await self._cluster.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
+            coordinator = await self._cluster.coordinator(group)  # the node just asked, remembered
             for g in response.groups:
                 if g.error_code:
                     raise errors.error_for(g.error_code, f"group {g.group_id!r}")
                 members = [
                     GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host) for m in g.members
                 ]
-                out.append(GroupDescription(g.group_id, g.group_state, g.protocol_type, g.protocol_data, members))
+                out.append(
+                    GroupDescription(
+                        g.group_id, g.group_state, g.protocol_type, g.protocol_data, members, coordinator.node_id
+                    )
+                )
         return out
 
     async def list_consumer_group_offsets(

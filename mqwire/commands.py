@@ -195,7 +195,12 @@ async def groups(url: str, action: str, names: list[str], topic_names: list[str]
                     }
                     for m in share_group.members
                 ]
-                record = {"group": share_group.group_id, "type": "share", "state": share_group.state}
+                record = {
+                    "group": share_group.group_id,
+                    "type": "share",
+                    "state": share_group.state,
+                    "coordinator": share_group.coordinator,
+                }
                 out.write(json.dumps({**record, "members": share_members}) + "\n")
             for described in await admin.describe_groups([name for name in names if name not in shared]):
                 members = [
@@ -207,6 +212,7 @@ async def groups(url: str, action: str, names: list[str], topic_names: list[str]
                             "group": described.group_id,
                             "state": described.state,
                             "protocol": described.protocol,
+                            "coordinator": described.coordinator,
                             "members": members,
                         }
                     )

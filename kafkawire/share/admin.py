@@ -51,13 +51,14 @@ class ShareGroupMember:
 @dataclass(frozen=True)
 class ShareGroupDescription:
     """A share group as its coordinator describes it: state (``"Empty"``, ``"Stable"``, ``"Dead"``), epoch,
-    the assignor and the members."""
+    the assignor, the members, and the node id of that coordinator."""
 
     group_id: str
     state: str
     group_epoch: int
     assignor: str
     members: list[ShareGroupMember]
+    coordinator: int
 
 
 async def describe_share_groups(cluster: Cluster, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
@@ -66,6 +67,7 @@ async def describe_share_groups(cluster: Cluster, group_ids: Iterable[str]) -> l
     out = []
     for group in group_ids:
         response = await cluster.request_coordinator(group, ShareGroupDescribeRequest(group_ids=[group]))
+        coordinator = await cluster.coordinator(group)  # the node just asked, remembered
         for described in response.groups:
             if described.error_code:
                 raise errors.error_for(
@@ -92,6 +94,7 @@ async def describe_share_groups(cluster: Cluster, group_ids: Iterable[str]) -> l
                     described.group_epoch,
                     described.assignor_name,
                     members,
+                    coordinator.node_id,
                 )
             )
     return out

@@ -37,6 +37,7 @@ async def test_groups_are_listed_and_described_with_their_members(broker: KafkaB
             assert listed[group].protocol_type == "consumer"
             (described,) = await admin.describe_groups([group])
             assert described.group_id == group and described.state == "Stable"
+            assert described.coordinator in client.metadata.brokers  # the one broker
             assert len(described.members) == 1 and described.members[0].client_id
             assert described.members[0].member_id
             await consumer.commit({TopicPartition(topic, 0): 5})
