@@ -35,6 +35,14 @@ async def start_at_the_beginning(admin: kafkawire.Admin, group: str, topic: str)
             await asyncio.sleep(0.5)
 
 
+async def new_topic_and_group(admin: kafkawire.Admin, label: str) -> tuple[str, str]:
+    """A new topic replicated to every node, and a new share group that starts at its beginning."""
+    topic, group = f"{label}-{uuid.uuid4().hex[:8]}", f"{label}-{uuid.uuid4().hex[:8]}"
+    await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+    await start_at_the_beginning(admin, group, topic)
+    return topic, group
+
+
 async def produce(client: kafkawire.Client, topic: str, values: list[str]) -> None:
     async with client.producer(topic) as producer:
         for i, value in enumerate(values):
@@ -55,10 +63,8 @@ async def receive_all(consumer: kafkawire.ShareConsumer, expected: set[str], see
 async def test_a_share_consumer_reads_every_leader_and_through_a_leader_kill(kafka_cluster: RunningCluster) -> None:
     endpoint = kafka_cluster.endpoint
     assert isinstance(endpoint, KafkaCluster)
-    topic, group = f"share-cluster-{uuid.uuid4().hex[:8]}", f"share-cluster-{uuid.uuid4().hex[:8]}"
     async with kafkawire.connect(kafka_cluster.url) as client, client.admin() as admin:
-        await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
-        await start_at_the_beginning(admin, group, topic)
+        topic, group = await new_topic_and_group(admin, "share-cluster")
         led = await leaders(admin, topic)
         assert len(set(led.values())) >= 2, f"leaders not spread: {led}"
         first = [f"a{i}" for i in range(300)]
@@ -82,10 +88,8 @@ async def test_a_share_consumer_joins_while_its_groups_coordinator_is_down(kafka
     and the member finds the new coordinator (as the election and the load of the group's state allow)."""
     endpoint = kafka_cluster.endpoint
     assert isinstance(endpoint, KafkaCluster)
-    topic, group = f"share-coord-{uuid.uuid4().hex[:8]}", f"share-coord-{uuid.uuid4().hex[:8]}"
     async with kafkawire.connect(kafka_cluster.url) as client, client.admin() as admin:
-        await admin.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
-        await start_at_the_beginning(admin, group, topic)
+        topic, group = await new_topic_and_group(admin, "share-coord")
         values = [f"c{i}" for i in range(100)]
         await produce(client, topic, values)
         (described,) = await admin.describe_share_groups([group])

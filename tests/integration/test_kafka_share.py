@@ -200,17 +200,18 @@ async def main() -> None:
         await consumer.start()
         while True:
             for message in await consumer.getmany(timeout=1):
-                print(message.value.decode(), message.delivery_count, flush=True)
+                print("record", message.value.decode(), message.delivery_count, flush=True)
 
 asyncio.run(main())
 """
 
 
-def _end(process: subprocess.Popen[str], held: list[str]) -> None:
-    """Kill the stopped member and add what else it printed to ``held``."""
+def _end(process: subprocess.Popen[str], held: list[str], output: list[str]) -> None:
+    """Kill the stopped member; add the records it printed to ``held`` and all it printed to ``output``."""
     process.send_signal(signal.SIGKILL)
     rest, _ = process.communicate(timeout=30)
-    held += [line.split()[0] for line in rest.splitlines() if line.strip()]
+    output += rest.splitlines()
+    held += [line.split()[1] for line in rest.splitlines() if line.startswith("record ")]
 
 
 async def our_member(
@@ -265,10 +266,12 @@ async def test_our_java_and_confluent_members_share_a_group(
     )
     assert dying.stdout is not None
     held: list[str] = []
+    output: list[str] = []  # all the dying member printed, for the messages below
     first = await asyncio.wait_for(asyncio.to_thread(dying.stdout.readline), 60)
-    assert first, "the dying member received nothing"
+    assert first.startswith("record "), f"the dying member received nothing: {first!r}"
     acquired_at = time.monotonic()
-    held.append(first.split()[0])
+    output.append(first)
+    held.append(first.split()[1])
     dying.send_signal(signal.SIGSTOP)
 
     done = asyncio.Event()
@@ -277,7 +280,7 @@ async def test_our_java_and_confluent_members_share_a_group(
 
     with_confluent = hasattr(confluent_kafka, "ShareConsumer")
     with contextlib.ExitStack() as stack:
-        stack.callback(_end, dying, held)
+        stack.callback(_end, dying, held, output)
         stack.enter_context(java_consumer(java_member, url, group, topic, tmp_path / "stop", seen))
         problems = stack.enter_context(confluent_consumer(url, group, topic, seen)) if with_confluent else []
         async with kafkawire.connect(url) as client:
@@ -325,7 +328,7 @@ async def test_our_java_and_confluent_members_share_a_group(
     assert held
     for value in held:
         later = seen.of(value)
-        assert later and all(count >= 2 for _, _, count, _ in later), f"held {held}; {value!r} after: {later}"
+        assert later and all(count >= 2 for _, _, count, _ in later), f"{value!r} after: {later}; printed: {output}"
     back = min(seen.first_seen[value] for value in held)
     assert back - acquired_at >= LOCK_MS / 1000 * 0.9, f"came back after {back - acquired_at:.1f} s"
     # Spread: each member got some of the records.
