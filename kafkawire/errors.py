@@ -47,6 +47,11 @@ class KafkaRetriableError(KafkaError, RetriableBrokerError):
     """A Kafka error code that a later attempt may not see."""
 
 
+# What a group member (or transaction coordinator client) recovers from by finding the coordinator again and
+# repeating its request: the connection failed, timed out, or the broker answered with a retriable code.
+COORDINATOR_TROUBLE = (ConnectError, ConnectionLostError, RequestTimeoutError, KafkaRetriableError)
+
+
 class KafkaFatalError(KafkaError, FatalBrokerError):
     """A Kafka error code that retrying will not fix."""
 

@@ -147,7 +147,7 @@ class TransactionManager:
                 self._wake_sender()
             except errors.ConcurrentTransactionsError:
                 await asyncio.sleep(backoff.next_delay())  # the previous transaction is still ending
-            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError) as exc:
+            except errors.COORDINATOR_TROUBLE as exc:
                 log.debug("AddPartitionsToTxn failed (%s); retrying", exc)
                 self.client.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
                 await asyncio.sleep(backoff.next_delay())

@@ -137,7 +137,7 @@ class HeartbeatMembership:
                 backoff.reset()
                 if not changed:
                     await asyncio.sleep(self._interval)
-            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError) as exc:
+            except errors.COORDINATOR_TROUBLE as exc:
                 log.info("group %r: coordinator trouble (%s); finding it again", self.group, exc)
                 self._full = True
                 self.client.forget_coordinator(self.group)

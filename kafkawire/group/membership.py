@@ -159,7 +159,7 @@ class GroupMembership:
             except Rejoin as why:
                 log.info("group %r: rejoining (%s)", self.group, why)
                 need_join = True
-            except (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError) as exc:
+            except errors.COORDINATOR_TROUBLE as exc:
                 log.info("group %r: coordinator trouble (%s); finding it again", self.group, exc)
                 self._drop_connection(exc)
                 await asyncio.sleep(backoff.next_delay())

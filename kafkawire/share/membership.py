@@ -21,10 +21,7 @@ from kafkawire.protocol.messages import (
     ShareGroupTopicPartitions,
 )
 from mqwire.common.errors import (
-    ConnectError,
-    ConnectionLostError,
     MqwireError,
-    RequestTimeoutError,
     UnsupportedVersionError,
 )
 from mqwire.common.policy import Backoff
@@ -39,9 +36,6 @@ SHARE_GROUP_HEARTBEAT_KEY = 76
 SHARE_FETCH_KEY = 78
 SHARE_ACKNOWLEDGE_KEY = 79
 LEAVE_EPOCH = -1
-
-# Errors after which the member finds the coordinator again and repeats its heartbeat.
-_COORDINATOR_TROUBLE = (ConnectError, ConnectionLostError, RequestTimeoutError, errors.KafkaRetriableError)
 
 
 class ShareMembership:
@@ -80,7 +74,7 @@ class ShareMembership:
             try:
                 await self._beat()
                 return
-            except _COORDINATOR_TROUBLE as exc:
+            except errors.COORDINATOR_TROUBLE as exc:
                 if loop.time() > deadline:
                     raise
                 self._find_coordinator_again(exc)
@@ -95,7 +89,7 @@ class ShareMembership:
             try:
                 await self._beat()
                 backoff.reset()
-            except _COORDINATOR_TROUBLE as exc:
+            except errors.COORDINATOR_TROUBLE as exc:
                 self._find_coordinator_again(exc)
                 await asyncio.sleep(backoff.next_delay())
             except MqwireError as exc:
