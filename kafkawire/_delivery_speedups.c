@@ -11,6 +11,11 @@
  * through the callbacks and waiters it drops when the batch is settled (acknowledged or failed), which the
  * producer always does: on acknowledgement, error, delivery timeout or close.
  *
+ * result() is compiled too, for the case a loop reading every record's metadata meets: a batch stored whole,
+ * nothing of it cancelled. Then its outcome's `_ack` holds (RecordMetadata, topic, partition, base offset,
+ * log-append time, timestamps); otherwise `_ack` is None and the method written in Python (`_result_slow`)
+ * answers, with its errors.
+ *
  * Without this extension delivery.py uses RecordFuture as written in Python (collectable as usual).
  */
 #define PY_SSIZE_T_CLEAN
@@ -52,6 +57,50 @@ static void future_dealloc(RecordFutureObject *self) {
     Py_DECREF(type); /* an instance of a heap type holds a reference to it */
 }
 
+static PyObject *str_ack;         /* "_ack" */
+static PyObject *str_result_slow; /* "_result_slow" */
+
+static PyObject *future_result(RecordFutureObject *self, PyObject *unused) {
+    PyObject *ack = PyObject_GetAttr(self->outcome, str_ack);
+    if (ack == NULL) return NULL;
+    if (!PyTuple_CheckExact(ack) || PyTuple_GET_SIZE(ack) != 6 || !PyType_Check(PyTuple_GET_ITEM(ack, 0))) {
+        Py_DECREF(ack);
+        return PyObject_CallMethodNoArgs((PyObject *)self, str_result_slow);
+    }
+    PyTypeObject *metadata_type = (PyTypeObject *)PyTuple_GET_ITEM(ack, 0);
+    long long base_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 3));
+    long long log_append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 4));
+    PyObject *offset = NULL, *timestamp = NULL, *metadata = NULL;
+    if (PyErr_Occurred()) goto done;
+    offset = PyLong_FromLongLong(base_offset < 0 ? -1 : base_offset + self->index);
+    if (offset == NULL) goto done;
+    timestamp = log_append_time < 0 ? PySequence_GetItem(PyTuple_GET_ITEM(ack, 5), self->index)
+                                    : PyLong_FromLongLong(log_append_time);
+    if (timestamp == NULL) goto done;
+    /* The named tuple made as tuple.__new__ makes a subclass's: allocated with its four slots, then filled. */
+    metadata = metadata_type->tp_alloc(metadata_type, 4);
+    if (metadata == NULL) goto done;
+    PyTuple_SET_ITEM(metadata, 0, Py_NewRef(PyTuple_GET_ITEM(ack, 1)));
+    PyTuple_SET_ITEM(metadata, 1, Py_NewRef(PyTuple_GET_ITEM(ack, 2)));
+    PyTuple_SET_ITEM(metadata, 2, offset);
+    PyTuple_SET_ITEM(metadata, 3, timestamp);
+    offset = timestamp = NULL;
+    /* A str and three ints cannot close a cycle: left to reference counting, as the decoder's records are. */
+    PyObject_GC_UnTrack(metadata);
+done:
+    Py_XDECREF(offset);
+    Py_XDECREF(timestamp);
+    Py_DECREF(ack);
+    return metadata;
+}
+
+static PyMethodDef future_methods[] = {
+    {"result", (PyCFunction)future_result, METH_NOARGS,
+     "The record's RecordMetadata; raises the batch's error, CancelledError when cancelled, and "
+     "asyncio.InvalidStateError while not done."},
+    {NULL},
+};
+
 static PyMemberDef future_members[] = {
     {"_outcome", T_OBJECT_EX, offsetof(RecordFutureObject, outcome), READONLY, "the outcome of the record's batch"},
     {"_index", T_PYSSIZET, offsetof(RecordFutureObject, index), READONLY, "the record's place in its batch"},
@@ -62,6 +111,7 @@ static PyType_Slot future_slots[] = {
     {Py_tp_new, future_new},
     {Py_tp_dealloc, future_dealloc},
     {Py_tp_members, future_members},
+    {Py_tp_methods, future_methods},
     {0, NULL},
 };
 
@@ -79,12 +129,16 @@ static PyObject *new_type(PyObject *module, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"new_type", new_type, METH_NOARGS,
-     "A new type of record future outside the cycle collector: its two read-only fields, no methods."},
+     "A new type of record future outside the cycle collector: its two read-only fields and result()."},
     {NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_delivery_speedups", NULL, 0, module_methods};
 
 PyMODINIT_FUNC PyInit__delivery_speedups(void) {
+    if (str_ack == NULL && (str_ack = PyUnicode_InternFromString("_ack")) == NULL) return NULL;
+    if (str_result_slow == NULL && (str_result_slow = PyUnicode_InternFromString("_result_slow")) == NULL) {
+        return NULL;
+    }
     return PyModule_Create(&module);
 }

@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from kafkawire.message import RecordMetadata
+from kafkawire.protocol.records import RecordTimestamps, new_record_timestamps
 
 DoneCallback = Callable[["RecordFuture"], object]
 
@@ -34,6 +35,7 @@ class BatchOutcome:
     """
 
     __slots__ = (
+        "_ack",
         "_callbacks",
         "_cancelled",
         "_waiters",
@@ -52,13 +54,16 @@ class BatchOutcome:
         self.partition = partition
         self.loop = loop
         # One per record, in batch order: the record's timestamp, and its place in the batch.
-        self.timestamps: list[int] = []
+        self.timestamps: RecordTimestamps = new_record_timestamps()
         self.settled = False
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
+        # Once stored whole with nothing cancelled, what the compiled RecordFuture.result reads (see
+        # _delivery_speedups.c): (RecordMetadata, topic, partition, base offset, log-append time, timestamps).
+        self._ack: tuple[type[RecordMetadata], str, int, int, int, RecordTimestamps] | None = None
         # Made only when a record's future gets a callback, is awaited while pending, or is cancelled.
-        self._callbacks: list[tuple[RecordFuture, DoneCallback, contextvars.Context | None]] | None = None
+        self._callbacks: list[tuple[RecordFuture, DoneCallback, contextvars.Context]] | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] | None = None
         # The cancelled records' places, each with the message given to cancel().
         self._cancelled: dict[int, Any] | None = None
@@ -71,6 +76,8 @@ class BatchOutcome:
         if not self.settled:
             self.base_offset = base_offset
             self.log_append_time = log_append_time
+            if self._cancelled is None:
+                self._ack = (RecordMetadata, self.topic, self.partition, base_offset, log_append_time, self.timestamps)
             self._settle()
 
     def fail(self, error: BaseException) -> None:
@@ -91,11 +98,6 @@ class BatchOutcome:
             self._waiters = []
         self._waiters.append((index, waiter))
         return waiter
-
-    def add_callback(self, future: RecordFuture, callback: DoneCallback, context: contextvars.Context | None) -> None:
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append((future, callback, context))
 
     def remove_callback(self, future: RecordFuture, callback: DoneCallback) -> int:
         if not self._callbacks:
@@ -140,9 +142,20 @@ class BatchOutcome:
                 if not waiter.done():
                     waiter.set_result(None)
         if callbacks:
-            call_soon = self.loop.call_soon
-            for future, callback, context in callbacks:
-                call_soon(callback, future, context=context)
+            # One turn of the loop runs them all, in order, each in its context: a handle per callback (as
+            # asyncio.Future makes) cost more than a sampled send itself when a loop of sends sets one on many.
+            self.loop.call_soon(self._run_callbacks, callbacks)
+
+    def _run_callbacks(self, callbacks: list[tuple[RecordFuture, DoneCallback, contextvars.Context]]) -> None:
+        for future, callback, context in callbacks:
+            try:
+                context.run(callback, future)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:  # as an asyncio handle does: reported, and the others still run
+                self.loop.call_exception_handler(
+                    {"message": f"Exception in callback {callback!r}", "exception": exc, "future": future}
+                )
 
 
 class RecordFuture:
@@ -212,10 +225,12 @@ class RecordFuture:
         outcome = self._outcome
         if context is None:
             context = contextvars.copy_context()
-        if self.done():
+        if outcome.settled or (outcome._cancelled is not None and self._index in outcome._cancelled):
             outcome.loop.call_soon(fn, self, context=context)
+        elif outcome._callbacks is None:
+            outcome._callbacks = [(self, fn, context)]
         else:
-            outcome.add_callback(self, fn, context)
+            outcome._callbacks.append((self, fn, context))
 
     def remove_done_callback(self, fn: DoneCallback) -> int:
         """Remove every registration of ``fn``; returns how many were removed."""
@@ -267,8 +282,11 @@ class RecordFuture:
         return f"<RecordFuture {where} #{self._index} {state}>"
 
 
-# What makes up the Python class's own storage and construction; the compiled type has its own.
-_STORAGE = frozenset({"__slots__", "__init__", "_index", "_outcome", "__module__", "__qualname__", "__dict__"})
+# What makes up the Python class's own storage and construction; the compiled type has its own, and its own
+# result() for a batch stored whole, which calls the one written here (as _result_slow) for everything else.
+_STORAGE = frozenset(
+    {"__slots__", "__init__", "_index", "_outcome", "__module__", "__qualname__", "__dict__", "result"}
+)
 
 
 def _outside_the_collector(written: type) -> type | None:
@@ -283,6 +301,7 @@ def _outside_the_collector(written: type) -> type | None:
     for name, value in vars(written).items():
         if name not in _STORAGE:
             setattr(compiled, name, value)
+    compiled._result_slow = written.result  # type: ignore[attr-defined]
     return compiled
 
 

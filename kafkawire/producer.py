@@ -352,13 +352,12 @@ class Producer:
             # batch the previous such record found. Everything else the checks below would look at is fixed
             # while that batch is open (and closing the producer closes it first).
             # Accumulator.append_open, written out: a call less per record.
-            timestamp = time.time_ns() // 1_000_000
-            size = batch.builder.add(timestamp, None, value, ())
+            outcome = batch.outcome
+            timestamps = outcome.timestamps
+            index = len(timestamps)
+            size = batch.builder.add_now(value, timestamps)
             if size >= 0:
-                outcome = batch.outcome
-                timestamps = outcome.timestamps
-                record = RecordFuture(outcome, len(timestamps))
-                timestamps.append(timestamp)
+                record = RecordFuture(outcome, index)
                 if size >= self.batch_size:
                     self._accumulator.seal(batch)
                     await asyncio.sleep(0)  # the batch is complete: let the sender ship it now

@@ -11,7 +11,11 @@
  *       of (name, value) pairs; the records are left untracked by the cycle collector
  *   RecordAppender(buffer, max_size).add(timestamp, key, value, headers) -> size or -1
  *       append_record with the batch's record count and timestamps kept here (BatchBuilder's per-record step)
+ *   RecordAppender.add_now(value, timestamps) -> size or -1
+ *       add() of a value alone, stamped with the wall clock's milliseconds, the stamp kept in `timestamps`
+ *   RecordTimestamps(): the producer's per-record timestamps as a packed array (append, extend, len, [i])
  */
+#include <time.h>
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -458,8 +462,131 @@ done:
     return records;
 }
 
+/* The timestamp of every record of a producer batch, kept until the batch's futures are read: 8 bytes
+ * each, where a list kept an int object (32 bytes and an allocation) per record. */
+typedef struct {
+    PyObject_HEAD
+    long long *items;
+    Py_ssize_t length;
+    Py_ssize_t capacity;
+} Timestamps;
+
+static PyTypeObject TimestampsType;
+
+static PyObject *timestamps_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_GET_SIZE(args) != 0 || (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "RecordTimestamps takes no arguments");
+        return NULL;
+    }
+    Timestamps *self = (Timestamps *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->items = NULL;
+    self->length = self->capacity = 0;
+    return (PyObject *)self;
+}
+
+static void timestamps_dealloc(Timestamps *self) {
+    PyMem_Free(self->items);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Room for `more` further items: 0, or -1 with MemoryError set. */
+static int timestamps_reserve(Timestamps *self, Py_ssize_t more) {
+    if (self->length + more <= self->capacity) return 0;
+    Py_ssize_t capacity = self->capacity < 64 ? 64 : self->capacity;
+    while (capacity < self->length + more) {
+        if (capacity > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(long long)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        capacity *= 2;
+    }
+    long long *items = PyMem_Realloc(self->items, (size_t)capacity * sizeof(long long));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->items = items;
+    self->capacity = capacity;
+    return 0;
+}
+
+static PyObject *timestamps_append(Timestamps *self, PyObject *value) {
+    long long stamp = PyLong_AsLongLong(value);
+    if (stamp == -1 && PyErr_Occurred()) return NULL;
+    if (timestamps_reserve(self, 1) < 0) return NULL;
+    self->items[self->length++] = stamp;
+    Py_RETURN_NONE;
+}
+
+static PyObject *timestamps_extend(Timestamps *self, PyObject *iterable) {
+    PyObject *iterator = PyObject_GetIter(iterable);
+    if (iterator == NULL) return NULL;
+    PyObject *item;
+    while ((item = PyIter_Next(iterator)) != NULL) {
+        PyObject *done = timestamps_append(self, item);
+        Py_DECREF(item);
+        if (done == NULL) {
+            Py_DECREF(iterator);
+            return NULL;
+        }
+        Py_DECREF(done);
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t timestamps_length(Timestamps *self) { return self->length; }
+
+static PyObject *timestamps_item(Timestamps *self, Py_ssize_t index) {
+    if (index < 0 || index >= self->length) {
+        PyErr_SetString(PyExc_IndexError, "record timestamp index out of range");
+        return NULL;
+    }
+    return PyLong_FromLongLong(self->items[index]);
+}
+
+static PyObject *timestamps_subscript(Timestamps *self, PyObject *key) {
+    Py_ssize_t index = PyNumber_AsSsize_t(key, PyExc_IndexError);
+    if (index == -1 && PyErr_Occurred()) return NULL;
+    if (index < 0) index += self->length;
+    return timestamps_item(self, index);
+}
+
+static PyMethodDef timestamps_methods[] = {
+    {"append", (PyCFunction)timestamps_append, METH_O, "Add one record's timestamp (ms)."},
+    {"extend", (PyCFunction)timestamps_extend, METH_O, "Add the timestamps of an iterable, in order."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods timestamps_as_sequence = {
+    .sq_length = (lenfunc)timestamps_length,
+    .sq_item = (ssizeargfunc)timestamps_item,
+};
+
+static PyMappingMethods timestamps_as_mapping = {
+    .mp_length = (lenfunc)timestamps_length,
+    .mp_subscript = (binaryfunc)timestamps_subscript,
+};
+
+static PyTypeObject TimestampsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire.protocol._records_speedups.RecordTimestamps",
+    .tp_doc = "The timestamps (ms) of a producer batch's records, in order, packed.",
+    .tp_basicsize = sizeof(Timestamps),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = timestamps_new,
+    .tp_dealloc = (destructor)timestamps_dealloc,
+    .tp_methods = timestamps_methods,
+    .tp_as_sequence = &timestamps_as_sequence,
+    .tp_as_mapping = &timestamps_as_mapping,
+};
+
 /* The open batch's records and the counters that go into its header: what BatchBuilder.add changes per
  * record, so that the producer's per-record path is one C call. records.py has the same class in Python. */
+static PyObject *empty_headers; /* the records of add_now have none */
+
 typedef struct {
     PyObject_HEAD
     PyObject *buffer; /* bytearray: the batch header's room, then the records */
@@ -515,9 +642,42 @@ static PyObject *appender_add(Appender *self, PyObject *const *args, Py_ssize_t 
     return PyLong_FromSsize_t(PyByteArray_GET_SIZE(self->buffer));
 }
 
+/* add_now(value, timestamps): add() of a record with only a value, stamped now (the wall clock's milliseconds,
+ * as time.time_ns() // 1_000_000), the stamp appended to `timestamps` when the record goes in. The producer's
+ * loop of plain sends calls this once per record. */
+static PyObject *appender_add_now(Appender *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyObject_TypeCheck(args[1], &TimestampsType)) {
+        PyErr_SetString(PyExc_TypeError, "add_now takes (value, RecordTimestamps)");
+        return NULL;
+    }
+    Timestamps *stamps = (Timestamps *)args[1];
+    if (timestamps_reserve(stamps, 1) < 0) return NULL; /* before the record, so that both or neither change */
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return NULL;
+    }
+    long long timestamp = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    Py_ssize_t limit = self->max_size;
+    if (self->count == 0) {
+        self->base_timestamp = timestamp;
+        limit = -1;
+    }
+    int appended = append_one(self->buffer, limit, self->count, timestamp - self->base_timestamp, Py_None, args[0],
+                              empty_headers);
+    if (appended < 0) return NULL;
+    if (appended == 0) return PyLong_FromLong(-1);
+    if (timestamp > self->max_timestamp) self->max_timestamp = timestamp;
+    self->count++;
+    stamps->items[stamps->length++] = timestamp;
+    return PyLong_FromSsize_t(PyByteArray_GET_SIZE(self->buffer));
+}
+
 static PyMethodDef appender_methods[] = {
     {"add", (PyCFunction)(void (*)(void))appender_add, METH_FASTCALL,
      "Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits)."},
+    {"add_now", (PyCFunction)(void (*)(void))appender_add_now, METH_FASTCALL,
+     "add() of a value alone stamped with the current time (ms), the stamp appended to a RecordTimestamps."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -555,10 +715,12 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records_speedups", NULL, 0, methods};
 
 PyMODINIT_FUNC PyInit__records_speedups(void) {
-    if (PyType_Ready(&AppenderType) < 0) return NULL;
+    if (PyType_Ready(&AppenderType) < 0 || PyType_Ready(&TimestampsType) < 0) return NULL;
+    if (empty_headers == NULL && (empty_headers = PyTuple_New(0)) == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    if (PyModule_AddObjectRef(m, "RecordAppender", (PyObject *)&AppenderType) < 0) {
+    if (PyModule_AddObjectRef(m, "RecordAppender", (PyObject *)&AppenderType) < 0 ||
+        PyModule_AddObjectRef(m, "RecordTimestamps", (PyObject *)&TimestampsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

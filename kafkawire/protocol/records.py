@@ -23,10 +23,11 @@ from __future__ import annotations
 import importlib
 import os
 import struct
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kafkawire.protocol import primitives as p
 from mqwire.common.checksums import crc32c
@@ -179,6 +180,18 @@ def application_records(batches: Iterable[RecordBatch]) -> Iterator[Record]:
             yield from batch.records
 
 
+class RecordTimestamps(Protocol):
+    """The timestamps (ms) of a producer batch's records, in order: a list, or the compiled packed array."""
+
+    def append(self, stamp: int, /) -> None: ...
+
+    def extend(self, stamps: Iterable[int], /) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int, /) -> int: ...
+
+
 class RecordAppenderPy:
     """The records of an open batch and the counters of its header: what ``BatchBuilder`` changes per record.
 
@@ -210,6 +223,15 @@ class RecordAppenderPy:
         self.count = count + 1
         return len(buffer)
 
+    def add_now(self, value: bytes | None, timestamps: RecordTimestamps) -> int:
+        """``add`` of a record with only a value, stamped with the current time (ms); the stamp is appended to
+        ``timestamps`` when the record goes in. The producer's loop of plain sends calls this per record."""
+        timestamp = time.time_ns() // 1_000_000
+        size = self.add(timestamp, None, value, ())
+        if size >= 0:
+            timestamps.append(timestamp)
+        return size
+
 
 class BatchBuilder:
     """Accumulates records into one batch; ``append`` refuses a record that would exceed ``max_size``.
@@ -221,6 +243,7 @@ class BatchBuilder:
     __slots__ = (
         "_records",
         "add",
+        "add_now",
         "base_sequence",
         "codec",
         "control",
@@ -253,6 +276,7 @@ class BatchBuilder:
         self.control = control
         self._records = _RecordAppender(bytearray(HEADER_SIZE), max_size)
         self.add: Callable[[int, bytes | None, bytes | None, Sequence[Header]], int] = self._records.add
+        self.add_now: Callable[[bytes | None, RecordTimestamps], int] = self._records.add_now
 
     def __len__(self) -> int:
         return self._records.count
@@ -363,7 +387,10 @@ def append_record_py(
     else:
         parts += (zigzag(len(value)), value)
     parts.append(zigzag(len(headers)))
-    for name, header_value in headers:
+    for header in headers:
+        if not isinstance(header, tuple) or len(header) != 2 or not isinstance(header[0], str):
+            raise TypeError("each record header must be a (str, bytes | None) pair")  # as the compiled one says
+        name, header_value = header
         encoded = name.encode()
         parts += (zigzag(len(encoded)), encoded)
         if header_value is None:
@@ -623,14 +650,18 @@ _append_record: Callable[[bytearray, int, int, int, bytes | None, bytes | None, 
 _append_records: Callable[..., int]
 _decode_records: Callable[..., list[Any]]
 _RecordAppender: Callable[[bytearray, int], RecordAppenderPy]
+# A new batch's timestamps: what its appender's add_now takes (the compiled one, only the compiled array).
+new_record_timestamps: Callable[[], RecordTimestamps]
 if _speedups is not None:
     _append_record = _speedups.append_record
     _append_records = _speedups.append_records
     _decode_records = _speedups.decode_records
     _RecordAppender = _speedups.RecordAppender
+    new_record_timestamps = _speedups.RecordTimestamps
 else:
     _append_record = append_record_py
     _append_records = append_records_py
     _decode_records = decode_records_py
     _RecordAppender = RecordAppenderPy
+    new_record_timestamps = list
 COMPILED = _speedups is not None

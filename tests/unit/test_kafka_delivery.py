@@ -89,6 +89,24 @@ def test_the_extension_is_built_and_used() -> None:
     assert delivery.RecordFuture.__doc__ == PLAIN.RecordFuture.__doc__
 
 
+async def test_the_compiled_result_gives_what_the_written_one_gives() -> None:
+    # The compiled result() answers for a batch stored whole; the method as written for everything else.
+    for log_append_time, base_offset in [(-1, 100), (5_000, 7), (-1, -1)]:
+        outcome, futures = batch(delivery)
+        outcome.succeed(base_offset, log_append_time)
+        for future in futures:
+            metadata = future.result()
+            assert metadata == PLAIN.RecordFuture.result(future)
+            assert type(metadata) is RecordMetadata
+            assert not gc.is_tracked(metadata) or os.environ.get("MQWIRE_PURE_PYTHON")
+    partly, (cancelled, kept, _) = batch(delivery)
+    cancelled.cancel()
+    partly.succeed(3)
+    assert kept.result() == RecordMetadata(TOPIC, PARTITION, 4, 1_005)
+    with pytest.raises(asyncio.CancelledError):
+        cancelled.result()
+
+
 def allocations_counted(mod: ModuleType, count: int) -> int:
     """How far ``count`` new record futures (all kept) move the collector towards its next collection."""
     outcome = mod.BatchOutcome(TOPIC, PARTITION, asyncio.get_running_loop())
@@ -405,6 +423,25 @@ async def test_removed_callbacks_are_counted_and_never_run(mod: ModuleType) -> N
     await asyncio.sleep(0)
     assert seen == ["kept", "removed"]
     assert future.remove_done_callback(kept) == 0  # already ran
+
+
+async def test_a_raising_callback_is_reported_and_the_others_still_run(mod: ModuleType) -> None:
+    # As asyncio runs a future's callbacks: each error goes to the loop's exception handler, in order.
+    errors = loop_errors()
+    outcome, futures = batch(mod)
+    seen: list[str] = []
+
+    def boom(_f: Any) -> None:
+        seen.append("boom")
+        raise ValueError("in a callback")
+
+    futures[0].add_done_callback(boom)
+    futures[1].add_done_callback(lambda _f: seen.append("after"))
+    futures[2].add_done_callback(boom)
+    outcome.succeed(0)
+    await asyncio.sleep(0)
+    assert seen == ["boom", "after", "boom"]
+    assert errors == [repr(ValueError("in a callback"))] * 2
 
 
 async def test_callbacks_of_a_cancelled_future_run_on_cancel(mod: ModuleType) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import time
 from types import ModuleType
 
 import pytest
@@ -103,6 +104,75 @@ def test_the_compiled_appender_adds_and_counts_as_the_python_one(
         sizes = [appender.add(ts, key, value, hdrs) for ts, key, value, hdrs in rows]
         states.append((sizes, bytes(appender.buffer), appender.count, appender.base_timestamp, appender.max_timestamp))
     assert states[0] == states[1]
+
+
+def decoded(buffer: bytes, count: int, base_timestamp: int) -> list[Record]:
+    return decode_records_py(buffer, count, 0, base_timestamp, None, Record)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(optional_bytes, max_size=20), st.integers(0, 3000))
+def test_add_now_stamps_and_keeps_the_time_as_the_python_one(values: list[bytes | None], max_size: int) -> None:
+    # The producer's plain send: a value alone, stamped with the wall clock (ms) and the stamp kept.
+    states = []
+    for appender, timestamps in (
+        (records.RecordAppenderPy(bytearray(), max_size), []),
+        (compiled().RecordAppender(bytearray(), max_size), compiled().RecordTimestamps()),
+    ):
+        before = time.time_ns() // 1_000_000
+        sizes = [appender.add_now(value, timestamps) for value in values]
+        after = time.time_ns() // 1_000_000
+        stamps = list(timestamps)
+        added = appender.count
+        assert len(stamps) == added == len([size for size in sizes if size >= 0])
+        assert all(before <= stamp <= after for stamp in stamps)
+        got = decoded(bytes(appender.buffer), added, appender.base_timestamp)
+        accepted = [value for value, size in zip(values, sizes, strict=True) if size >= 0]
+        assert [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in got] == [
+            (index, None, value, (), stamp) for index, (value, stamp) in enumerate(zip(accepted, stamps, strict=True))
+        ]
+        assert appender.max_timestamp == max(stamps, default=-1)
+        states.append([size >= 0 for size in sizes])
+    assert states[0] == states[1]
+
+
+def test_add_now_refuses_what_add_refuses_and_keeps_nothing() -> None:
+    for appender, timestamps in (
+        (records.RecordAppenderPy(bytearray(), 100), []),
+        (compiled().RecordAppender(bytearray(), 100), compiled().RecordTimestamps()),
+    ):
+        with pytest.raises(TypeError):
+            appender.add_now("text", timestamps)
+        assert (bytes(appender.buffer), appender.count, len(timestamps)) == (b"", 0, 0)
+        assert appender.add_now(b"x" * 90, timestamps) > 0
+        assert appender.add_now(b"y" * 20, timestamps) == -1  # past max_size: refused, no stamp kept
+        assert (appender.count, len(timestamps)) == (1, 1)
+    with pytest.raises(TypeError):
+        compiled().RecordAppender(bytearray(), 100).add_now(b"x", [])  # the compiled one takes its own array
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(st.one_of(st.integers(-(2**63), 2**63 - 1), st.lists(st.integers(0, 2**50), max_size=5))))
+def test_the_packed_timestamps_hold_what_a_list_holds(steps: list[int | list[int]]) -> None:
+    packed, plain = compiled().RecordTimestamps(), []
+    for step in steps:
+        if isinstance(step, int):
+            packed.append(step)
+            plain.append(step)
+        else:
+            packed.extend(iter(step))
+            plain.extend(step)
+    assert len(packed) == len(plain)
+    assert list(packed) == plain
+    assert [packed[-i] for i in range(1, len(plain) + 1)] == [plain[-i] for i in range(1, len(plain) + 1)]
+    for index in (len(plain), -len(plain) - 1):
+        with pytest.raises(IndexError):
+            packed[index]
+    with pytest.raises(OverflowError):
+        packed.append(2**63)
+    with pytest.raises(TypeError):
+        packed.append("1")
+    assert len(packed) == len(plain)
 
 
 @pytest.mark.parametrize(
