@@ -8,16 +8,19 @@ batches fill up instead of every partition getting a trickle (KIP-480).
 
 from __future__ import annotations
 
+import importlib
+import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
 
-def murmur2(data: bytes) -> int:
-    """The 32-bit murmur2 hash Kafka uses, as the signed int Java returns."""
+def murmur2_py(data: bytes) -> int:
+    """The 32-bit murmur2 hash Kafka uses, as the signed int Java returns (the reference for the compiled one)."""
     length = len(data)
     h = (_SEED ^ length) & _MASK
     words = length // 4
@@ -41,9 +44,28 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def partition_for_key(key: bytes, partitions: int) -> int:
+def partition_for_key_py(key: bytes, partitions: int) -> int:
     """The partition of a keyed record among ``partitions`` partitions (Java's default partitioner)."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return (murmur2_py(key) & 0x7FFFFFFF) % partitions
+
+
+def _load_speedups() -> ModuleType | None:
+    if os.environ.get("MQWIRE_PURE_PYTHON"):
+        return None
+    try:
+        return importlib.import_module("kafkawire._partitioner_speedups")
+    except ImportError:
+        return None
+
+
+# The compiled hash (built with the package when a C compiler is present; MQWIRE_PURE_PYTHON=1 forces the
+# Python one): the producer hashes every keyed record.
+_speedups = _load_speedups()
+murmur2: Callable[[bytes], int] = murmur2_py if _speedups is None else _speedups.murmur2
+partition_for_key: Callable[[bytes, int], int] = (
+    partition_for_key_py if _speedups is None else _speedups.partition_for_key
+)
+COMPILED = _speedups is not None
 
 
 class StickyPartitioner:
