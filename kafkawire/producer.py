@@ -566,12 +566,16 @@ class Producer:
         accumulator = self._accumulator
         count = len(values)
         done = 0
+        # Complete batches are handed to the sender a request's worth at a time, and at the end of the run:
+        # yielding after each one (as enqueue does) sent small batches one request each.
+        shipped = accumulator.sealed
+        per_request = max(1, self.max_request_size // self.batch_size)
         while done < count:
             if accumulator.closing:
                 raise ClosedError("producer is closed")
             if accumulator.used >= self.buffer_memory:
                 await accumulator.wait_for_space(self.max_block)
-            sealed = accumulator.sealed
+                shipped = accumulator.sealed
             if sticky:
                 _, partitions, available = self._topics[topic]
                 part = self._sticky.partition(topic, len(partitions), available)
@@ -599,8 +603,11 @@ class Producer:
                     topic, partition, timestamp_ms, keys, values, headers, positions, done, count, call
                 )
             done += added
-            if accumulator.sealed != sealed:
-                await asyncio.sleep(0)  # let the sender ship the complete batch
+            if accumulator.sealed - shipped >= per_request:
+                shipped = accumulator.sealed
+                await asyncio.sleep(0)  # let the sender ship the complete batches
+        if accumulator.sealed != shipped:
+            await asyncio.sleep(0)
 
     def _bulk_partitions(
         self, topic: str, keys: list[bytes | None] | None, partitions: list[int], available: list[int], count: int

@@ -3,6 +3,7 @@ with the metadata it reported, and it refuses exactly what ``enqueue`` refuses, 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -208,3 +209,32 @@ async def test_the_short_way_takes_a_record_at_the_size_limit_and_refuses_one_by
         assert at_limit.result().offset == 1
     got = await read_all(client, topic, 2)
     assert [len(m.value or b"") for m in got] == [5, limit]
+
+
+
+
+async def test_a_call_hands_its_complete_batches_over_a_request_at_a_time(client: kafkawire.Client) -> None:
+    # Yielding to the sender after every complete batch cost a turn of the event loop per batch, most of the
+    # bulk path's CPU with small batches; a call yields once per max_request_size of batches and at its end.
+    topic = await new_topic(client, partitions=4)
+    values: list[bytes | None] = [b"%0100d" % i for i in range(10_000)]
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async with client.producer(topic, batch_size=16_384, max_request_size=262_144) as producer:
+        await producer.send(b"first")  # metadata and connection ready: the call itself does not wait
+        counter = asyncio.create_task(count_turns())
+        await asyncio.sleep(0)
+        before = turns
+        future = await producer.enqueue_many(values)
+        during = turns - before
+        counter.cancel()
+        metadata = await future
+    assert len(metadata) == 10_000
+    batches = 10_000 * 110 // 16_384  # at least this many complete batches; 16 of them make a request
+    assert during <= batches // 16 + 2, f"{during} turns of the loop for about {batches} batches"
