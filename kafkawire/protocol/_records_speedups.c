@@ -621,6 +621,22 @@ static void appender_dealloc(Appender *self) {
 
 /* add(timestamp, key, value, headers) -> the buffer's size after adding the record, or -1 if it does not fit
  * under max_size (the first record always fits). */
+/* A record onto the open batch at `timestamp`, the counters moved on: 1 added, 0 refused (it does not fit; the
+ * first record always does), -1 an error is set. */
+static int appender_put(Appender *self, long long timestamp, PyObject *key, PyObject *value, PyObject *headers) {
+    Py_ssize_t limit = self->max_size;
+    if (self->count == 0) {
+        self->base_timestamp = timestamp;
+        limit = -1;
+    }
+    int appended = append_one(self->buffer, limit, self->count, timestamp - self->base_timestamp, key, value, headers);
+    if (appended == 1) {
+        if (timestamp > self->max_timestamp) self->max_timestamp = timestamp;
+        self->count++;
+    }
+    return appended;
+}
+
 static PyObject *appender_add(Appender *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "add takes 4 arguments (timestamp, key, value, headers)");
@@ -628,18 +644,9 @@ static PyObject *appender_add(Appender *self, PyObject *const *args, Py_ssize_t 
     }
     long long timestamp = PyLong_AsLongLong(args[0]);
     if (timestamp == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t limit = self->max_size;
-    if (self->count == 0) {
-        self->base_timestamp = timestamp;
-        limit = -1;
-    }
-    int appended = append_one(self->buffer, limit, self->count, timestamp - self->base_timestamp, args[1], args[2],
-                              args[3]);
+    int appended = appender_put(self, timestamp, args[1], args[2], args[3]);
     if (appended < 0) return NULL;
-    if (appended == 0) return PyLong_FromLong(-1);
-    if (timestamp > self->max_timestamp) self->max_timestamp = timestamp;
-    self->count++;
-    return PyLong_FromSsize_t(PyByteArray_GET_SIZE(self->buffer));
+    return PyLong_FromSsize_t(appended ? PyByteArray_GET_SIZE(self->buffer) : -1);
 }
 
 /* add_now(value, timestamps): add() of a record with only a value, stamped now (the wall clock's milliseconds,
@@ -658,17 +665,9 @@ static PyObject *appender_add_now(Appender *self, PyObject *const *args, Py_ssiz
         return NULL;
     }
     long long timestamp = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-    Py_ssize_t limit = self->max_size;
-    if (self->count == 0) {
-        self->base_timestamp = timestamp;
-        limit = -1;
-    }
-    int appended = append_one(self->buffer, limit, self->count, timestamp - self->base_timestamp, Py_None, args[0],
-                              empty_headers);
+    int appended = appender_put(self, timestamp, Py_None, args[0], empty_headers);
     if (appended < 0) return NULL;
     if (appended == 0) return PyLong_FromLong(-1);
-    if (timestamp > self->max_timestamp) self->max_timestamp = timestamp;
-    self->count++;
     stamps->items[stamps->length++] = timestamp;
     return PyLong_FromSsize_t(PyByteArray_GET_SIZE(self->buffer));
 }
