@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import resource
 import time
 from collections.abc import Awaitable, Callable
@@ -26,30 +27,61 @@ LINGER_MS = 5
 BATCH_BYTES = 256 * 1024
 
 
+# The broker processes (their pids, comma-separated) whose CPU time the suite reports next to the client's.
+BROKER_PIDS_VARIABLE = "BENCH_BROKER_PIDS"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
+def broker_pids() -> list[int]:
+    return [int(pid) for pid in os.environ.get(BROKER_PIDS_VARIABLE, "").split(",") if pid]
+
+
+def process_cpu_seconds(pids: list[int]) -> float | None:
+    """User and system CPU time of the processes ``pids`` (all their threads), or None if one cannot be read."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                # After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            return None
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
 @dataclass
 class Clock:
-    """The measured interval: from ``start()`` (the first call counts) to ``stop()``."""
+    """The measured interval: from ``start()`` (the first call counts) to ``stop()``; the brokers' CPU time
+    over the same interval when the suite names their processes."""
 
     wall: float = 0.0
     cpu: float = 0.0
+    broker_cpu: float | None = None
     seconds: float = 0.0
     cpu_used: float = 0.0
+    broker_cpu_used: float | None = None
     _started: bool = False
+    _brokers: list[int] = field(default_factory=broker_pids)
 
     def start(self) -> None:
         if not self._started:
             self._started = True
             self.wall, self.cpu = time.perf_counter(), cpu_seconds()
+            self.broker_cpu = process_cpu_seconds(self._brokers) if self._brokers else None
 
     def stop(self) -> None:
         self.start()
         self.seconds = time.perf_counter() - self.wall
         self.cpu_used = cpu_seconds() - self.cpu
+        if self.broker_cpu is not None:
+            now = process_cpu_seconds(self._brokers)
+            self.broker_cpu_used = None if now is None else now - self.broker_cpu
 
 
 @dataclass
@@ -604,6 +636,7 @@ def run(
         "records": count,
         "seconds": clock.seconds,
         "cpu_seconds": clock.cpu_used,
+        "broker_cpu_seconds": clock.broker_cpu_used,
         "p50_ms": None if p50 is None else p50 * 1000,
         "p99_ms": None if p99 is None else p99 * 1000,
         "latency_bins": lat.histogram() if lat.samples else None,

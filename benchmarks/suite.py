@@ -40,12 +40,19 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from clients import CONSUME_ONLY, PRODUCE_ONLY, latency_bin_top, tubemq_in_flight  # noqa: E402
+from clients import (  # noqa: E402
+    BROKER_PIDS_VARIABLE,
+    CONSUME_ONLY,
+    PRODUCE_ONLY,
+    latency_bin_top,
+    tubemq_in_flight,
+)
 
 from mqwire.testing import classpath, pulsar_admin  # noqa: E402
 from mqwire.testing.java import find_java  # noqa: E402
@@ -95,6 +102,9 @@ class Row:
     round: int = 0
     # Send-to-acknowledgement samples in logarithmic bins (clients.latency_bin): pooled over the rounds.
     latency_bins: dict[str, int] | None = None
+    # The brokers' CPU time over the measured interval (the Python clients' runs), with the client's it says
+    # whether the machine's cores or the broker set the pace.
+    broker_cpu_seconds: float | None = None
 
     @property
     def rate(self) -> float:
@@ -104,6 +114,20 @@ class Row:
     def cpu_us(self) -> float:
         """CPU microseconds per record."""
         return self.cpu_seconds / self.records * 1e6 if self.records else 0.0
+
+    @property
+    def broker_cpu_us(self) -> float | None:
+        """The brokers' CPU microseconds per record."""
+        if self.broker_cpu_seconds is None or not self.records:
+            return None
+        return self.broker_cpu_seconds / self.records * 1e6
+
+    @property
+    def cores_busy(self) -> float | None:
+        """The client's and the brokers' CPU time over the interval: the cores they kept busy together."""
+        if self.broker_cpu_seconds is None or self.seconds <= 0:
+            return None
+        return (self.cpu_seconds + self.broker_cpu_seconds) / self.seconds
 
 
 def produces(client: str) -> bool:
@@ -115,9 +139,11 @@ def consumes(client: str) -> bool:
 
 
 # ------------------------------------------------------------------------------------------- processes
-def run_process(argv: list[str], timeout: float = RUN_TIMEOUT) -> tuple[str, float, float]:
+def run_process(
+    argv: list[str], timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None
+) -> tuple[str, float, float]:
     """stdout, CPU seconds and peak RSS (MB) of a child process, which must succeed."""
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     killer = threading.Timer(timeout, proc.kill)
     killer.start()
     try:
@@ -136,16 +162,17 @@ def run_process(argv: list[str], timeout: float = RUN_TIMEOUT) -> tuple[str, flo
 
 def python_run(
     system: str, client: str, phase: str, url: str, topic: str, records: int, size: int,
-    rate: float | None = None, group: str = "bench",
+    rate: float | None = None, group: str = "bench", brokers: list[int] | None = None,
 ) -> Row:
     argv = [sys.executable, str(HERE / "worker.py"), system, client, phase, url, topic, str(records), str(size),
             "-" if rate is None else str(rate), group]
-    out, _cpu, rss = run_process(argv)
+    env = os.environ | {BROKER_PIDS_VARIABLE: ",".join(map(str, brokers or []))}
+    out, _cpu, rss = run_process(argv, env=env)
     figures = json.loads(out.strip().splitlines()[-1])
     shown = phase if rate is None else f"{phase}@{rate:.0f}"
     return Row(system, size, 0, client, shown, records, figures.get("seconds", 0.0),
                figures.get("cpu_seconds", 0.0), rss, figures.get("p50_ms"), figures.get("p99_ms"),
-               latency_bins=figures.get("latency_bins"))
+               latency_bins=figures.get("latency_bins"), broker_cpu_seconds=figures.get("broker_cpu_seconds"))
 
 
 _PERF = re.compile(
@@ -247,8 +274,10 @@ def clients_of(system: str, plan: Plan) -> list[str]:
 
 
 def run_suite(
-    urls: dict[str, str], plan: Plan, tube: dict[tuple[str, int, int], str], failures: list[tuple[str, str]]
+    status: dict[str, Any], plan: Plan, tube: dict[tuple[str, int, int], str], failures: list[tuple[str, str]]
 ) -> list[Row]:
+    urls: dict[str, str] = {name: url for name, url in status.items() if isinstance(url, str)}
+    pids = broker_pids(status)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder:
         tube_java = TubeJava(Path(folder)) if "tubemq" in plan.systems else None
@@ -258,7 +287,7 @@ def run_suite(
                 for system in plan.systems:
                     clients = clients_of(system, plan)
                     records = max(100, int(RECORDS[system][size] * plan.scale))
-                    setting = Setting(urls, system, size, parts, records, tube, tube_java, plan)
+                    setting = Setting(urls, system, size, parts, records, tube, tube_java, plan, pids.get(system, []))
                     try:
                         setting.seed()
                     except (RuntimeError, subprocess.CalledProcessError) as exc:
@@ -297,6 +326,7 @@ class Setting:
     tube: dict[tuple[str, int, int], str]
     tube_java: TubeJava | None
     plan: Plan
+    brokers: list[int]  # the system's broker processes
     seed_topic: str = ""
 
     def group(self, client: str, number: int) -> str:
@@ -344,7 +374,7 @@ class Setting:
                 assert self.tube_java is not None and rate is None
                 # The Java program sends one warm-up message first, as our producer does.
                 return self.tube_java.run("produce", url.removeprefix("tubemq://"), topic, records, size)
-        return python_run(system, client, "produce", url, topic, records, size, rate)
+        return python_run(system, client, "produce", url, topic, records, size, rate, brokers=self.brokers)
 
     def consume(self, client: str, number: int) -> Row:
         system, url = self.system, self.urls[self.system]
@@ -353,7 +383,9 @@ class Setting:
             return self.tube_java.run("consume", url.removeprefix("tubemq://"), self.seed_topic, self.records,
                                       self.size)
         group = f"bench-{client}-{number}" if system == "pulsar" else self.group(client, number)
-        return python_run(system, client, "consume", url, self.seed_topic, self.records, self.size, None, group)
+        return python_run(
+            system, client, "consume", url, self.seed_topic, self.records, self.size, None, group, self.brokers
+        )
 
 
 # ------------------------------------------------------------------------------------------- reporting
@@ -376,6 +408,8 @@ class Median:
     # pooled, each client's p99 is taken over the same number of rounds' worth of samples.
     p99_ms: float | None
     p99_rounds_ms: float | None  # the median of the rounds' p99s, for comparison
+    broker_cpu_us: float | None = None
+    cores_busy: float | None = None
 
 
 def pooled_percentile(histograms: list[dict[str, int]], q: float) -> float | None:
@@ -411,7 +445,9 @@ def medians(rows: list[Row]) -> list[Median]:
         p50, p99_rounds = mid([r.p50_ms for r in runs]), mid([r.p99_ms for r in runs])
         bins = [r.latency_bins for r in runs]
         pooled = pooled_percentile([b for b in bins if b], 0.99) if all(bins) else None
-        out.append(Median(*key, len(runs), rate, cpu, rss, p50, p99_rounds if pooled is None else pooled, p99_rounds))
+        broker, busy = mid([r.broker_cpu_us for r in runs]), mid([r.cores_busy for r in runs])
+        out.append(Median(*key, len(runs), rate, cpu, rss, p50, p99_rounds if pooled is None else pooled, p99_rounds,
+                          broker, busy))
     return out
 
 
@@ -419,17 +455,24 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _fixed(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def report(rows: list[Row]) -> str:
     """The medians, then ours against each reference peer (records/s and CPU per record)."""
     lines = [f"{'system':<7}{'size':>7}{'parts':>6} {'client':<17}{'phase':<15}{'n':>2}{'records/s':>11}"
-             f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 rnd':>8}"]
+             f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 rnd':>8}"
+             f"{'broker us':>10}{'cores':>6}"]
     table = medians(rows)
     for m in table:
         lines.append(f"{m.system:<7}{m.size:>7}{m.partitions:>6} {m.client:<17}{m.phase:<15}{m.rounds:>2}"
                      f"{m.rate:>11,.0f}{m.rate * m.size / 1e6:>8.1f}{m.cpu_us:>11.2f}{m.rss_mb:>8.0f}"
-                     f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}{_ms(m.p99_rounds_ms):>8}")
+                     f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}{_ms(m.p99_rounds_ms):>8}"
+                     f"{_fixed(m.broker_cpu_us, 2):>10}{_fixed(m.cores_busy, 2):>6}")
     lines.append("\np99: over all rounds' samples pooled (Python clients), else the median of the rounds' p99s;"
-                 " p99 rnd: the median of the rounds' p99s")
+                 " p99 rnd: the median of the rounds' p99s;\nbroker us: the brokers' CPU per record; cores: the"
+                 " client's and the brokers' CPU time over the interval (of the machine's cores), Python clients only")
     lines.append("\nratios of medians, ours / peer: records/s, CPU per record (and p99 at fixed rates)")
     index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
     for m in table:
@@ -539,33 +582,42 @@ def update_readme(results: list[Path]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- brokers
-def start_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, str]:
+def broker_pids(status: dict[str, Any]) -> dict[str, list[int]]:
+    """The processes of each broker in ``mqwire.testing``'s status (a TubeMQ broker is its master and broker)."""
+    found: dict[str, list[int]] = {}
+    for name, broker in status.get("brokers", {}).items():
+        if isinstance(broker, dict):
+            found[name] = sorted({int(pid) for pid in broker.get("pids", {}).values()})
+    return found
+
+
+def start_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, Any]:
     topics = [arg for (_client, _size, parts), name in tube.items() for arg in ("--tubemq-topic", f"{name}:{parts}")]
     started = subprocess.run(
         [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "start", *systems, *topics],
         check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
-    urls: dict[str, str] = json.loads(started.stdout)
-    return urls
+    status: dict[str, Any] = json.loads(started.stdout)
+    return status
 
 
-def running_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, str]:
+def running_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, Any]:
     """The URLs of brokers already running in ``state_dir``; the TubeMQ topics created there if missing."""
     status = subprocess.run(
         [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "status"],
         check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
-    urls: dict[str, str] = json.loads(status.stdout)
+    found: dict[str, Any] = json.loads(status.stdout)
     for (_client, _size, parts), name in tube.items():
         subprocess.run(
             [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "create-topic", "tubemq", name,
              "--partitions", str(parts)],
             check=False, stdout=subprocess.DEVNULL, cwd=ROOT,
         )
-    missing = set(systems) - set(urls)
+    missing = set(systems) - set(found)
     if missing:
         raise SystemExit(f"no {', '.join(sorted(missing))} running in {state_dir}")
-    return urls
+    return found
 
 
 def main() -> int:
@@ -598,8 +650,7 @@ def main() -> int:
     else:
         state_dir = tempfile.mkdtemp(prefix="mqwire-bench-")
         try:
-            urls = start_brokers(state_dir, systems, tube)
-            rows = run_suite(urls, plan, tube, failures)
+            rows = run_suite(start_brokers(state_dir, systems, tube), plan, tube, failures)
         finally:
             stop = [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"]
             subprocess.run(stop, check=False, cwd=ROOT)
