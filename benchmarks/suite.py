@@ -465,12 +465,12 @@ def medians(rows: list[Row]) -> list[Median]:
     return out
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
 def _fixed(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ms(value: float | None) -> str:
+    return _fixed(value, 1)
 
 
 def report(rows: list[Row]) -> str:
@@ -606,6 +606,7 @@ def broker_pids(status: dict[str, Any]) -> dict[str, list[int]]:
 
 
 def start_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, Any]:
+    """Start the brokers in ``state_dir``; their status (URLs and processes) as ``mqwire.testing start`` prints it."""
     topics = [arg for (_client, _size, parts), name in tube.items() for arg in ("--tubemq-topic", f"{name}:{parts}")]
     started = subprocess.run(
         [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "start", *systems, *topics],
@@ -616,7 +617,8 @@ def start_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int,
 
 
 def running_brokers(state_dir: str, systems: list[str], tube: dict[tuple[str, int, int], str]) -> dict[str, Any]:
-    """The URLs of brokers already running in ``state_dir``; the TubeMQ topics created there if missing."""
+    """The status of the brokers already running in ``state_dir`` (their URLs and processes, as ``start``
+    prints it); the TubeMQ topics created there if missing."""
     status = subprocess.run(
         [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "status"],
         check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT,
