@@ -574,9 +574,25 @@ async def _none_consume(url: str, topic: str, count: int, clock: Clock, group: s
     raise RuntimeError("this client only produces")
 
 
+async def kafka_ceiling_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    import ceiling
+
+    await ceiling.produce(url, topic, count, value, clock, lat, pace)
+
+
+async def kafka_ceiling_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+    import ceiling
+
+    await ceiling.consume(url, topic, count, clock, group)
+
+
 # Producer-only and consumer-only variants: the suite runs only the phase each one has.
 PRODUCE_ONLY = {"kafkawire-bulk", "kafka-java-perf"}
 CONSUME_ONLY = {"kafkawire-group", "kafkawire-share"}
+# Sends without a pace (no fixed-rate runs): the ceiling writes its requests back to back.
+UNPACED = {"kafka-ceiling"}
 
 CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
     "kafka": {
@@ -587,6 +603,7 @@ CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
         "aiokafka": (aiokafka_produce, aiokafka_consume),
         "kafka-python": (kafka_python_produce, kafka_python_consume),
         "confluent-kafka": (confluent_produce, confluent_consume),
+        "kafka-ceiling": (kafka_ceiling_produce, kafka_ceiling_consume),
     },
     "pulsar": {
         "pulsarwire": (pulsarwire_produce, pulsarwire_consume),

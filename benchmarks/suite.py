@@ -2,8 +2,9 @@
 
 Kafka: kafkawire (per-record ``enqueue`` and the bulk ``enqueue_many``), aiokafka, kafka-python,
 confluent-kafka and Kafka's own Java producer performance tool (produce only); kafkawire also consuming in a
-consumer group and in a share group (KIP-932). Pulsar: pulsarwire and pulsar-client. TubeMQ: tubemqwire and
-the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions.
+consumer group and in a share group (KIP-932); and ``kafka-ceiling`` (ceiling.py: requests encoded once,
+only batch headers read), what the broker itself takes and serves in the same run. Pulsar: pulsarwire and
+pulsar-client. TubeMQ: tubemqwire and the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions.
 
 Fairness: for each setting one topic is written once (by confluent-kafka, pulsar-client, tubemqwire) and
 every consumer reads that same topic from its start, so that they read the same batches; every producer
@@ -20,7 +21,7 @@ TubeMQ client does not report it). Results go to benchmarks/results/ as text, JS
 ``--readme FILE.json`` rewrites README's speed table from such a file.
 
     .venv/bin/python benchmarks/suite.py [--quick] [--rounds 3] [--scale 1] [--systems kafka,pulsar,tubemq]
-        [--clients kafkawire,confluent-kafka,...] [--state-dir DIR]
+        [--sizes 100,10240] [--clients kafkawire,confluent-kafka,...] [--state-dir DIR]
     .venv/bin/python benchmarks/suite.py --readme benchmarks/results/bench-STAMP.json [...]
 """
 
@@ -50,6 +51,7 @@ from clients import (  # noqa: E402
     BROKER_PIDS_VARIABLE,
     CONSUME_ONLY,
     PRODUCE_ONLY,
+    UNPACED,
     latency_bin_top,
     tubemq_in_flight,
 )
@@ -76,7 +78,7 @@ PEERS = {
     # kafkawire-bulk: kafkawire's enqueue_many (produce only); kafkawire-group and kafkawire-share:
     # kafkawire consuming in a consumer group and in a share group (consume only).
     "kafka": ["kafkawire-bulk", "confluent-kafka", "aiokafka", "kafka-python", "kafka-java-perf",
-              "kafkawire-group", "kafkawire-share"],
+              "kafkawire-group", "kafkawire-share", "kafka-ceiling"],
     "pulsar": ["pulsar-client"],
     "tubemq": ["tubemq-java"],
 }
@@ -278,6 +280,7 @@ class Plan:
     systems: list[str]
     clients: set[str] | None
     scale: float
+    sizes: tuple[int, ...]
     rounds: int
     rate_seconds: float
 
@@ -296,7 +299,7 @@ def run_suite(
     with tempfile.TemporaryDirectory() as folder:
         tube_java = TubeJava(Path(folder)) if "tubemq" in plan.systems else None
         turn = 0
-        for size in SIZES:
+        for size in plan.sizes:
             for parts in PARTITIONS:
                 for system in plan.systems:
                     clients = clients_of(system, plan)
@@ -368,7 +371,7 @@ class Setting:
         rows = []
         if produces(client):
             rows.append(self.produce(client, None, self.records))
-            for rate in self.fixed_rates():
+            for rate in [] if client in UNPACED else self.fixed_rates():
                 rows.append(self.produce(client, rate, max(100, int(rate * self.plan.rate_seconds))))
         if consumes(client):
             rows.append(self.consume(client, number))
@@ -571,24 +574,24 @@ def readme_table(rows: list[Row]) -> str:
 
 def update_readme(results: list[Path]) -> None:
     names = {f.name for f in fields(Row)}
-    # A system's rows come from the last file that has any: a newer run of one system replaces an older one.
-    by_system: dict[str, list[Row]] = {}
-    source: dict[str, str] = {}
+    # A system and size's rows come from the last file that has any: a newer run of them replaces an older one.
+    by_setting: dict[tuple[str, int], list[Row]] = {}
+    source: dict[tuple[str, int], str] = {}
     for path in results:
-        found: dict[str, list[Row]] = {}
+        found: dict[tuple[str, int], list[Row]] = {}
         for item in json.loads(path.read_text(encoding="utf-8")):
             row = Row(**{k: v for k, v in item.items() if k in names})
-            found.setdefault(row.system, []).append(row)
-        by_system.update(found)
+            found.setdefault((row.system, row.size), []).append(row)
+        by_setting.update(found)
         source.update(dict.fromkeys(found, path.name))
-    rows = [row for system_rows in by_system.values() for row in system_rows]
+    rows = [row for setting_rows in by_setting.values() for row in setting_rows]
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8")
     begin, end = text.index(README_BEGIN), text.index(README_END)
-    rounds = {system: max(r.round for r in system_rows) + 1 for system, system_rows in by_system.items()}
+    rounds = {setting: max(r.round for r in setting_rows) + 1 for setting, setting_rows in by_setting.items()}
     files = ", ".join(
-        f"{system} from `benchmarks/results/{name}` ({rounds[system]} rounds)"
-        for system, name in sorted(source.items())
+        f"{system} {size} B from `benchmarks/results/{name}` ({rounds[system, size]} rounds)"
+        for (system, size), name in sorted(source.items())
     )
     note = f"{files[0].upper()}{files[1:]}; medians of the rounds:\n\n"
     text = text[: begin + len(README_BEGIN)] + "\n" + note + readme_table(rows) + "\n" + text[end:]
@@ -643,6 +646,7 @@ def main() -> int:
     parser.add_argument("--rate-seconds", type=float, default=3.0, help="length of each fixed-rate run")
     parser.add_argument("--quick", action="store_true", help="a smoke test: --scale 0.01 --rounds 1 --rate-seconds 0.3")
     parser.add_argument("--systems", default="kafka,pulsar,tubemq")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help=f"message sizes, some of {SIZES}")
     parser.add_argument("--clients", default="", help="only these clients (comma-separated); default all")
     parser.add_argument("--state-dir", help="use the brokers running in this state folder instead of starting some")
     parser.add_argument("--readme", type=Path, nargs="+", help="rewrite README's table from these results")
@@ -656,8 +660,11 @@ def main() -> int:
     unknown = set(systems) - set(OURS)
     if unknown or not systems:
         parser.error(f"--systems takes some of {', '.join(OURS)}")
+    sizes = tuple(int(s) for s in args.sizes.split(",") if s)
+    if not sizes or set(sizes) - set(SIZES):
+        parser.error(f"--sizes takes some of {', '.join(map(str, SIZES))}")
     clients = {c for c in args.clients.split(",") if c} or None
-    plan = Plan(systems, clients, args.scale, max(1, args.rounds), args.rate_seconds)
+    plan = Plan(systems, clients, args.scale, sizes, max(1, args.rounds), args.rate_seconds)
     tube = tubemq_topics(systems)
     started = time.monotonic()
     failures: list[tuple[str, str]] = []
