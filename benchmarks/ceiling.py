@@ -43,8 +43,10 @@ FETCH_BYTES = 50 * 1024 * 1024
 # A record batch's header: base offset (8), length (4), then at byte 23 the last offset delta (4) and at byte
 # 57 the record count (4).
 BATCH_HEAD = struct.Struct(">qi")
-LAST_OFFSET_DELTA = struct.Struct(">i")
+INT32 = struct.Struct(">i")
 BATCH_HEADER_BYTES = 61
+# No response here comes near this; a larger claimed size is refused before anything is allocated for it.
+MAX_FRAME = FETCH_BYTES + 1024 * 1024
 
 
 def _address(url: str) -> tuple[str, int]:
@@ -71,7 +73,9 @@ class Frames:
 
     def read(self) -> memoryview:
         self._fill(self.size)
-        (length,) = struct.unpack(">i", self.size)
+        (length,) = INT32.unpack(self.size)
+        if not 0 <= length <= MAX_FRAME:
+            raise RuntimeError(f"a response frame claims {length} bytes")
         if length > len(self.buffer):
             self.buffer = memoryview(bytearray(length))
         frame = self.buffer[:length]
@@ -124,8 +128,8 @@ def _produce_request(topic: str, counts: list[int], value: bytes) -> ProduceRequ
     )
 
 
-def _check_produced(frame: memoryview, expected: int) -> int:
-    """The records a Produce response acknowledges; RuntimeError if a partition was refused."""
+def _check_produced(frame: memoryview, expected: int) -> None:
+    """Check a Produce response: ``expected`` partitions answered, none refused (else RuntimeError)."""
     response = decode_response(PRODUCE_KEY, PRODUCE_VERSION, frame)
     answered = 0
     for topic in response.responses:
@@ -135,7 +139,6 @@ def _check_produced(frame: memoryview, expected: int) -> int:
             answered += 1
     if answered != expected:
         raise RuntimeError(f"{answered} partitions answered of {expected}")
-    return answered
 
 
 async def produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace) -> None:
@@ -182,8 +185,8 @@ def scan_batches(records: bytes | memoryview | None) -> tuple[int, int]:
         end = position + 12 + length
         if end > len(data):
             break
-        (last_delta,) = LAST_OFFSET_DELTA.unpack_from(data, position + 23)
-        (in_batch,) = LAST_OFFSET_DELTA.unpack_from(data, position + 57)
+        (last_delta,) = INT32.unpack_from(data, position + 23)
+        (in_batch,) = INT32.unpack_from(data, position + 57)
         total += in_batch
         next_offset = base_offset + last_delta + 1
         position = end

@@ -9,8 +9,9 @@ pulsar-client. TubeMQ: tubemqwire and the Java TubeMQ client. Messages of 100 B 
 Fairness: for each setting one topic is written once (by confluent-kafka, pulsar-client, tubemqwire) and
 every consumer reads that same topic from its start, so that they read the same batches; every producer
 writes a fresh topic and checks every delivery (futures, or a delivery callback's error); each client runs
-in a process of its own; ``--rounds`` rounds (at least 3 for quoted figures), the clients' order rotated
-from one round and setting to the next, and the median of the rounds reported. Producers also run at fixed
+in a process of its own; ``--rounds`` rounds (at least 3 for quoted figures), the clients' order changed
+from one round and setting to the next (``round_order``: each client in every place and after different
+clients), and the median of the rounds reported. Producers also run at fixed
 rates (``FIXED_RATES``, records/s), the latency a service sending at that rate sees, as well as at
 saturation.
 
@@ -84,6 +85,9 @@ PEERS = {
 }
 # The peers the ratio table and README's table compare ours with.
 REFERENCES = {"kafka": ("confluent-kafka", "aiokafka"), "pulsar": ("pulsar-client",), "tubemq": ("tubemq-java",)}
+# What the broker itself takes and serves (ceiling.py): shown in README's table, where "vs ours" is then the
+# share of the broker's own rate that our client reaches.
+CEILINGS = ("kafka-ceiling",)
 RUN_TIMEOUT = 1800.0
 RESULTS = HERE / "results"
 
@@ -290,6 +294,30 @@ def clients_of(system: str, plan: Plan) -> list[str]:
     return [c for c in every if plan.clients is None or c in plan.clients]
 
 
+def round_order(clients: list[str], turn: int) -> list[str]:
+    """The clients' order in round ``turn``: rows of a balanced Latin square (Williams design), so that over the
+    rounds every client runs in every place and after different clients. A plain rotation keeps each
+    client's predecessor: at 10 KB one client always ran right after the broker had taken the heaviest write
+    burst, and in every round met the broker at its slowest."""
+    n = len(clients)
+    # The first row runs 0, 1, n-1, 2, n-2, ...; row r adds r to each (mod n). An odd n needs each row reversed
+    # as well for every client to follow every other; a row and its reversal go in turn, so that even a few
+    # rounds give each client several predecessors.
+    first = [0]
+    low, high = 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    odd = n % 2 == 1
+    row = [(place + (turn // 2 if odd else turn)) % n for place in first]
+    if odd and turn % 2:
+        row.reverse()
+    return [clients[i] for i in row]
+
+
 def run_suite(
     status: dict[str, Any], plan: Plan, tube: dict[tuple[str, int, int], str], failures: list[tuple[str, str]]
 ) -> list[Row]:
@@ -311,10 +339,9 @@ def run_suite(
                         failures.append(("seed", f"{system} {size} B x{parts} seed: {exc}"))
                         continue
                     for number in range(plan.rounds):
-                        # The order rotates from one round and setting to the next: no client always runs first.
-                        shift = turn % len(clients)
+                        order = round_order(clients, turn)
                         turn += 1
-                        for client in clients[shift:] + clients[:shift]:
+                        for client in order:
                             started = time.monotonic()
                             try:
                                 done = setting.run(client, number)
@@ -562,7 +589,7 @@ def readme_table(rows: list[Row]) -> str:
     out = ["| system | size | parts | phase | client | records/s | CPU µs/rec | p99 ms | vs ours |",
            "|---|---|---|---|---|---|---|---|---|"]
     for m in sorted(table, key=lambda m: (m.system, m.size, m.partitions, m.phase, m.client)):
-        if m.client not in (OURS[m.system], "kafkawire-bulk", *REFERENCES[m.system]):
+        if m.client not in (OURS[m.system], "kafkawire-bulk", *REFERENCES[m.system], *CEILINGS):
             continue
         ours = index.get((m.system, m.size, m.partitions, OURS[m.system], m.phase))
         mine = m.client in (OURS[m.system], "kafkawire-bulk")
