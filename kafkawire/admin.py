@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -457,19 +458,22 @@ class Admin:
         self._check_open()
         out = []
         for group in group_ids:
-            response = await self._cluster.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
-            coordinator = await self._cluster.coordinator(group)  # the node just asked, remembered
-            for g in response.groups:
-                if g.error_code:
-                    raise errors.error_for(g.error_code, f"group {g.group_id!r}")
-                members = [
-                    GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host) for m in g.members
-                ]
-                out.append(
-                    GroupDescription(
-                        g.group_id, g.group_state, g.protocol_type, g.protocol_data, members, coordinator.node_id
-                    )
+            out += await self._cluster.with_coordinator(group, partial(self._describe_group, group))
+        return out
+
+    async def _describe_group(self, group: str) -> list[GroupDescription]:
+        response = await self._cluster.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
+        coordinator = await self._cluster.coordinator(group)  # the node just asked, remembered
+        out = []
+        for g in response.groups:
+            if g.error_code:
+                raise errors.error_for(g.error_code, f"group {g.group_id!r}")
+            members = [GroupMember(m.member_id, m.group_instance_id, m.client_id, m.client_host) for m in g.members]
+            out.append(
+                GroupDescription(
+                    g.group_id, g.group_state, g.protocol_type, g.protocol_data, members, coordinator.node_id
                 )
+            )
         return out
 
     async def list_consumer_group_offsets(

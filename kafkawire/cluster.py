@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl as _ssl
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from kafkawire import errors
 from kafkawire.connection import KafkaConnection
@@ -36,6 +36,14 @@ from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.urls import parse_service_url
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# A coordinator's answers that call for asking (the coordinator looked up again, unless it is loading) again.
+_COORDINATOR_MOVED_OR_LOADING = (
+    errors.NotCoordinatorError,
+    errors.CoordinatorNotAvailableError,
+    errors.CoordinatorLoadInProgressError,
+)
 
 SCHEMES = {"kafka": 9092, "kafka+ssl": 9093}
 FIND_COORDINATOR_KEY = 10
@@ -450,6 +458,26 @@ class Cluster:
     def forget_coordinator(self, key: str, key_type: int = GROUP_COORDINATOR) -> None:
         """Look the coordinator up again next time (after NOT_COORDINATOR or a lost connection)."""
         self._coordinators.pop((key_type, key), None)
+
+    async def with_coordinator(
+        self, key: str, attempt: Callable[[], Awaitable[T]], *, key_type: int = GROUP_COORDINATOR
+    ) -> T:
+        """Run ``attempt`` (a request to the coordinator of ``key`` and the reading of its answer), and again
+        while the answer says that the coordinator moved, is loading or is not available, until the request
+        timeout: right after a broker starts, or when a coordinator moves, the first answer is often such."""
+        backoff = self.new_backoff()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout
+        while True:
+            try:
+                return await attempt()
+            except _COORDINATOR_MOVED_OR_LOADING as exc:
+                if not isinstance(exc, errors.CoordinatorLoadInProgressError):
+                    self.forget_coordinator(key, key_type)
+                if loop.time() > deadline:
+                    raise
+                log.debug("coordinator of %r answered %s; asking again", key, exc)
+                await asyncio.sleep(backoff.next_delay())
 
     async def request_coordinator(
         self, key: str, body: Any, *, key_type: int = GROUP_COORDINATOR, timeout: float | None = None

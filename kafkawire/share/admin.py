@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kafkawire import errors
@@ -66,37 +67,43 @@ async def describe_share_groups(cluster: Cluster, group_ids: Iterable[str]) -> l
     share group)."""
     out = []
     for group in group_ids:
-        response = await cluster.request_coordinator(group, ShareGroupDescribeRequest(group_ids=[group]))
-        coordinator = await cluster.coordinator(group)  # the node just asked, remembered
-        for described in response.groups:
-            if described.error_code:
-                raise errors.error_for(
-                    described.error_code, described.error_message or f"share group {group!r}"
-                )
-            members = [
-                ShareGroupMember(
-                    m.member_id,
-                    m.client_id,
-                    m.client_host,
-                    m.member_epoch,
-                    frozenset(
-                        TopicPartition(t.topic_name, p)
-                        for t in m.assignment.topic_partitions
-                        for p in t.partitions
-                    ),
-                )
-                for m in described.members
-            ]
-            out.append(
-                ShareGroupDescription(
-                    described.group_id,
-                    described.group_state,
-                    described.group_epoch,
-                    described.assignor_name,
-                    members,
-                    coordinator.node_id,
-                )
+        out += await cluster.with_coordinator(group, partial(_describe_share_group, cluster, group))
+    return out
+
+
+async def _describe_share_group(cluster: Cluster, group: str) -> list[ShareGroupDescription]:
+    out = []
+    response = await cluster.request_coordinator(group, ShareGroupDescribeRequest(group_ids=[group]))
+    coordinator = await cluster.coordinator(group)  # the node just asked, remembered
+    for described in response.groups:
+        if described.error_code:
+            raise errors.error_for(
+                described.error_code, described.error_message or f"share group {group!r}"
             )
+        members = [
+            ShareGroupMember(
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                m.member_epoch,
+                frozenset(
+                    TopicPartition(t.topic_name, p)
+                    for t in m.assignment.topic_partitions
+                    for p in t.partitions
+                ),
+            )
+            for m in described.members
+        ]
+        out.append(
+            ShareGroupDescription(
+                described.group_id,
+                described.group_state,
+                described.group_epoch,
+                described.assignor_name,
+                members,
+                coordinator.node_id,
+            )
+        )
     return out
 
 
@@ -116,6 +123,12 @@ async def list_share_group_offsets(
     body = DescribeShareGroupOffsetsRequest(
         groups=[DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=wanted)]
     )
+    return await cluster.with_coordinator(group, partial(_list_share_group_offsets, cluster, group, body))
+
+
+async def _list_share_group_offsets(
+    cluster: Cluster, group: str, body: DescribeShareGroupOffsetsRequest
+) -> dict[TopicPartition, int | None]:
     response = await cluster.request_coordinator(group, body)
     out: dict[TopicPartition, int | None] = {}
     for found in response.groups:
@@ -149,6 +162,10 @@ async def alter_share_group_offsets(
             for name, parts in by_topic.items()
         ],
     )
+    await cluster.with_coordinator(group, partial(_alter_share_group_offsets, cluster, group, body))
+
+
+async def _alter_share_group_offsets(cluster: Cluster, group: str, body: AlterShareGroupOffsetsRequest) -> None:
     response = await cluster.request_coordinator(group, body)
     if response.error_code:
         raise errors.error_for(response.error_code, response.error_message or f"share group {group!r}")
@@ -165,6 +182,10 @@ async def delete_share_group_offsets(cluster: Cluster, group: str, topics: Itera
     body = DeleteShareGroupOffsetsRequest(
         group_id=group, topics=[DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name in topics]
     )
+    await cluster.with_coordinator(group, partial(_delete_share_group_offsets, cluster, group, body))
+
+
+async def _delete_share_group_offsets(cluster: Cluster, group: str, body: DeleteShareGroupOffsetsRequest) -> None:
     response = await cluster.request_coordinator(group, body)
     if response.error_code:
         raise errors.error_for(response.error_code, response.error_message or f"share group {group!r}")
@@ -178,7 +199,11 @@ async def delete_share_group_offsets(cluster: Cluster, group: str, topics: Itera
 async def delete_groups(cluster: Cluster, group_ids: Iterable[str]) -> None:
     """Delete groups without members, of any type (a share group's state goes with it)."""
     for group in group_ids:
-        response = await cluster.request_coordinator(group, DeleteGroupsRequest(groups_names=[group]))
-        for result in response.results:
-            if result.error_code:
-                raise errors.error_for(result.error_code, f"deleting group {result.group_id!r}")
+        await cluster.with_coordinator(group, partial(_delete_group, cluster, group))
+
+
+async def _delete_group(cluster: Cluster, group: str) -> None:
+    response = await cluster.request_coordinator(group, DeleteGroupsRequest(groups_names=[group]))
+    for result in response.results:
+        if result.error_code:
+            raise errors.error_for(result.error_code, f"deleting group {result.group_id!r}")
