@@ -38,7 +38,8 @@ from mqwire.common.urls import parse_service_url
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-# A coordinator's answers that call for asking (the coordinator looked up again, unless it is loading) again.
+# A coordinator's answers that call for asking again (looking the coordinator up again after those marked
+# ``refresh_coordinator``: moved or not available; a loading one is asked again as it is).
 _COORDINATOR_MOVED_OR_LOADING = (
     errors.NotCoordinatorError,
     errors.CoordinatorNotAvailableError,
@@ -472,7 +473,7 @@ class Cluster:
             try:
                 return await attempt()
             except _COORDINATOR_MOVED_OR_LOADING as exc:
-                if not isinstance(exc, errors.CoordinatorLoadInProgressError):
+                if exc.refresh_coordinator:
                     self.forget_coordinator(key, key_type)
                 if loop.time() > deadline:
                     raise
