@@ -19,7 +19,7 @@ import logging
 import socket
 import ssl as _ssl
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from mqwire.common.errors import ClosedError, ConnectError, ConnectionLostError, MqwireError, ProtocolError
 from mqwire.common.framing import FrameSplitter
@@ -100,6 +100,9 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
             raise ConnectError(f"{label}: TLS handshake failed: {exc.reason or exc}") from exc
         except OSError as exc:
             raise ConnectError(f"{label}: {exc.strerror or exc}") from exc
+        if protocol.error is not None:
+            # connection_made failed: the transport is already aborted.
+            raise protocol.error
         protocol.set_write_high_water(write_high_water)
         return protocol
 
@@ -111,17 +114,33 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
     # ------------------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """asyncio protocol callback: the socket is connected."""
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-        # Resumed only once empty, so that a write after it goes to the socket at once, not into the buffer.
-        transport.set_write_buffer_limits(high=_TRANSPORT_HIGH_WATER, low=0)
-        sock = transport.get_extra_info("socket")
-        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # uvloop's transports have asyncio.Transport's methods without subclassing it: the type is taken on
+        # trust, never checked with isinstance. What this class relies on from any loop: BufferedProtocol
+        # (get_buffer / buffer_updated), set_write_buffer_limits with pause_writing / resume_writing, write,
+        # close, abort and get_extra_info("socket") (uvloop answers with a socket-like object).
+        self._transport = cast(asyncio.Transport, transport)
+        try:
+            # Resumed only once empty, so that a write after it goes to the socket at once, not into the buffer.
+            self._transport.set_write_buffer_limits(high=_TRANSPORT_HIGH_WATER, low=0)
+            sock = transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                # uvloop sets TCP_NODELAY itself; asyncio's loop does too since 3.7, but not for TLS over a
+                # socket it was handed, so it is asked for here whatever the loop.
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except Exception as exc:
+            # Raised here, the loop would only log it and the caller would wait for a timeout instead.
+            self._fail_in_callback("connection_made", exc, ConnectError)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         """asyncio protocol callback: where the next read goes (the splitter decides)."""
-        return self._splitter.get_buffer(sizehint)
+        if self._error is not None:
+            return memoryview(bytearray(65536))  # closing: what is read now is dropped
+        try:
+            return self._splitter.get_buffer(sizehint)
+        except Exception as exc:
+            self._fail_in_callback("get_buffer", exc, ConnectionLostError)
+            # The loop needs somewhere to read into; what lands here after the failure is never looked at.
+            return memoryview(bytearray(65536))
 
     def buffer_updated(self, nbytes: int) -> None:
         """asyncio protocol callback: split what was read into frames and hand them on."""
@@ -134,11 +153,10 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
                     return
         except ProtocolError as exc:
             log.warning("%s: closing after malformed input: %s", self.name, exc)
-            self._shut(exc, abort=True)
+            self._shut(exc, abort=True, in_callback=True)
         except Exception as exc:
             # A handler bug must not leave the connection half alive.
-            log.exception("%s: frame handler failed", self.name)
-            self._shut(ConnectionLostError(f"{self.name}: frame handler failed: {exc!r}"), abort=True)
+            self._fail_in_callback("frame handler", exc, ConnectionLostError)
 
     def eof_received(self) -> bool | None:
         """asyncio protocol callback: the peer closed its side."""
@@ -156,7 +174,11 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
     def connection_lost(self, exc: Exception | None) -> None:
         """asyncio protocol callback: the connection ended; waiters fail with ConnectionLostError."""
         if self._error is None:
-            pending = self._splitter.pending_bytes()
+            try:
+                pending = self._splitter.pending_bytes()
+            except Exception as failure:
+                log.exception("%s: reading the unfinished frame's size failed", self.name)
+                pending, exc = 0, exc or failure
             if pending:
                 reason = f"peer closed mid-frame with {pending} bytes of an incomplete frame"
             elif exc is not None:
@@ -164,7 +186,16 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
             else:
                 reason = "connection closed by peer"
             self._error = ConnectionLostError(f"{self.name}: {reason}")
+            self._error.__cause__ = exc
         self._finish()
+
+    def _fail_in_callback(self, callback: str, exc: Exception, kind: type[MqwireError]) -> None:
+        """End the connection at once because a transport callback raised; the error names the callback and
+        carries ``exc`` as its cause, for the caller of ``open`` and every waiter on the connection."""
+        log.error("%s: %s failed: %r", self.name, callback, exc, exc_info=exc)
+        error = kind(f"{self.name}: {callback} failed: {exc!r}")
+        error.__cause__ = exc
+        self._shut(error, abort=True, in_callback=True)
 
     # ----------------------------------------------------------------------------------------- writing
     @property
@@ -250,7 +281,7 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
         """Wait until the connection is fully closed."""
         await asyncio.shield(self._closed)
 
-    def _shut(self, error: MqwireError, *, abort: bool) -> None:
+    def _shut(self, error: MqwireError, *, abort: bool, in_callback: bool = False) -> None:
         if self._error is not None:
             return
         if not abort:
@@ -261,6 +292,10 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
         transport = self._transport
         if transport is None:
             self._finish()
+        elif abort and in_callback:
+            # uvloop crashes when a transport is aborted inside its own read callbacks (get_buffer,
+            # buffer_updated): the abort waits for the next loop turn; the error above already stops reading.
+            asyncio.get_running_loop().call_soon(transport.abort)
         elif abort:
             transport.abort()
         else:

@@ -1,0 +1,18 @@
+"""The loop a run asks for is the loop its tests get: a uvloop run that quietly ran on asyncio would prove
+nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.conftest import chosen_loop
+
+
+async def test_the_tests_run_on_the_chosen_loop(request: pytest.FixtureRequest) -> None:
+    loop = asyncio.get_running_loop()
+    if chosen_loop(request.config) == "uvloop":
+        assert type(loop).__module__.startswith("uvloop"), type(loop)
+    else:
+        assert isinstance(loop, asyncio.BaseEventLoop) and not type(loop).__module__.startswith("uvloop")
