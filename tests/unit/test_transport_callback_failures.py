@@ -73,3 +73,4 @@ async def test_a_failing_frame_handler_fails_the_connection_with_its_cause() -> 
         assert len(failures) == 1
         assert isinstance(failures[0], ConnectionLostError)
         assert isinstance(failures[0].__cause__, KeyError)
+        assert channel.closed
