@@ -16,7 +16,7 @@ from kafkawire.protocol import (
     supported_versions,
 )
 from kafkawire.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
-from kafkawire.sasl import SaslSettings, mechanism_for
+from kafkawire.sasl import SaslSettings, answer_challenge, mechanism_for
 from mqwire import __version__
 from mqwire.common.channel import Channel
 from mqwire.common.errors import AuthenticationError, MqwireError, ProtocolError, UnsupportedVersionError
@@ -187,7 +187,7 @@ class KafkaConnection:
             )
         mechanism = await mechanism_for(settings)
         reply = await self._sasl_round(settings, mechanism.first())
-        answer = mechanism.answer(reply)
+        answer = await answer_challenge(mechanism, reply)
         if answer is not None:
             reply = await self._sasl_round(settings, answer)
         mechanism.finish(reply)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import threading
+
 import pytest
 
-from kafkawire.sasl import OAuthBearer, Plain, SaslSettings, Scram
+from kafkawire.sasl import OAuthBearer, Plain, SaslSettings, Scram, answer_challenge
 from mqwire.common.errors import AuthenticationError
 
 
@@ -44,3 +48,62 @@ def test_settings_are_checked_and_hide_secrets() -> None:
         SaslSettings("SCRAM-SHA-256", "alice")
     with pytest.raises(ValueError, match="token_provider"):
         SaslSettings("OAUTHBEARER")
+
+
+# Server-first messages a rogue broker could send, built on the client nonce "abc".
+SALT = "c2FsdA=="
+
+
+def test_scram_refuses_an_iteration_count_below_4096() -> None:
+    for iterations in (1, 4095):
+        scram = Scram("SCRAM-SHA-256", "u", "p", nonce="abc")
+        with pytest.raises(AuthenticationError, match="iterations"):
+            scram.answer(f"r=abcXYZ,s={SALT},i={iterations}".encode())
+    assert Scram("SCRAM-SHA-256", "u", "p", nonce="abc").answer(f"r=abcXYZ,s={SALT},i=4096".encode()) is not None
+
+
+def test_scram_refuses_a_server_nonce_equal_to_the_clients() -> None:
+    scram = Scram("SCRAM-SHA-512", "u", "p", nonce="abc")
+    with pytest.raises(AuthenticationError, match="nonce"):
+        scram.answer(f"r=abc,s={SALT},i=4096".encode())
+
+
+def _derivation_watch(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[tuple[int, bool]]]:
+    """Replaces the key derivation by one that records its thread and waits for the loop to set an event:
+    run on the loop, it would wait in vain, as the loop cannot run while it waits."""
+    loop_ran = threading.Event()
+    calls: list[tuple[int, bool]] = []
+    real = hashlib.pbkdf2_hmac
+
+    def watched(name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
+        calls.append((threading.get_ident(), loop_ran.wait(5 if iterations > 16384 else 0)))
+        return real(name, password, salt, 1)
+
+    monkeypatch.setattr(hashlib, "pbkdf2_hmac", watched)
+    return loop_ran, calls
+
+
+async def test_scram_derives_a_large_iteration_count_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    loop_ran, calls = _derivation_watch(monkeypatch)
+    scram = Scram("SCRAM-SHA-256", "u", "p", nonce="abc")
+    ticker = asyncio.get_running_loop().call_soon(loop_ran.set)
+    answer = await answer_challenge(scram, f"r=abcXYZ,s={SALT},i=1000000".encode())
+    ticker.cancel()
+    assert answer is not None
+    assert len(calls) == 1
+    thread, loop_went_on = calls[0]
+    assert thread != threading.get_ident()
+    assert loop_went_on, "the event loop did not run while the key was derived"
+    # A count the Java client's own server would pick stays on the loop: no thread for every login.
+    calls.clear()
+    scram = Scram("SCRAM-SHA-256", "u", "p", nonce="abc")
+    assert await answer_challenge(scram, f"r=abcXYZ,s={SALT},i=4096".encode()) is not None
+    assert [thread for thread, _ in calls] == [threading.get_ident()]
+
+
+async def test_scram_refuses_a_bad_challenge_before_any_derivation(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, calls = _derivation_watch(monkeypatch)
+    scram = Scram("SCRAM-SHA-256", "u", "p", nonce="abc")
+    with pytest.raises(AuthenticationError, match="iterations"):
+        await answer_challenge(scram, f"r=abcXYZ,s={SALT},i=1".encode())
+    assert calls == []
