@@ -10,7 +10,10 @@ Codec names:
   ``zstd``          a Zstandard frame.
 
 ``decompress`` never returns more than ``max_size`` bytes: a compressed bomb or a lying size raises
-ProtocolError instead of exhausting memory.
+CompressionLimitError instead of exhausting memory. Output grows as it is decoded, in pieces that start
+small, so a generous ``max_size`` costs nothing until data actually fills it; a declared size is checked
+against ``max_size`` (and against what the codec can expand a payload of that length to) before anything is
+reserved for it.
 """
 
 from __future__ import annotations
@@ -44,6 +47,26 @@ class CompressionError(ProtocolError):
     """Compressed data is corrupt, or expands beyond the allowed size."""
 
 
+class CompressionLimitError(CompressionError):
+    """Compressed data expands, or declares that it expands, beyond the allowed size."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+# Output is produced in pieces: the first small, each next one twice the last up to the largest.
+_FIRST_PIECE = 64 * 1024
+_LARGEST_PIECE = 4 * 1024 * 1024
+# Compressed input is fed to zlib in pieces too: each leftover it copies out is at most one piece long.
+_FIRST_INPUT_PIECE = 64
+_LARGEST_INPUT_PIECE = 1024 * 1024
+# The most a format can expand one compressed byte to: an LZ4 sequence's length bytes add 255 output bytes
+# each; a snappy copy op of 3 bytes writes 64.
+_LZ4_BLOCK_RATIO = 256
+_SNAPPY_RATIO = 22
+
+
 def compress(codec: str, data: Buffer, *, level: int | None = None) -> bytes:
     """Compress ``data`` with the named codec."""
     try:
@@ -62,10 +85,17 @@ def decompress(codec: str, data: Buffer, *, max_size: int, uncompressed_size: in
         decoder = _DECODERS[codec]
     except KeyError:
         raise ValueError(f"unknown compression codec {codec!r}; expected one of {CODECS}") from None
-    if uncompressed_size is not None and not 0 <= uncompressed_size <= max_size:
-        raise CompressionError(f"declared uncompressed size {uncompressed_size} exceeds the limit {max_size}")
+    if uncompressed_size is not None:
+        if uncompressed_size < 0:
+            raise CompressionError(f"declared uncompressed size {uncompressed_size} is negative")
+        if uncompressed_size > max_size:
+            raise CompressionLimitError(
+                f"declared uncompressed size {uncompressed_size} exceeds the limit {max_size}", limit=max_size
+            )
+        # Never decode past the declared size: a payload that runs on is wrong whatever it holds.
+        max_size = uncompressed_size
     try:
-        result = decoder(bytes(data), max_size, uncompressed_size)
+        result = decoder(data if isinstance(data, bytes) else bytes(data), max_size, uncompressed_size)
     except CompressionError:
         raise
     except Exception as exc:  # each codec library raises its own error types
@@ -75,22 +105,35 @@ def decompress(codec: str, data: Buffer, *, max_size: int, uncompressed_size: in
     return result
 
 
-def _too_large(codec: str, max_size: int) -> CompressionError:
-    return CompressionError(f"{codec} data expands beyond the limit of {max_size} bytes")
+def _too_large(codec: str, max_size: int) -> CompressionLimitError:
+    return CompressionLimitError(f"{codec} data expands beyond the limit of {max_size} bytes", limit=max_size)
+
+
+def _next_piece(piece: int, largest: int) -> int:
+    return piece * 2 if piece < largest else largest
 
 
 def _bounded_zlib(data: bytes, max_size: int, wbits: int, codec: str) -> bytes:
     out = bytearray()
-    remaining = data
-    # A gzip payload may hold several members; Kafka's Java client writes one, others may write more.
-    while remaining:
+    view = memoryview(data)
+    position = 0
+    end = len(data)
+    # A gzip payload may hold several members; Kafka's Java client writes one, others may write more. The
+    # input goes in growing pieces so that what zlib copies out at a member's end (``unused_data``) stays
+    # in proportion to that member, never the rest of the payload: linear in the payload however many
+    # members it holds.
+    while position < end:
         decoder = zlib.decompressobj(wbits)
-        out += decoder.decompress(remaining, max_size - len(out) + 1)
-        if len(out) > max_size or decoder.unconsumed_tail:
-            raise _too_large(codec, max_size)
-        if not decoder.eof:
-            raise CompressionError(f"truncated {codec} data")
-        remaining = decoder.unused_data
+        piece = _FIRST_INPUT_PIECE
+        while not decoder.eof:
+            if position >= end:
+                raise CompressionError(f"truncated {codec} data")
+            chunk = view[position : position + piece]
+            out += decoder.decompress(chunk, max_size - len(out) + 1)
+            if len(out) > max_size or decoder.unconsumed_tail:
+                raise _too_large(codec, max_size)
+            position += len(chunk) - len(decoder.unused_data)
+            piece = _next_piece(piece, _LARGEST_INPUT_PIECE)
         if wbits != 31:
             break
     return bytes(out)
@@ -110,8 +153,11 @@ def _snappy_raw_length(data: bytes) -> int:
 
 
 def _snappy_raw(data: bytes, max_size: int) -> bytes:
-    if _snappy_raw_length(data) > max_size:
+    declared = _snappy_raw_length(data)
+    if declared > max_size:
         raise _too_large("snappy", max_size)
+    if declared > _SNAPPY_RATIO * len(data):
+        raise CompressionError(f"snappy block of {len(data)} bytes cannot expand to the {declared} it declares")
     return bytes(cramjam.snappy.decompress_raw(data))
 
 
@@ -149,26 +195,41 @@ def _encode_snappy_xerial(data: bytes, _level: int | None) -> bytes:
 
 def _decode_lz4_frame(data: bytes, max_size: int, _size: int | None) -> bytes:
     decoder = lz4.frame.LZ4FrameDecompressor()
-    result = decoder.decompress(data, max_length=max_size + 1)
-    if len(result) > max_size:
-        raise _too_large("lz4", max_size)
-    if not decoder.eof:
-        raise CompressionError("truncated lz4 frame")
-    return bytes(result)
+    out = bytearray()
+    piece = _FIRST_PIECE
+    pending: bytes = data
+    while not decoder.eof:
+        out += decoder.decompress(pending, max_length=min(piece, max_size - len(out) + 1))
+        pending = b""
+        if len(out) > max_size:
+            raise _too_large("lz4", max_size)
+        if decoder.needs_input and not decoder.eof:
+            raise CompressionError("truncated lz4 frame")
+        piece = _next_piece(piece, _LARGEST_PIECE)
+    return bytes(out)
 
 
 def _decode_lz4_block(data: bytes, max_size: int, size: int | None) -> bytes:
     if size is None:
         raise ValueError("lz4-block needs uncompressed_size")
+    if size > _LZ4_BLOCK_RATIO * len(data) + 16:
+        raise CompressionError(f"lz4 block of {len(data)} bytes cannot expand to the {size} it declares")
     return bytes(lz4.block.decompress(data, uncompressed_size=size))
 
 
 def _decode_zstd(data: bytes, max_size: int, _size: int | None) -> bytes:
     reader = _zstd_decompressor.stream_reader(data, read_across_frames=True)
-    result = reader.read(max_size + 1)
-    if len(result) > max_size:
-        raise _too_large("zstd", max_size)
-    return bytes(result)
+    out = bytearray()
+    piece = _FIRST_PIECE
+    while True:
+        chunk = reader.read(min(piece, max_size - len(out) + 1))
+        if not chunk:
+            break
+        out += chunk
+        if len(out) > max_size:
+            raise _too_large("zstd", max_size)
+        piece = _next_piece(piece, _LARGEST_PIECE)
+    return bytes(out)
 
 
 _ENCODERS: dict[str, Callable[[bytes, int | None], bytes]] = {
