@@ -13,6 +13,7 @@ from mqwire.common.errors import (
     DeserializationError,
     FatalBrokerError,
     FatalError,
+    ForkedClientError,
     FrameTooLargeError,
     MqwireError,
     ProtocolError,
@@ -22,6 +23,7 @@ from mqwire.common.errors import (
     RetriableError,
     SerializationError,
     UnsupportedVersionError,
+    WrongLoopError,
 )
 from mqwire.common.framing import FrameSplitter, LengthPrefixedSplitter
 from mqwire.common.policy import AddressRotation, Backoff
@@ -46,6 +48,7 @@ __all__ = [
     "DeserializationError",
     "FatalBrokerError",
     "FatalError",
+    "ForkedClientError",
     "FrameSplitter",
     "FrameTooLargeError",
     "LengthPrefixedSplitter",
@@ -58,5 +61,6 @@ __all__ = [
     "SerializationError",
     "ServiceUrl",
     "UnsupportedVersionError",
+    "WrongLoopError",
     "parse_service_url",
 ]

@@ -61,6 +61,23 @@ class ClosedError(FatalError):
     """The client, producer, consumer or connection was closed by the application."""
 
 
+class ForkedClientError(FatalError, RuntimeError):
+    """A client made before ``os.fork()`` was used in the child; its connections belong to the parent.
+
+    Raised at the first use in the child (gunicorn ``--preload``, multiprocessing's ``fork`` start method):
+    connect a new client in the child. Closing the parent's client there sends nothing and leaves the
+    parent's connections open.
+    """
+
+
+class WrongLoopError(FatalError, RuntimeError):
+    """A client, producer or consumer was used from an event loop or thread other than the one it belongs to.
+
+    A client belongs to the loop it was made on (or first used on, when made outside a running loop); the
+    message names that loop and thread and the ones it was used from.
+    """
+
+
 class ConnectError(RetriableError):
     """A TCP or TLS connection could not be established (refused, unreachable, timed out)."""
 

@@ -20,6 +20,7 @@ from mqwire.common.errors import (
     ConnectionLostError,
     FatalBrokerError,
     FatalError,
+    ForkedClientError,
     FrameTooLargeError,
     MqwireError,
     ProtocolError,
@@ -27,6 +28,7 @@ from mqwire.common.errors import (
     RetriableBrokerError,
     RetriableError,
     UnsupportedVersionError,
+    WrongLoopError,
 )
 
 
@@ -707,6 +709,7 @@ __all__ = [
     "FencedStateEpochError",
     "FetchSessionIdNotFoundError",
     "FetchSessionTopicIdError",
+    "ForkedClientError",
     "FrameTooLargeError",
     "GroupAuthorizationFailedError",
     "GroupDeletionFailedError",
@@ -827,6 +830,7 @@ __all__ = [
     "UnsupportedSaslMechanismError",
     "UnsupportedVersionError",
     "VoterNotFoundError",
+    "WrongLoopError",
     "error_for",
     "raise_for",
 ]

@@ -17,6 +17,7 @@ from mqwire.common.errors import (
     ConnectionLostError,
     FatalBrokerError,
     FatalError,
+    ForkedClientError,
     FrameTooLargeError,
     MqwireError,
     ProtocolError,
@@ -24,6 +25,7 @@ from mqwire.common.errors import (
     RetriableBrokerError,
     RetriableError,
     UnsupportedVersionError,
+    WrongLoopError,
 )
 
 
@@ -187,6 +189,7 @@ __all__ = [
     "ConsumerNotFoundError",
     "FatalBrokerError",
     "FatalError",
+    "ForkedClientError",
     "FrameTooLargeError",
     "IncompatibleSchemaError",
     "InvalidTopicNameError",
@@ -214,6 +217,7 @@ __all__ = [
     "TransactionNotFoundError",
     "UnknownServerError",
     "UnsupportedVersionError",
+    "WrongLoopError",
     "error_class",
     "error_for",
 ]

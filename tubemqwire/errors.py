@@ -18,6 +18,7 @@ from mqwire.common.errors import (
     DeserializationError,
     FatalBrokerError,
     FatalError,
+    ForkedClientError,
     FrameTooLargeError,
     MqwireError,
     ProtocolError,
@@ -27,6 +28,7 @@ from mqwire.common.errors import (
     RetriableError,
     SerializationError,
     UnsupportedVersionError,
+    WrongLoopError,
 )
 
 # --------------------------------------------------------------------------------- RPC exception bodies
@@ -328,6 +330,7 @@ __all__ = [
     "FatalBrokerError",
     "FatalError",
     "ForbiddenError",
+    "ForkedClientError",
     "FrameTooLargeError",
     "HeartbeatNoNodeError",
     "HighFrequencyRequestError",
@@ -373,4 +376,5 @@ __all__ = [
     "UnknownProtocolError",
     "UnspecifiedAbnormalError",
     "UnsupportedVersionError",
+    "WrongLoopError",
 ]
