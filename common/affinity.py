@@ -79,6 +79,14 @@ class Affinity:
         if loop is not self._loop or self._generation != _generation:
             self._mismatch(loop)
 
+    def may_close(self) -> bool:
+        """For ``close``: False in a forked child, where closing does nothing at all (no frame sent, no socket
+        shut, so the parent's connections live on); otherwise ``check()`` and True."""
+        if self.forked:
+            return False
+        self.check()
+        return True
+
     def _mismatch(self, loop: asyncio.AbstractEventLoop | None) -> None:
         if self.forked:
             raise ForkedClientError(

@@ -163,8 +163,7 @@ class Admin:
         self._closed = False
 
     async def __aenter__(self) -> Admin:
-        if self._closed:
-            raise ClosedError("admin is closed")
+        self._check_open()
         self._cluster.adopt(self)
         return self
 
@@ -181,6 +180,7 @@ class Admin:
             self._cluster.release(self)
 
     def _check_open(self) -> None:
+        self._cluster.affinity.check()
         if self._closed:
             raise ClosedError("admin is closed")
 

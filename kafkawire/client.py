@@ -205,6 +205,11 @@ class ConsumerOptions(TypedDict, total=False):
       comes); default 52 428 800.
     - ``max_partition_fetch_bytes`` — the most data one fetch returns for one partition (bytes); default
       1 048 576.
+    - ``fetch_max_decompressed_bytes`` — the most that the compressed batches of one fetch response may
+      decompress to, over all its partitions (bytes). Batches are decompressed one at a time as they are
+      read; one that no longer fits waits for the next fetch, and one larger than the whole budget fails
+      its partition with RecordBatchTooLargeError (seek past it to go on). No Java equivalent; default
+      67 108 864.
     - ``max_buffered_records`` — how many fetched records may wait for the application before fetching
       pauses (a soft bound: one response may overshoot it); no Java equivalent; default 10 000.
     - ``enable_auto_commit`` — commit in the background, on rebalance and on close; has effect only with a
@@ -251,6 +256,7 @@ class ConsumerOptions(TypedDict, total=False):
     fetch_min_bytes: int
     fetch_max_bytes: int
     max_partition_fetch_bytes: int
+    fetch_max_decompressed_bytes: int
     max_buffered_records: int
     enable_auto_commit: bool
     auto_commit_interval_ms: float
@@ -351,18 +357,25 @@ class Client:
 
     async def start(self) -> None:
         """Connect to a bootstrap server and load the cluster metadata."""
+        self._cluster.affinity.check()
         await self._cluster.start()
 
     async def close(self) -> None:
-        """Close the producers, consumers and admins made by this client (producers flush), then the connections."""
+        """Close the producers, consumers and admins made by this client (producers flush), then the connections.
+
+        In a process forked after the client was made it does nothing: the connections are the parent's."""
+        if not self._cluster.affinity.may_close():
+            return
         await self._cluster.close()
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
         """Reload metadata for ``topics`` (None: every topic; []: brokers only)."""
+        self._cluster.affinity.check()
         return await self._cluster.refresh_metadata(topics)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (waiting, bounded, while a new topic gets its leaders)."""
+        self._cluster.affinity.check()
         return await self._cluster.partitions_for(topic)
 
     def stats(self) -> ClientStats:
@@ -374,6 +387,7 @@ class Client:
 
         The options are those of ``ProducerOptions``.
         """
+        self._cluster.affinity.check()
         return _build(Producer, "producer", self._cluster, topic, **options)
 
     def consumer(self, topics: str | Iterable[str] = (), /, **options: Unpack[ConsumerOptions]) -> Consumer:
@@ -381,6 +395,7 @@ class Client:
 
         The options are those of ``ConsumerOptions``.
         """
+        self._cluster.affinity.check()
         return _build(Consumer, "consumer", self._cluster, topics, **options)
 
     def share_consumer(self, topics: str | Iterable[str], /, **options: Unpack[ShareConsumerOptions]) -> ShareConsumer:
@@ -390,6 +405,7 @@ class Client:
         """
         if "group" not in options:
             raise ConfigurationError("share_consumer: the group option is required")
+        self._cluster.affinity.check()
         return _build(ShareConsumer, "share_consumer", self._cluster, topics, **options)
 
     def admin(self, **options: Unpack[AdminOptions]) -> Admin:
@@ -397,6 +413,7 @@ class Client:
 
         The options are those of ``AdminOptions``.
         """
+        self._cluster.affinity.check()
         return _build(Admin, "admin", self._cluster, **options)
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest,
 from kafkawire.sasl import SaslSettings, TokenProvider
 from kafkawire.telemetry.measures import ClientMeasures
 from kafkawire.telemetry.reporter import TelemetryReporter
+from mqwire.common.affinity import Affinity
 from mqwire.common.errors import (
     ClosedError,
     ConnectError,
@@ -132,6 +133,8 @@ class Cluster:
         # Children are still closed (and request metadata) while the lifecycle is closing; this marks the end.
         self._closing = False
         self.lifecycle = Lifecycle("kafka client")
+        # The process and event loop it belongs to, checked by the client, producers, consumers and admins.
+        self.affinity = Affinity("kafka client")
 
     # ---------------------------------------------------------------------------------- lifecycle
     @property

@@ -87,6 +87,7 @@ class Consumer:
         fetch_min_bytes: int = 1,
         fetch_max_bytes: int = 52_428_800,
         max_partition_fetch_bytes: int = 1_048_576,
+        fetch_max_decompressed_bytes: int = 67_108_864,
         max_buffered_records: int = 10_000,
         enable_auto_commit: bool = True,
         auto_commit_interval_ms: float = 5_000,
@@ -142,6 +143,9 @@ class Consumer:
             check_crcs=check_bool("check_crcs", check_crcs),
             request_timeout=client.request_timeout,
             retry_backoff=client.retry_backoff,
+            max_decompressed_bytes=check_int_range(
+                "fetch_max_decompressed_bytes", fetch_max_decompressed_bytes, 1, INT32_MAX
+            ),
         )
         # The group options are checked now even when the group is joined only after subscribe().
         self._group_protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
@@ -190,6 +194,7 @@ class Consumer:
         self._failure: BaseException | None = None
         self._subscribing: asyncio.Lock | None = None
         self._lifecycle = Lifecycle("kafka consumer")
+        self._affinity = client.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Self:
@@ -203,6 +208,7 @@ class Consumer:
 
     async def start(self) -> None:
         """Find the partitions, their starting offsets (committed ones first), and start fetching."""
+        self._affinity.check()
         try:
             await self._lifecycle.start(self._start)
         except Exception:
@@ -218,7 +224,11 @@ class Consumer:
         self._plain = not self._deserializing
 
     async def close(self) -> None:
-        """Stop fetching; with auto-commit, commit the positions delivered (or acknowledged) and leave the group."""
+        """Stop fetching; with auto-commit, commit the positions delivered (or acknowledged) and leave the group.
+
+        In a process forked after the client was made it does nothing: the group membership is the parent's."""
+        if not self._affinity.may_close():
+            return
         self._plain = False
         await self._lifecycle.close(self._close)
 
@@ -277,6 +287,7 @@ class Consumer:
     def _change(
         self, topics: list[str], pattern: re.Pattern[str] | None, requested: list[TopicPartition] | None
     ) -> None:
+        self._affinity.check()
         self._lifecycle.check_open()
         self.topics, self._pattern, self._requested = topics, pattern, requested
         if requested is None and self.group is not None and self._poll_watch is None:
@@ -444,6 +455,7 @@ class Consumer:
         return await self._receive(None, frozenset(TopicPartition(*tp) for tp in partitions) if partitions else None)
 
     async def _receive(self, timeout: float | None, only: frozenset[TopicPartition] | None) -> Message:
+        self._affinity.check()
         if timeout is not None:
             timeout = check_non_negative("timeout", timeout)
         # The common case first: a record already buffered, no deserializer, nothing failed, not closing.
@@ -493,6 +505,7 @@ class Consumer:
     ) -> list[Message]:
         """Up to ``max_records`` messages (of ``partitions``, when given), waiting at most ``timeout`` seconds
         (or aiokafka's ``timeout_ms``) for the first; ``[]`` when none came."""
+        self._affinity.check()
         if timeout_ms is not None:
             if timeout:
                 raise ValueError("give timeout (seconds) or timeout_ms, not both")
@@ -618,6 +631,7 @@ class Consumer:
         self, timestamps: Mapping[TopicPartition | tuple[str, int], int]
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         """For each partition, the first record at or after the time (ms), or None when there is none."""
+        self._affinity.check()
         specs: dict[TopicPartition, int] = {}
         for tp, timestamp in timestamps.items():
             if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
@@ -674,12 +688,14 @@ class Consumer:
         self._fetcher.wake()
 
     def _state(self, tp: TopicPartition | tuple[str, int]) -> PartitionState:
+        self._affinity.check()
         state = self._states.get(TopicPartition(*tp))
         if state is None:
             raise ValueError(f"{tp} is not assigned to this consumer")
         return state
 
     def _states_of(self, tps: tuple[TopicPartition | tuple[str, int], ...]) -> list[PartitionState]:
+        self._affinity.check()
         return [self._state(tp) for tp in tps] if tps else list(self._states.values())
 
     def _forget(self, tp: TopicPartition) -> None:
@@ -693,6 +709,7 @@ class Consumer:
     # ---------------------------------------------------------------------------------- commits
     async def ack(self, message: Message) -> None:
         """Mark ``message`` as processed: the next commit stores ``offset + 1`` for its partition."""
+        self._affinity.check()
         tp = TopicPartition(message.topic, message.partition)
         if tp not in self._states:
             if self._membership is not None:
@@ -724,6 +741,7 @@ class Consumer:
         A member of a group whose group has rebalanced since the records were delivered gets
         :class:`~kafkawire.errors.CommitFailedError` (as with aiokafka): nothing is committed, the consumer
         rejoins by itself and goes on; catch it where a loop commits as it reads."""
+        self._affinity.check()
         if self.group is None:
             raise ConfigurationError("commit needs a consumer created with group=")
         self._lifecycle.check_open()
@@ -775,6 +793,7 @@ class Consumer:
 
     async def committed(self, tp: TopicPartition | tuple[str, int]) -> int | None:
         """The offset the group has committed for ``tp``, asked of the coordinator (None if none)."""
+        self._affinity.check()
         if self.group is None:
             raise ConfigurationError("committed needs a consumer created with group=")
         found = await fetch_committed(self._cluster, self.group, [TopicPartition(*tp)])

@@ -167,6 +167,7 @@ class Producer:
         self._topics: dict[str, tuple[int, list[int], list[int]]] = {}
         self._tracked: set[str] = set()
         self._lifecycle = Lifecycle("kafka producer")
+        self._affinity = client.affinity
         self._running = False  # the sender runs (from start, or from the first send)
         # The short way of ``enqueue`` (see there): possible without serializers, a partitioner or a
         # transaction; the open batch it appends to, set by the full way.
@@ -212,6 +213,7 @@ class Producer:
 
     async def start(self) -> None:
         """Start the sender and, with a default topic, load its partitions so the first send does not wait."""
+        self._affinity.check()
         try:
             await self._lifecycle.start(self._start)
         except Exception:
@@ -234,10 +236,14 @@ class Producer:
     async def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered now and wait until each of those records is acknowledged or failed;
         raises RequestTimeoutError (a TimeoutError) if ``timeout`` seconds pass first."""
+        self._affinity.check()
         await self._accumulator.flush(timeout)
 
     async def close(self) -> None:
-        """Flush, then stop. Records not delivered within ``delivery_timeout_ms`` fail as usual."""
+        """Flush, then stop. Records not delivered within ``delivery_timeout_ms`` fail as usual. In a process
+        forked after the client was made it does nothing (what is buffered and connected is the parent's)."""
+        if not self._affinity.may_close():
+            return
         await self._lifecycle.close(self._close)
 
     async def stop(self) -> None:
@@ -335,6 +341,7 @@ class Producer:
         turns into bytes. Waits only while the buffer is full (at most ``max_block_ms``) or the topic's
         partitions are unknown.
         """
+        self._affinity.check()
         batch = self._fast_batch
         if (
             batch is not None
@@ -460,6 +467,7 @@ class Producer:
         carrying the call's records (records of its other batches may have been written), or at once if
         the producer closes or the buffer stays full (``max_block_ms``) before all are buffered.
         """
+        self._affinity.check()
         if not self._running:
             self._ensure_started()
         fatal = self._sender.fatal_error
@@ -670,6 +678,7 @@ class Producer:
 
     # ---------------------------------------------------------------------------------- transactions
     def _transactional(self) -> TransactionManager:
+        self._affinity.check()
         if self._transaction is None:
             raise ConfigurationError("transactions need a producer created with transactional_id=")
         return self._transaction

@@ -139,6 +139,7 @@ class ShareConsumer:
             cluster, group, names, rack=client_rack, on_assignment=self._assigned
         )
         self._life = Lifecycle(f"share consumer of group {group!r}")
+        self._affinity = cluster.affinity
         self._buffer: deque[ShareMessage] = deque()
         self._data = asyncio.Event()
         self._space = asyncio.Event()
@@ -180,6 +181,7 @@ class ShareConsumer:
 
     async def start(self) -> None:
         """Join the share group; a broker without share groups raises ``UnsupportedVersionError`` naming the API."""
+        self._affinity.check()
         await self._life.start(self._start)
 
     async def _start(self) -> None:
@@ -192,7 +194,10 @@ class ShareConsumer:
 
     async def close(self) -> None:
         """Settle what is held (implicit mode accepts what was delivered; undelivered records are released),
-        close the share sessions, and leave the group."""
+        close the share sessions, and leave the group. In a process forked after the client was made it does
+        nothing: the membership is the parent's."""
+        if not self._affinity.may_close():
+            return
         await self._life.close(self._close)
 
     async def _close(self) -> None:
@@ -230,6 +235,7 @@ class ShareConsumer:
         return await self._poll(timeout, max_records or self._max_poll_records)
 
     async def _poll(self, timeout: float | None, limit: int) -> list[ShareMessage]:
+        self._affinity.check()
         self._life.check_open()
         if not self._life.started:
             await self.start()
@@ -293,6 +299,7 @@ class ShareConsumer:
         Raises ``AlreadyAcknowledgedError``, ``NotAcquiredError`` (another consumer's message, or delivered
         again since) or ``AcquisitionLockExpiredError``; then nothing is sent.
         """
+        self._affinity.check()
         self._life.check_open()
         if not isinstance(message, ShareMessage):
             raise TypeError("ack() takes a message received from this share consumer")
@@ -309,6 +316,7 @@ class ShareConsumer:
         ``share.renew.acknowledge.enable`` is on; raises as ``ack`` for a message not held, and the
         broker's error when it refuses.
         """
+        self._affinity.check()
         self._life.check_open()
         tp = message.topic_partition
         self._acks.check(tp, message.offset, message._serial, time.monotonic())
@@ -364,6 +372,7 @@ class ShareConsumer:
         lock ran out before the acknowledgement could be sent); an empty dict when all went through. A
         failed acknowledgement loses nothing: the record is delivered again.
         """
+        self._affinity.check()
         self._life.check_open()
         if self.acknowledgement_mode == "implicit":
             self._acks.accept_delivered()
