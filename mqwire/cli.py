@@ -27,11 +27,17 @@ from mqwire import commands
 from mqwire.common.errors import MqwireError
 from mqwire.connect_options import read_config
 from mqwire.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header
-from mqwire.systems import UnsupportedError, UsageError, configure
+from mqwire.systems import SECRET_VARIABLES, UnsupportedError, UsageError, configure
 
 EPILOG = f"""URLs: kafka://host:port[,host:port], kafka+ssl://..., pulsar://host:port, pulsar+ssl://...,
 tubemq://master:port[,master:port], tubemq+ssl://...
+Kafka: security.protocol=SSL or SASL_SSL turns TLS on for a kafka:// URL too (with kafka+ssl:// it must be one
+of those two).
 
+secrets: a command line is visible to every user of the machine (ps, /proc), so -X sasl.password=...,
+-X authParams=token:... and the like give the secret away. Put secrets in a file only you can read (-F FILE)
+or in the environment (-F and -X win over it):
+{"".join(f"  {name:<24} {system} {option}{chr(10)}" for name, (system, option) in SECRET_VARIABLES.items())}
 exit codes: {commands.OK} done; {commands.FAILED} the broker or the network failed (the message says why);
 {commands.USAGE} the command line is wrong; {commands.UNSUPPORTED} the system cannot do that;
 {commands.INCOMPLETE} fewer messages than --count arrived in time."""
@@ -49,9 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         help="a client option, as kcat takes them (security.protocol=SASL_SSL, sasl.mechanism=PLAIN, "
         "sasl.username=..., ssl.ca.location=ca.pem; Pulsar authParams=token:..., tlsTrustCertsFilePath=...; "
-        "TubeMQ username=..., tls.ca.file=...); repeatable, after any -F",
+        "TubeMQ username=..., tls.ca.file=...); repeatable, after any -F. Visible to ps: give secrets "
+        "with -F or MQWIRE_* variables instead (see below)",
     )
-    parser.add_argument("-F", dest="config", metavar="FILE", help="client options from a file of NAME=VALUE lines")
+    parser.add_argument(
+        "-F",
+        dest="config",
+        metavar="FILE",
+        help="client options from a file of NAME=VALUE lines (the place for secrets: keep it readable by you only)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     produce = sub.add_parser("produce", help="send messages read from stdin or a file")

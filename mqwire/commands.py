@@ -16,7 +16,15 @@ from mqwire.common.contract import Producer, Receipt
 from mqwire.formats import InputRecord, Template, read_records
 from mqwire.progress import Meter
 from mqwire.stats_view import write_stats
-from mqwire.systems import ConsumerReceiver, UnsupportedError, connect, open_consumer, options_for, system_of
+from mqwire.systems import (
+    ConsumerReceiver,
+    UnsupportedError,
+    connect,
+    open_consumer,
+    options_for,
+    system_of,
+    url_for,
+)
 
 # Exit codes (documented in --help).
 OK, FAILED, USAGE, UNSUPPORTED, INCOMPLETE = 0, 1, 2, 3, 4
@@ -115,7 +123,7 @@ async def _consumer_stats(consumer: object) -> None:
 async def topics(url: str, action: str, names: list[str], partitions: int, admin_url: str | None, out: IO[str]) -> int:
     system = system_of(url)
     if system == "kafka":
-        async with kafkawire.connect(url, **options_for("kafka")) as client, client.admin() as admin:
+        async with kafkawire.connect(url_for(url), **options_for("kafka")) as client, client.admin() as admin:
             if action == "list":
                 for name in sorted(await admin.list_topics()):
                     out.write(name + "\n")
@@ -177,7 +185,7 @@ async def _pulsar_topics(
 async def groups(url: str, action: str, names: list[str], topic_names: list[str], out: IO[str]) -> int:
     if system_of(url) != "kafka":
         raise UnsupportedError("`groups` covers Kafka consumer groups and share groups")
-    async with kafkawire.connect(url, **options_for("kafka")) as client, client.admin() as admin:
+    async with kafkawire.connect(url_for(url), **options_for("kafka")) as client, client.admin() as admin:
         if action == "list":
             for group in await admin.list_groups():
                 out.write(f"{group.group_id}\t{group.state}\t{group.group_type}\n")

@@ -11,14 +11,21 @@ an error names the option only, as values may be secrets.
 
 from __future__ import annotations
 
+import logging
 import re
 import ssl
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mqwire.common.errors import ConfigurationError
+
 ConnectOptions = dict[str, Any]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+
+log = logging.getLogger(__name__)
 
 
 def prefixed(options: Mapping[str, str], prefix: str) -> dict[str, str]:
@@ -41,7 +48,7 @@ def read_config(path: str) -> dict[str, str]:
                 continue
             name, sep, value = text.partition("=")
             if not sep or not name.strip():
-                raise ValueError(f"{path}:{number}: expected name=value")
+                raise ConfigurationError(f"{path}:{number}: expected name=value")
             found[name.strip()] = value.strip()
     return found
 
@@ -58,14 +65,14 @@ def _bool(name: str, value: str) -> bool:
         return True
     if value.strip().lower() in ("false", "0", "no"):
         return False
-    raise ValueError(f"option {name} must be true or false")
+    raise ConfigurationError(f"option {name} must be true or false")
 
 
 def _int(name: str, value: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise ValueError(f"option {name} must be an integer") from None
+        raise ConfigurationError(f"option {name} must be an integer") from None
 
 
 def _seconds(name: str, value: str) -> float:
@@ -85,8 +92,32 @@ def kafka_security_protocol(given: Mapping[str, str], prefix: str = "") -> str:
     """``security.protocol``, upper-cased; PLAINTEXT when not given."""
     raw = given.get("security.protocol", "PLAINTEXT").strip().upper()
     if raw not in SECURITY_PROTOCOLS:
-        raise ValueError(f"option {prefix}security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
+        raise ConfigurationError(f"option {prefix}security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}")
     return raw
+
+
+def kafka_url(url: str, options: Mapping[str, str], prefix: str = "") -> str:
+    """``url`` with TLS on or off as ``security.protocol`` in ``options`` (unprefixed names, any case) asks.
+
+    As in the Java client and librdkafka, SSL and SASL_SSL turn TLS on: a plain ``kafka://`` URL becomes
+    ``kafka+ssl://``. Without the option the URL's scheme decides. A ``kafka+ssl://`` URL with PLAINTEXT or
+    SASL_PLAINTEXT contradicts itself: a ConfigurationError names both.
+    """
+    given = lowered(options)
+    if "security.protocol" not in given:
+        return url
+    protocol = kafka_security_protocol(given, prefix)
+    scheme, sep, rest = url.partition("://")
+    wants_tls = protocol in TLS_PROTOCOLS
+    if sep and scheme.lower() == "kafka":
+        return f"kafka+ssl://{rest}" if wants_tls else url
+    if not sep or scheme.lower() != "kafka+ssl" or wants_tls:
+        return url  # a scheme that is not Kafka's is reported by kafkawire.connect
+    raise ConfigurationError(
+        f"option {prefix}security.protocol={protocol} contradicts the URL scheme {scheme}:// "
+        f"({protocol} is without TLS): use a kafka:// URL, or "
+        f"{prefix}security.protocol={'SASL_SSL' if protocol in SASL_PROTOCOLS else 'SSL'}"
+    )
 
 
 def _pem_store(given: dict[str, str], kind: str, prefix: str) -> str | None:
@@ -95,7 +126,7 @@ def _pem_store(given: dict[str, str], kind: str, prefix: str) -> str | None:
         return None
     store_type = given.get(f"ssl.{kind}.type", "PEM").strip().upper()
     if store_type != "PEM":
-        raise ValueError(
+        raise ConfigurationError(
             f"option {prefix}ssl.{kind}.type: only PEM files are read (convert a JKS or PKCS12 store to PEM)"
         )
     return location
@@ -130,19 +161,27 @@ _KAFKA_OTHER = {
 
 
 def kafka_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
-    """``kafkawire.connect`` keywords from Kafka options (lower-cased names)."""
-    kafka_security_protocol(given, prefix)
+    """``kafkawire.connect`` keywords from Kafka options (lower-cased names).
+
+    With ``security.protocol`` given, it decides as in the Java client: SASL_PLAINTEXT and SASL_SSL need
+    ``sasl.mechanism`` (GSSAPI, the Java default, is not available); PLAINTEXT and SSL leave the ``sasl.*``
+    options unused, and PLAINTEXT and SASL_PLAINTEXT the ``ssl.*`` ones (a warning names them). TLS itself is
+    turned on by the URL, see ``kafka_url``.
+    """
+    protocol = kafka_security_protocol(given, prefix)
+    if "security.protocol" in given:
+        given = _used_by(protocol, given, prefix)
     out: ConnectOptions = {}
     for key, value in given.items():
         if key in _KAFKA_PLAIN:
             keyword, convert = _KAFKA_PLAIN[key]
             out[keyword] = convert(f"{prefix}{key}", value)
         elif key not in _KAFKA_OTHER:
-            raise ValueError(f"option {prefix}{key} is not a known Kafka client option")
+            raise ConfigurationError(f"option {prefix}{key} is not a known Kafka client option")
     if "sasl.jaas.config" in given:
         username, password = jaas_credentials(given["sasl.jaas.config"])
         if username is None or password is None:
-            raise ValueError(f'option {prefix}sasl.jaas.config must give username="..." and password="..."')
+            raise ConfigurationError(f'option {prefix}sasl.jaas.config must give username="..." and password="..."')
         out.setdefault("sasl_plain_username", username)
         out.setdefault("sasl_plain_password", password)
     truststore = _pem_store(given, "truststore", prefix)
@@ -154,6 +193,30 @@ def kafka_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
     if "ssl.endpoint.identification.algorithm" in given:
         out["ssl_check_hostname"] = given["ssl.endpoint.identification.algorithm"].strip().lower() == "https"
     return out
+
+
+def _used_by(protocol: str, given: dict[str, str], prefix: str) -> dict[str, str]:
+    """The options that ``protocol`` uses; it names the others in a warning (names only: values may be secrets)."""
+    if protocol in SASL_PROTOCOLS and "sasl.mechanism" not in given:
+        raise ConfigurationError(
+            f"option {prefix}security.protocol={protocol} needs {prefix}sasl.mechanism (PLAIN, SCRAM-SHA-256,"
+            " SCRAM-SHA-512 or OAUTHBEARER; GSSAPI, the Java client's default, is not supported)"
+        )
+    # Unknown names stay, to be reported as unknown.
+    known = [key for key in given if key in _KAFKA_PLAIN or key in _KAFKA_OTHER]
+    unused = [
+        key
+        for key in known
+        if (key.startswith("sasl.") and protocol not in SASL_PROTOCOLS)
+        or (key.startswith("ssl.") and protocol not in TLS_PROTOCOLS)
+    ]
+    if unused:
+        log.warning(
+            "security.protocol=%s does not use the options %s",
+            protocol,
+            ", ".join(prefix + key for key in sorted(unused)),
+        )
+    return {key: value for key, value in given.items() if key not in unused}
 
 
 # pulsar.<Java client configuration name, lower-cased> -> pulsarwire.connect keyword
@@ -181,16 +244,16 @@ def pulsar_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
             keyword, convert = _PULSAR[key]
             out[keyword] = convert(f"{prefix}{key}", value)
         elif key not in ("authpluginclassname", "authparams", "service.url"):
-            raise ValueError(f"option {prefix}{key} is not a known Pulsar client option")
+            raise ConfigurationError(f"option {prefix}{key} is not a known Pulsar client option")
     plugin = given.get("authpluginclassname")
     if plugin is not None:
         if plugin.strip() not in TOKEN_PLUGINS:
-            raise ValueError(
+            raise ConfigurationError(
                 f"option {prefix}authPluginClassName: only token authentication (AuthenticationToken) is supported"
             )
         params = given.get("authparams")
         if not params:
-            raise ValueError(f"option {prefix}authParams is required with {prefix}authPluginClassName")
+            raise ConfigurationError(f"option {prefix}authParams is required with {prefix}authPluginClassName")
         out["auth_token"] = params.strip().removeprefix("token:")
     return out
 
@@ -209,7 +272,7 @@ def tubemq_options(given: dict[str, str], prefix: str = "") -> ConnectOptions:
         elif key in ("tls.ca.file", "tls.cert.file", "tls.key.file", "tls.check.hostname"):
             tls[key] = value
         else:
-            raise ValueError(f"option {prefix}{key} is not a known TubeMQ client option")
+            raise ConfigurationError(f"option {prefix}{key} is not a known TubeMQ client option")
     if tls:
         out["ssl_context"] = _tls_context(tls, prefix)
     return out
@@ -221,7 +284,9 @@ def _tls_context(tls: dict[str, str], prefix: str) -> ssl.SSLContext:
         if "tls.cert.file" in tls:
             context.load_cert_chain(tls["tls.cert.file"], tls.get("tls.key.file"))
     except (OSError, ssl.SSLError) as exc:
-        raise ValueError(f"options {prefix}tls.*: the PEM files could not be read ({type(exc).__name__})") from None
+        raise ConfigurationError(
+            f"options {prefix}tls.*: the PEM files could not be read ({type(exc).__name__})"
+        ) from None
     if "tls.check.hostname" in tls:
         context.check_hostname = _bool(f"{prefix}tls.check.hostname", tls["tls.check.hostname"])
     return context

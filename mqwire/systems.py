@@ -8,6 +8,7 @@ group, so the command makes a throwaway one).
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections import deque
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ import pulsarwire
 import tubemqwire
 from mqwire.common.contract import Client, Consumer, Message, Start
 from mqwire.common.errors import ReceiveTimeoutError
-from mqwire.connect_options import ConnectOptions, client_options
+from mqwire.connect_options import ConnectOptions, client_options, kafka_url
 
 PACKAGES: dict[str, ModuleType] = {"kafka": kafkawire, "pulsar": pulsarwire, "tubemq": tubemqwire}
 SCHEMES = {
@@ -64,15 +65,46 @@ def configure(options: Mapping[str, str]) -> None:
     _client_options.update(options)
 
 
+# Secrets read from the environment as well, so that they need not be on the command line, where ``ps``
+# shows them to every user of the machine: variable -> (system, option). -F and -X win over them.
+SECRET_VARIABLES = {
+    "MQWIRE_SASL_USERNAME": ("kafka", "sasl.username"),
+    "MQWIRE_SASL_PASSWORD": ("kafka", "sasl.password"),
+    "MQWIRE_SASL_JAAS_CONFIG": ("kafka", "sasl.jaas.config"),
+    "MQWIRE_PULSAR_TOKEN": ("pulsar", "auth.token"),
+    "MQWIRE_TUBEMQ_USERNAME": ("tubemq", "username"),
+    "MQWIRE_TUBEMQ_PASSWORD": ("tubemq", "password"),
+}
+
+
+def environment_options(system: str) -> dict[str, str]:
+    """The options of ``system`` set by ``MQWIRE_*`` variables (``SECRET_VARIABLES``)."""
+    return {
+        option: os.environ[variable]
+        for variable, (owner, option) in SECRET_VARIABLES.items()
+        if owner == system and variable in os.environ
+    }
+
+
+def _options(system: str) -> dict[str, str]:
+    return {**environment_options(system), **_client_options}
+
+
 def options_for(system: str) -> ConnectOptions:
-    """The connect() keywords of ``system`` from the configured options."""
-    return client_options(system, _client_options, "-X ")
+    """The connect() keywords of ``system`` from the ``MQWIRE_*`` variables, then the configured options."""
+    return client_options(system, _options(system), "-X ")
+
+
+def url_for(url: str) -> str:
+    """``url`` as the configured options ask: a Kafka URL gets TLS with ``security.protocol`` SSL or SASL_SSL
+    (and contradicting it is an error naming both)."""
+    return kafka_url(url, _options("kafka"), "-X ") if system_of(url) == "kafka" else url
 
 
 def connect(url: str) -> Client[Any]:
     """The client for ``url`` (an async context manager), with the configured options."""
     system = system_of(url)
-    client: Client[Any] = PACKAGES[system].connect(url, **options_for(system))
+    client: Client[Any] = PACKAGES[system].connect(url_for(url), **options_for(system))
     return client
 
 

@@ -6,7 +6,9 @@ import json
 import re
 from collections.abc import Mapping
 
-from mqwire.connect_options import ConnectOptions
+from mqwire.common.errors import ConfigurationError
+from mqwire.connect_options import ConnectOptions, prefixed
+from mqwire.connect_options import kafka_url as _secured_kafka_url
 
 __all__ = ["ConnectOptions"]
 
@@ -21,15 +23,15 @@ def get(options: Mapping[str, str], name: str) -> str | None:
 
 
 def kafka_url(options: Mapping[str, str]) -> str:
-    """The connect() URL: ``url`` or ``kafka.bootstrap.servers``."""
+    """The connect() URL: ``url`` or ``kafka.bootstrap.servers``, with TLS when ``kafka.security.protocol``
+    is SSL or SASL_SSL (a ``kafka+ssl://`` url with PLAINTEXT or SASL_PLAINTEXT is an error naming both)."""
     url = get(options, "url")
-    if url:
-        return url
-    servers = get(options, "kafka.bootstrap.servers")
-    if servers:
-        protocol = (get(options, "kafka.security.protocol") or "").strip().upper()
-        return ("kafka+ssl://" if protocol in ("SSL", "SASL_SSL") else "kafka://") + servers
-    raise ValueError("option url (or kafka.bootstrap.servers) is required")
+    if not url:
+        servers = get(options, "kafka.bootstrap.servers")
+        if not servers:
+            raise ConfigurationError("option url (or kafka.bootstrap.servers) is required")
+        url = f"kafka://{servers}"
+    return _secured_kafka_url(url, prefixed(options, "kafka."), "kafka.")
 
 
 def pattern(options: Mapping[str, str]) -> re.Pattern[str] | None:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mqwire.cli import client_options_of
-from mqwire.connect_options import client_options, jaas_credentials, read_config
-from mqwire.systems import UsageError
+from mqwire.cli import build_parser, client_options_of
+from mqwire.common.errors import ConfigurationError
+from mqwire.connect_options import client_options, jaas_credentials, kafka_url, read_config
+from mqwire.systems import UsageError, configure, options_for, url_for
+from sparkwire.options import kafka_url as spark_kafka_url
 
 SECRET = "s3cr3t-value"
 JAAS = f'org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="{SECRET}";'
@@ -104,3 +106,77 @@ def test_the_command_line_reads_a_config_file_then_x_options(tmp_path: Path) -> 
     (tmp_path / "bad.conf").write_text("no equals sign\n")
     with pytest.raises(ValueError, match=r"bad\.conf:1"):
         read_config(str(tmp_path / "bad.conf"))
+
+
+@pytest.mark.parametrize(
+    ("url", "protocol", "expected"),
+    [
+        ("kafka://b:9093", "SSL", "kafka+ssl://b:9093"),
+        ("kafka://b:9093,c:9093", "sasl_ssl", "kafka+ssl://b:9093,c:9093"),
+        ("kafka+ssl://b:9093", "SASL_SSL", "kafka+ssl://b:9093"),
+        ("kafka://b:9092", "SASL_PLAINTEXT", "kafka://b:9092"),
+        ("kafka://b:9092", "PLAINTEXT", "kafka://b:9092"),
+    ],
+)
+def test_security_protocol_turns_tls_on_as_the_java_client_does(url: str, protocol: str, expected: str) -> None:
+    assert kafka_url(url, {"Security.Protocol": protocol}) == expected
+
+
+@pytest.mark.parametrize("protocol", ["PLAINTEXT", "SASL_PLAINTEXT"])
+def test_a_tls_scheme_with_a_protocol_without_tls_is_an_error_naming_both(protocol: str) -> None:
+    with pytest.raises(ConfigurationError, match=rf"kafka\.security\.protocol={protocol}.*kafka\+ssl://"):
+        kafka_url("kafka+ssl://b:9093", {"security.protocol": protocol}, "kafka.")
+
+
+def test_spark_kafka_url_follows_security_protocol_for_url_and_bootstrap_servers() -> None:
+    assert spark_kafka_url({"url": "kafka://b:9093", "kafka.security.protocol": "SASL_SSL"}) == "kafka+ssl://b:9093"
+    assert spark_kafka_url({"kafka.bootstrap.servers": "b:9093", "kafka.security.protocol": "SSL"}) == (
+        "kafka+ssl://b:9093"
+    )
+    with pytest.raises(ConfigurationError, match=r"security\.protocol"):
+        spark_kafka_url({"url": "kafka+ssl://b:9093", "kafka.security.protocol": "SASL_PLAINTEXT"})
+
+
+def test_the_command_line_turns_tls_on_with_security_protocol() -> None:
+    configure({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.username": "u"})
+    try:
+        assert url_for("kafka://b:9093") == "kafka+ssl://b:9093"
+        configure({"security.protocol": "PLAINTEXT"})
+        with pytest.raises(ConfigurationError, match=r"-X security\.protocol=PLAINTEXT.*kafka\+ssl://"):
+            url_for("kafka+ssl://b:9093")
+        assert url_for("pulsar://b:6650") == "pulsar://b:6650"
+    finally:
+        configure({})
+
+
+def test_a_sasl_protocol_needs_a_mechanism_and_other_protocols_leave_sasl_unused() -> None:
+    with pytest.raises(ConfigurationError, match=r"sasl\.mechanism"):
+        client_options("kafka", {"security.protocol": "SASL_SSL", "sasl.username": "u", "sasl.password": SECRET})
+    # As in the Java client, PLAINTEXT and SSL do not authenticate: the password is not handed to the client.
+    got = client_options(
+        "kafka",
+        {"security.protocol": "SSL", "sasl.mechanism": "PLAIN", "sasl.password": SECRET, "ssl.ca.location": "/c"},
+    )
+    assert got == {"ssl_cafile": "/c"}
+    assert client_options("kafka", {"security.protocol": "PLAINTEXT", "ssl.ca.location": "/c"}) == {}
+
+
+def test_secrets_come_from_the_environment_and_the_command_line_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MQWIRE_SASL_PASSWORD", SECRET)
+    monkeypatch.setenv("MQWIRE_SASL_USERNAME", "env-user")
+    monkeypatch.setenv("MQWIRE_PULSAR_TOKEN", "tok-" + SECRET)
+    configure({"sasl.mechanism": "PLAIN", "sasl.username": "cli-user"})
+    try:
+        kafka = options_for("kafka")
+        assert (kafka["sasl_plain_username"], kafka["sasl_plain_password"]) == ("cli-user", SECRET)
+        # The Kafka variables are not Pulsar options: a Pulsar command is not refused for them.
+        configure({})
+        assert options_for("pulsar") == {"auth_token": "tok-" + SECRET}
+    finally:
+        configure({})
+
+
+def test_help_says_the_command_line_is_visible_and_where_secrets_go() -> None:
+    text = " ".join(build_parser().format_help().split())
+    assert "Visible to ps" in text and "-F" in text
+    assert "MQWIRE_SASL_PASSWORD" in text and "MQWIRE_PULSAR_TOKEN" in text
