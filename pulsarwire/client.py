@@ -47,10 +47,15 @@ class Client:
 
     async def start(self) -> None:
         """Connect to the service URL, so that a wrong address fails here rather than at first use."""
+        self._session.affinity.check()
         await self._session.start()
 
     async def close(self) -> None:
-        """Close every producer (after it flushed), consumer and reader of this client, then the connections."""
+        """Close every producer (after it flushed), consumer and reader of this client, then the connections.
+
+        In a process forked after the client was made it does nothing: the connections are the parent's."""
+        if not self._session.affinity.may_close():
+            return
         await self._session.close()
 
     @property
@@ -73,6 +78,7 @@ class Client:
 
         The options are described in :class:`pulsarwire.ProducerConfig`; see also :class:`Producer`.
         """
+        self._session.affinity.check()
         return Producer(self._session, topic, **options)
 
     def consumer(
@@ -82,6 +88,7 @@ class Client:
 
         The options are described in :class:`pulsarwire.ConsumerConfig`; see also :class:`Consumer`.
         """
+        self._session.affinity.check()
         return Consumer(self._session, topics, **options)
 
     def reader(self, topic: str, /, **options: Unpack[ReaderConfig]) -> Reader:
@@ -89,6 +96,7 @@ class Client:
 
         The options are described in :class:`pulsarwire.ReaderConfig`; see also :class:`Reader`.
         """
+        self._session.affinity.check()
         return Reader(self._session, topic, **options)
 
     def transaction(self, *, timeout_ms: int = 60_000) -> Transaction:
@@ -99,6 +107,7 @@ class Client:
         ``timeout_ms`` (at least 1000; default 60000, Java ``withTransactionTimeout``): after it the coordinator
         aborts the transaction. The brokers need ``transactionCoordinatorEnabled=true``.
         """
+        self._session.affinity.check()
         self._session.check_open()
         if self._coordinators is None:
             self._coordinators = TransactionCoordinators(self._session)
@@ -109,6 +118,7 @@ class Client:
 
         The options are described in :class:`pulsarwire.TableViewConfig`; see also :class:`TableView`.
         """
+        self._session.affinity.check()
         return TableView(self._session, topic, **options)
 
     def admin(self, **options: Unpack[AdminConfig]) -> Admin:
@@ -119,6 +129,7 @@ class Client:
         """
         check_names("admin", options, AdminConfig)
         session = self._session
+        session.affinity.check()
         session.check_open()
         url = options.get("admin_url", session.admin_url)
         if url is None:
@@ -133,12 +144,14 @@ class Client:
         For readers that want the writer's schema: a message's ``schema_version`` names the one it was written
         with. Asked of the broker at the service URL (GetSchema), retried within ``operation_timeout``.
         """
+        self._session.affinity.check()
         return await self._session.retrying(
             lambda: fetch_schema(self._session, complete_name(topic), version), f"schema of {topic}"
         )
 
     async def get_topic_partitions(self, topic: str) -> list[str]:
         """The complete names of the partitions of ``topic``, or its own complete name when it has none."""
+        self._session.affinity.check()
         name = complete_name(topic)
         count = await self._session.partitions_for(name)
         return [partition_name(name, index) for index in range(count)] if count else [name]

@@ -65,6 +65,7 @@ class Subscriber:
         # True once started: the hot path tests this flag rather than asking the lifecycle.
         self._started = False
         self._life = Lifecycle(name)
+        self._affinity = session.affinity
         self._topic_watch: TopicWatch | None = None
         self._topics_lock = asyncio.Lock()
         self.dead_letters: DeadLetters | None = None
@@ -99,6 +100,7 @@ class Subscriber:
 
     async def start(self) -> None:
         """Subscribe on every partition (done by ``async with`` or the first receive)."""
+        self._affinity.check()
         if self._life.closed:
             raise ConsumerClosedError(f"{self._name} is closed")
         if not self._started:
@@ -241,7 +243,11 @@ class Subscriber:
             await self._unsubscribe_topic(topic)
 
     async def close(self) -> None:
-        """Send the pending acknowledgements and close every sub-consumer; receivers get ConsumerClosedError."""
+        """Send the pending acknowledgements and close every sub-consumer; receivers get ConsumerClosedError.
+
+        In a process forked after the client was made it does nothing: the subscription is the parent's."""
+        if not self._affinity.may_close():
+            return
         await self._life.close(self._close)
 
     async def _close(self, unsubscribe: bool = False) -> None:
@@ -282,6 +288,7 @@ class Subscriber:
         Raises ReceiveTimeoutError (a ``TimeoutError``) after ``timeout``, ConsumerClosedError once closed,
         and DeserializationError for a message a deserializer failed on, until ``skip(error.message)``.
         """
+        self._affinity.check()
         if not self._started:
             await self.start()
         if self._gated:
@@ -303,6 +310,7 @@ class Subscriber:
         At most ``max_records`` (None: every message queued). Raises DeserializationError only when the
         first message fails its deserializer; the good ones before a failure are returned first.
         """
+        self._affinity.check()
         if max_records is not None and (
             isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1
         ):
@@ -346,6 +354,7 @@ class Subscriber:
         """
         if not isinstance(message, Message):
             raise TypeError(f"skip() takes a Message, not {type(message).__name__}")
+        self._affinity.check()
         self._gate.skip(message)
 
     async def seek_to_beginning(self) -> None:
@@ -357,6 +366,7 @@ class Subscriber:
         await self._seek_all(LATEST)
 
     async def _seek_all(self, target: MessageId) -> None:
+        self._affinity.check()
         if not self._started:
             await self.start()
         await asyncio.gather(*(c.seek(message_id=target) for c in self._consumers))
@@ -367,6 +377,7 @@ class Subscriber:
         published at or after a time (milliseconds since the epoch, or a datetime; every partition).
 
         Messages queued and not yet received are dropped; a reader then goes on from there too."""
+        self._affinity.check()
         if not self._started:
             await self.start()
         if isinstance(target, MessageId):
@@ -386,6 +397,7 @@ class Subscriber:
 
     def receive_nowait(self) -> Message | None:
         """The next message if one is queued, else None."""
+        self._affinity.check()
         message = self._queue.get_nowait()
         if message is not None:
             message._owner.dequeued(message)
@@ -418,6 +430,7 @@ class Subscriber:
         return self._counters.snapshot("pulsar", topics, buffered_records=len(self._queue), lag=lag)
 
     def _owner_of(self, message: Message) -> TopicConsumer:
+        self._affinity.check()
         if not isinstance(message, Message):
             raise TypeError(f"expected a Message, not {type(message).__name__}")
         owner = message._owner
@@ -534,6 +547,7 @@ class Consumer(Subscriber):
         """Ask the broker for the backlog of every partition (CONSUMER_STATS), then return ``stats()``.
 
         The grouped acknowledgements are sent first, so that what was acknowledged counts."""
+        self._affinity.check()
         for consumer in self._consumers:
             consumer.flush_acks()
         await asyncio.gather(*(c.refresh_backlog() for c in self._consumers if c.connection is not None))
@@ -541,16 +555,19 @@ class Consumer(Subscriber):
 
     async def flush_acks(self) -> None:
         """Send the grouped acknowledgements now."""
+        self._affinity.check()
         for consumer in self._consumers:
             consumer.flush_acks()
 
     async def redeliver_unacknowledged_messages(self) -> None:
         """Ask for every unacknowledged message again."""
+        self._affinity.check()
         for consumer in self._consumers:
             consumer.redeliver_all()
 
     async def unsubscribe(self) -> None:
         """Delete the subscription on every partition, and close."""
+        self._affinity.check()
         if self._life.closed:
             raise ConsumerClosedError(f"consumer {self.subscription} is closed")
         await self._life.close(lambda: self._close(unsubscribe=True))

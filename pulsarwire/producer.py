@@ -63,6 +63,7 @@ class Producer:
         # True once started: the hot path tests this flag rather than asking the lifecycle.
         self._started = False
         self._life = Lifecycle(f"producer on {self.topic}")
+        self._affinity = session.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Producer:
@@ -80,6 +81,7 @@ class Producer:
 
     async def start(self) -> None:
         """Find the partitions and create a producer on each (done by ``async with`` or the first send)."""
+        self._affinity.check()
         if self._life.closed:
             raise ProducerClosedError(f"producer on {self.topic} is closed")
         if not self._started:
@@ -148,7 +150,10 @@ class Producer:
         log.info("producer on %s: %d partitions now (were %d)", self.topic, partitions, known)
 
     async def close(self) -> None:
-        """Send what is buffered, wait (within the send timeout) for the receipts, and close."""
+        """Send what is buffered, wait (within the send timeout) for the receipts, and close. In a process
+        forked after the client was made it does nothing (what is buffered and connected is the parent's)."""
+        if not self._affinity.may_close():
+            return
         await self._life.close(self._close)
 
     async def _close(self) -> None:
@@ -242,6 +247,7 @@ class Producer:
         timedelta. ``partition`` bypasses routing. With ``transaction`` the message is part of it: sent
         unbatched, delivered only once the transaction is committed.
         """
+        self._affinity.check()
         if not self._started:
             await self.start()
         null_value = False
@@ -290,6 +296,7 @@ class Producer:
         ``timeout`` (seconds; None waits as long as it takes) ends the wait with ``RequestTimeoutError``;
         the messages stay buffered and go on being sent.
         """
+        self._affinity.check()
         waiting = asyncio.gather(*(p.flush() for p in self._producers))
         if timeout is None:
             await waiting

@@ -100,6 +100,7 @@ class Reader(Subscriber):
 
     async def has_message_available(self) -> bool:
         """Whether a message after the last one read is stored (asks the broker for its last message id)."""
+        self._affinity.check()
         if not self._started:
             await self.start()
         if len(self._queue):

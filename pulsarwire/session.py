@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from mqwire import __version__
+from mqwire.common.affinity import Affinity
 from mqwire.common.errors import AuthenticationError, ConnectError, RetriableError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
@@ -121,6 +122,8 @@ class Session:
         self._children = Children()
         self.counters = ClientCounters()
         self._life = Lifecycle("Pulsar client")
+        # The process and event loop it belongs to, checked by the client, producers, consumers and readers.
+        self.affinity = Affinity("Pulsar client")
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def start(self) -> None:

@@ -73,6 +73,7 @@ class TableView:
         self._data: dict[str, Any] = {}
         self._listeners: list[Listener] = []
         self._life = Lifecycle(f"table view of {self.topic}")
+        self._affinity = session.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> TableView:
@@ -86,6 +87,7 @@ class TableView:
 
     async def start(self) -> None:
         """Read what the topic holds now, then keep reading in the background."""
+        self._affinity.check()
         await self._life.start(self._begin)
 
     async def _begin(self) -> None:
@@ -98,7 +100,10 @@ class TableView:
         self._life.tasks.spawn(self._follow(), name=f"table view of {self.topic}")
 
     async def close(self) -> None:
-        """Stop reading and close the reader; the view keeps the values it had."""
+        """Stop reading and close the reader; the view keeps the values it had (in a process forked after the
+        client was made it does nothing: the reader is the parent's)."""
+        if not self._affinity.may_close():
+            return
         await self._life.close(self._close)
 
     async def _close(self) -> None:
@@ -141,6 +146,7 @@ class TableView:
 
     async def refresh(self) -> None:
         """Wait until every message published before this call is in the view (Java ``refreshAsync``)."""
+        self._affinity.check()
         self._life.check_open()
         if not self._life.started:
             await self.start()
