@@ -105,3 +105,11 @@ fuzz: $(STAMP)
 SOAK_SECONDS ?= 600
 soak: $(STAMP) brokers-classpath
 	$(PY) tests/soak/soak.py --seconds $(SOAK_SECONDS)
+
+# The runtime matrix (tests/matrix.py): CPython 3.12 and 3.13 from pyenv (a missing one fails), each in its own
+# environment under build/matrix with the speedups built (a build that fell back to Python fails), unit tests and
+# the contract suite; CPython 3.11 on the pure-Python fallback, the contract suite and one round trip per client.
+# The brokers start once (build/matrix-brokers) and are stopped at the end, whatever happened.
+.PHONY: test-matrix
+test-matrix: $(STAMP) brokers-classpath
+	$(PY) tests/matrix.py $(MATRIX_ARGS)
