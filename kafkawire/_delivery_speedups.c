@@ -60,19 +60,31 @@ static void future_dealloc(RecordFutureObject *self) {
 static PyObject *str_ack;         /* "_ack" */
 static PyObject *str_result_slow; /* "_result_slow" */
 
+/* The written method answers whatever this one does not: a batch not stored whole, or an offset that the
+ * sum below could not give exactly (the Python one reads the outcome itself). */
+static PyObject *result_slow(RecordFutureObject *self, PyObject *ack) {
+    Py_DECREF(ack);
+    return PyObject_CallMethodNoArgs((PyObject *)self, str_result_slow);
+}
+
 static PyObject *future_result(RecordFutureObject *self, PyObject *unused) {
+    (void)unused;
     PyObject *ack = PyObject_GetAttr(self->outcome, str_ack);
     if (ack == NULL) return NULL;
     if (!PyTuple_CheckExact(ack) || PyTuple_GET_SIZE(ack) != 6 || !PyType_Check(PyTuple_GET_ITEM(ack, 0))) {
-        Py_DECREF(ack);
-        return PyObject_CallMethodNoArgs((PyObject *)self, str_result_slow);
+        return result_slow(self, ack);
     }
     PyTypeObject *metadata_type = (PyTypeObject *)PyTuple_GET_ITEM(ack, 0);
-    long long base_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 3));
-    long long log_append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 4));
     PyObject *offset = NULL, *timestamp = NULL, *metadata = NULL;
-    if (PyErr_Occurred()) goto done;
-    offset = PyLong_FromLongLong(base_offset < 0 ? -1 : base_offset + self->index);
+    long long base_offset = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 3));
+    if (base_offset == -1 && PyErr_Occurred()) goto done;
+    long long log_append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 4));
+    if (log_append_time == -1 && PyErr_Occurred()) goto done;
+    long long record_offset = -1;
+    if (base_offset >= 0 && __builtin_add_overflow(base_offset, self->index, &record_offset)) {
+        return result_slow(self, ack);
+    }
+    offset = PyLong_FromLongLong(record_offset);
     if (offset == NULL) goto done;
     timestamp = log_append_time < 0 ? PySequence_GetItem(PyTuple_GET_ITEM(ack, 5), self->index)
                                     : PyLong_FromLongLong(log_append_time);
@@ -98,13 +110,13 @@ static PyMethodDef future_methods[] = {
     {"result", (PyCFunction)future_result, METH_NOARGS,
      "The record's RecordMetadata; raises the batch's error, CancelledError when cancelled, and "
      "asyncio.InvalidStateError while not done."},
-    {NULL},
+    {NULL, NULL, 0, NULL},
 };
 
 static PyMemberDef future_members[] = {
     {"_outcome", T_OBJECT_EX, offsetof(RecordFutureObject, outcome), READONLY, "the outcome of the record's batch"},
     {"_index", T_PYSSIZET, offsetof(RecordFutureObject, index), READONLY, "the record's place in its batch"},
-    {NULL},
+    {NULL, 0, 0, 0, NULL},
 };
 
 static PyType_Slot future_slots[] = {
@@ -124,16 +136,19 @@ static PyType_Spec future_spec = {
 };
 
 static PyObject *new_type(PyObject *module, PyObject *unused) {
+    (void)module;
+    (void)unused;
     return PyType_FromSpec(&future_spec);
 }
 
 static PyMethodDef module_methods[] = {
     {"new_type", new_type, METH_NOARGS,
      "A new type of record future outside the cycle collector: its two read-only fields and result()."},
-    {NULL},
+    {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_delivery_speedups", NULL, 0, module_methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_delivery_speedups", NULL, 0, module_methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__delivery_speedups(void) {
     if (str_ack == NULL && (str_ack = PyUnicode_InternFromString("_ack")) == NULL) return NULL;

@@ -52,12 +52,14 @@ static int hash_object(PyObject *obj, int32_t *out) {
 }
 
 static PyObject *murmur2(PyObject *module, PyObject *data) {
+    (void)module;
     int32_t h;
     if (hash_object(data, &h) < 0) return NULL;
     return PyLong_FromLong(h);
 }
 
 static PyObject *partition_for_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "partition_for_key takes (key, partitions)");
         return NULL;
@@ -85,6 +87,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_partitioner_speedups", NULL, 0, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_partitioner_speedups", NULL, 0, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__partitioner_speedups(void) { return PyModule_Create(&module); }

@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from kafkawire.message import RecordMetadata
 from kafkawire.protocol.records import RecordTimestamps, new_record_timestamps
+from mqwire.common.errors import ProtocolError
 
 DoneCallback = Callable[["RecordFuture"], object]
+
+_INT64_MAX = 2**63 - 1
 
 
 class BatchOutcome:
@@ -72,7 +75,14 @@ class BatchOutcome:
         return len(self.timestamps)
 
     def succeed(self, base_offset: int, log_append_time: int = -1) -> None:
-        """The broker stored the batch from ``base_offset`` (-1: not told, as with acks=0)."""
+        """The broker stored the batch from ``base_offset`` (-1: not told, as with acks=0).
+
+        An offset that would put the batch's last record past int64 is malformed: the batch fails with
+        ProtocolError instead (so no record's offset is ever computed past it, compiled or not).
+        """
+        if not self.settled and base_offset >= 0 and base_offset + len(self.timestamps) - 1 > _INT64_MAX:
+            self.fail(ProtocolError(f"the broker stored {len(self)} records from offset {base_offset}, past int64"))
+            return
         if not self.settled:
             self.base_offset = base_offset
             self.log_append_time = log_append_time

@@ -24,8 +24,27 @@
 
 #define MAX_VARINT_BYTES 10
 
-/* Kafka's varints are zig-zag encoded so that small negative numbers stay short. */
-static inline uint64_t zigzag(int64_t n) { return ((uint64_t)n << 1) ^ (uint64_t)(n >> 63); }
+/* Kafka's varints are zig-zag encoded so that small negative numbers stay short. All in unsigned arithmetic:
+ * a right shift of a negative signed value is implementation-defined in C. */
+static inline uint64_t zigzag(int64_t n) { return ((uint64_t)n << 1) ^ ((uint64_t)0 - ((uint64_t)n >> 63)); }
+
+/* An offset delta is an int32 on the wire; a timestamp delta an int64 (a long long here). */
+static int check_offset_delta(long long delta) {
+    if (delta < INT32_MIN || delta > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "record offset delta %lld does not fit in 32 bits", delta);
+        return -1;
+    }
+    return 0;
+}
+
+/* *total += more, or -1 with OverflowError set when the sum would pass Py_ssize_t. */
+static inline int add_size(Py_ssize_t *total, Py_ssize_t more) {
+    if (__builtin_add_overflow(*total, more, total)) {
+        PyErr_SetString(PyExc_OverflowError, "record too large");
+        return -1;
+    }
+    return 0;
+}
 
 static inline Py_ssize_t varint_size(uint64_t v) {
     Py_ssize_t size = 1;
@@ -67,9 +86,11 @@ static void field_close(Field *field) {
     field->present = 0;
 }
 
-static inline Py_ssize_t field_size(const Field *field) {
-    if (!field->present) return 1;
-    return varint_size(zigzag(field->view.len)) + field->view.len;
+/* *total += the field's size, or -1 with OverflowError set (a buffer's length is the exporter's word). */
+static inline int add_field_size(Py_ssize_t *total, const Field *field) {
+    if (!field->present) return add_size(total, 1);
+    if (add_size(total, varint_size(zigzag(field->view.len))) < 0) return -1;
+    return add_size(total, field->view.len);
 }
 
 static inline char *field_put(char *out, const Field *field) {
@@ -85,7 +106,8 @@ static inline char *field_put(char *out, const Field *field) {
 static int grow(PyObject *buffer, Py_ssize_t size, Py_ssize_t limit) {
     Py_ssize_t reserved = ((PyByteArrayObject *)buffer)->ob_alloc;
     if (size < reserved) return PyByteArray_Resize(buffer, size);
-    Py_ssize_t doubled = 2 * PyByteArray_GET_SIZE(buffer);
+    Py_ssize_t current = PyByteArray_GET_SIZE(buffer);
+    Py_ssize_t doubled = current > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : 2 * current;
     if (limit >= 0 && doubled > limit) doubled = limit;
     /* Resized to the reserve first, then down to `size`: bytearray keeps its allocation when it shrinks by
      * less than half. */
@@ -112,7 +134,10 @@ static int append_one(PyObject *buffer, Py_ssize_t limit, long long offset_delta
     header_count = PySequence_Fast_GET_SIZE(headers);
 
     Py_ssize_t body = 1 /* attributes */ + varint_size(zigzag(timestamp_delta)) + varint_size(zigzag(offset_delta));
-    body += field_size(&key) + field_size(&value) + varint_size(zigzag(header_count));
+    if (add_field_size(&body, &key) < 0 || add_field_size(&body, &value) < 0 ||
+        add_size(&body, varint_size(zigzag(header_count))) < 0) {
+        goto done;
+    }
     if (header_count > 0) {
         header_values = PyMem_Calloc((size_t)header_count, sizeof(Field));
         header_names = PyMem_Calloc((size_t)header_count, sizeof(char *));
@@ -131,17 +156,22 @@ static int append_one(PyObject *buffer, Py_ssize_t limit, long long offset_delta
             header_names[i] = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(pair, 0), &header_name_sizes[i]);
             if (header_names[i] == NULL) goto done;
             if (field_open(PyTuple_GET_ITEM(pair, 1), &header_values[i], "header value") < 0) goto done;
-            body += varint_size(zigzag(header_name_sizes[i])) + header_name_sizes[i] + field_size(&header_values[i]);
+            if (add_size(&body, varint_size(zigzag(header_name_sizes[i]))) < 0 ||
+                add_size(&body, header_name_sizes[i]) < 0 || add_field_size(&body, &header_values[i]) < 0) {
+                goto done;
+            }
         }
     }
 
     Py_ssize_t start = PyByteArray_GET_SIZE(buffer);
-    Py_ssize_t total = varint_size(zigzag(body)) + body;
-    if (limit >= 0 && start + total > limit) {
+    Py_ssize_t total = varint_size(zigzag(body));
+    if (add_size(&total, body) < 0) goto done;
+    if (limit >= 0 && total > limit - start) {
         result = 0;
         goto done;
     }
-    if (grow(buffer, start + total, limit) < 0) goto done;
+    Py_ssize_t end = start;
+    if (add_size(&end, total) < 0 || grow(buffer, end, limit) < 0) goto done;
     char *out = PyByteArray_AS_STRING(buffer) + start;
     out = put_varint(out, zigzag(body));
     *out++ = 0; /* record attributes: unused */
@@ -172,6 +202,7 @@ done:
 }
 
 static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "append_record takes 7 arguments");
         return NULL;
@@ -185,6 +216,7 @@ static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize
     if (limit == -1 && PyErr_Occurred()) return NULL;
     long long offset_delta = PyLong_AsLongLong(args[2]);
     if (offset_delta == -1 && PyErr_Occurred()) return NULL;
+    if (check_offset_delta(offset_delta) < 0) return NULL;
     long long timestamp_delta = PyLong_AsLongLong(args[3]);
     if (timestamp_delta == -1 && PyErr_Occurred()) return NULL;
     int appended = append_one(buffer, limit, offset_delta, timestamp_delta, args[4], args[5], args[6]);
@@ -196,6 +228,7 @@ static PyObject *append_record(PyObject *module, PyObject *const *args, Py_ssize
  * offset deltas from first_delta and one timestamp delta, appended until one does not fit under limit
  * (the first always goes in when limit is -1). Returns how many were appended. */
 static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
     if (nargs != 9) {
         PyErr_SetString(PyExc_TypeError, "append_records takes 9 arguments");
         return NULL;
@@ -225,6 +258,12 @@ static PyObject *append_records(PyObject *module, PyObject *const *args, Py_ssiz
     if (start < 0 || stop > size || start > stop || (keys != Py_None && PyList_GET_SIZE(keys) != size) ||
         (headers != Py_None && PyList_GET_SIZE(headers) != size)) {
         PyErr_SetString(PyExc_ValueError, "append_records: keys, values and headers differ in length or bad range");
+        return NULL;
+    }
+    /* Every delta from first_delta to the last one must be an int32: checked before anything is appended.
+     * first_delta is an int32 here and stop - start at most a list's length, so the sum cannot overflow. */
+    if (check_offset_delta(first_delta) < 0 ||
+        (stop > start && check_offset_delta(first_delta + (long long)(stop - start - 1)) < 0)) {
         return NULL;
     }
     PyObject *no_headers = PyTuple_New(0);
@@ -273,9 +312,14 @@ static int read_varint(Reader *r, Py_ssize_t limit, int max_bytes, int64_t *out,
             return -1;
         }
         unsigned char byte = r->data[r->pos++];
+        /* The tenth byte holds bit 63 alone: anything more would pass 64 bits. */
+        if (i == 9 && byte > 1) {
+            PyErr_Format(PyExc_ValueError, "%s: varint exceeds 64 bits", what);
+            return -1;
+        }
         raw |= (uint64_t)(byte & 0x7f) << shift;
         if (byte < 0x80) {
-            int64_t value = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            int64_t value = (int64_t)((raw >> 1) ^ ((uint64_t)0 - (raw & 1)));
             if (max_bytes == 5 && (value > INT32_MAX || value < INT32_MIN)) {
                 PyErr_Format(PyExc_ValueError, "%s: varint out of int32 range", what);
                 return -1;
@@ -353,6 +397,7 @@ fail:
 #define MAX_EXTRA_ARGS 8
 
 static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "decode_records takes 8 arguments");
         return NULL;
@@ -368,9 +413,11 @@ static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssiz
     PyObject *records = NULL;
     PyObject *fixed_timestamp = NULL; /* the broker's log-append time replaces every record's own */
     Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred()) goto done;
     long long base_offset = PyLong_AsLongLong(args[2]);
+    if (base_offset == -1 && PyErr_Occurred()) goto done;
     long long base_timestamp = PyLong_AsLongLong(args[3]);
-    if (PyErr_Occurred()) goto done;
+    if (base_timestamp == -1 && PyErr_Occurred()) goto done;
     if (args[4] != Py_None) {
         if (!PyLong_Check(args[4])) {
             PyErr_SetString(PyExc_TypeError, "decode_records: fixed timestamp must be an int or None");
@@ -425,9 +472,19 @@ static PyObject *decode_records(PyObject *module, PyObject *const *args, Py_ssiz
             Py_XDECREF(headers);
             goto fail;
         }
-        PyObject *offset = PyLong_FromLongLong(base_offset + offset_delta);
-        PyObject *timestamp = fixed_timestamp != NULL ? Py_NewRef(fixed_timestamp)
-                                                      : PyLong_FromLongLong(base_timestamp + timestamp_delta);
+        /* Offsets and timestamps are int64s: a sum past that is malformed, as the Python decoder finds it. */
+        long long offset_value, timestamp_value = 0;
+        if (__builtin_add_overflow(base_offset, offset_delta, &offset_value) ||
+            (fixed_timestamp == NULL && __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp_value))) {
+            PyErr_Format(PyExc_ValueError, "record offset or timestamp passes 64 bits (deltas %lld and %lld)",
+                         (long long)offset_delta, (long long)timestamp_delta);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            goto fail;
+        }
+        PyObject *offset = PyLong_FromLongLong(offset_value);
+        PyObject *timestamp = fixed_timestamp != NULL ? Py_NewRef(fixed_timestamp) : PyLong_FromLongLong(timestamp_value);
         PyObject *record = NULL;
         if (offset != NULL && timestamp != NULL) {
             /* make_record(*prefix, offset, key, value, headers, timestamp, *suffix) */
@@ -629,7 +686,14 @@ static int appender_put(Appender *self, long long timestamp, PyObject *key, PyOb
         self->base_timestamp = timestamp;
         limit = -1;
     }
-    int appended = append_one(self->buffer, limit, self->count, timestamp - self->base_timestamp, key, value, headers);
+    long long timestamp_delta;
+    if (__builtin_sub_overflow(timestamp, self->base_timestamp, &timestamp_delta)) {
+        PyErr_Format(PyExc_OverflowError, "record timestamp %lld is too far from the batch's first (%lld) for 64 bits",
+                     timestamp, self->base_timestamp);
+        return -1;
+    }
+    if (check_offset_delta(self->count) < 0) return -1;
+    int appended = append_one(self->buffer, limit, self->count, timestamp_delta, key, value, headers);
     if (appended == 1) {
         if (timestamp > self->max_timestamp) self->max_timestamp = timestamp;
         self->count++;
@@ -686,7 +750,7 @@ static PyMemberDef appender_members[] = {
     {"count", T_LONGLONG, offsetof(Appender, count), 0, "records added"},
     {"base_timestamp", T_LONGLONG, offsetof(Appender, base_timestamp), 0, "the first record's timestamp"},
     {"max_timestamp", T_LONGLONG, offsetof(Appender, max_timestamp), 0, "the largest timestamp added (-1: none)"},
-    {NULL},
+    {NULL, 0, 0, 0, NULL},
 };
 
 static PyTypeObject AppenderType = {
@@ -711,7 +775,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records_speedups", NULL, 0, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_records_speedups", NULL, 0, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__records_speedups(void) {
     if (PyType_Ready(&AppenderType) < 0 || PyType_Ready(&TimestampsType) < 0) return NULL;

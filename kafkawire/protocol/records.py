@@ -53,6 +53,15 @@ _ATTRIBUTES_OFFSET = 21
 HEADER_SIZE = 61
 # The smallest record: every varint one byte, no key, value or headers.
 _MIN_RECORD_SIZE = 7
+# Offsets and timestamps are int64s, offset deltas int32s: a sum or delta past them is refused, not wrapped.
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+# A base offset or timestamp this far inside the int64 range cannot pass it by an int32 delta (nor by a
+# one-byte timestamp delta), so the decoder checks the sums only for batches outside it or long deltas.
+_SAFE_MIN = _INT64_MIN - _INT32_MIN
+_SAFE_MAX = _INT64_MAX - _INT32_MAX
 
 _PREFIX = struct.Struct(">qiibI")  # base offset .. crc
 _TAIL = struct.Struct(">hiqqqhii")  # attributes .. record count
@@ -208,7 +217,12 @@ class RecordAppenderPy:
         self.max_timestamp = -1
 
     def add(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
-        """Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits)."""
+        """Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits).
+
+        Raises OverflowError for a timestamp, or a distance from the batch's first, that 64 bits cannot hold.
+        """
+        if not _INT64_MIN <= timestamp <= _INT64_MAX:
+            raise OverflowError(f"record timestamp {timestamp} does not fit in 64 bits")
         count = self.count
         if count == 0:
             self.base_timestamp = timestamp
@@ -308,6 +322,8 @@ class BatchBuilder:
         returns how many were added (at least one into an empty builder)."""
         if start >= stop:
             return 0
+        if not _INT64_MIN <= timestamp <= _INT64_MAX:
+            raise OverflowError(f"record timestamp {timestamp} does not fit in 64 bits")
         records = self._records
         count = records.count
         added = 0
@@ -375,7 +391,11 @@ def append_record_py(
     value: bytes | None,
     headers: Sequence[Header],
 ) -> bool:
-    """Append one varint-framed record to ``buffer`` unless that would make it longer than ``limit`` (-1: none)."""
+    """Append one varint-framed record to ``buffer`` unless that would make it longer than ``limit`` (-1: none).
+
+    Raises OverflowError for an offset delta outside int32 or a timestamp delta outside int64.
+    """
+    _check_deltas(offset_delta, timestamp_delta)
     zigzag = p.zigzag
     parts = [b"\x00", zigzag(timestamp_delta), zigzag(offset_delta)]  # attributes: unused
     if key is None:
@@ -406,6 +426,13 @@ def append_record_py(
     return True
 
 
+def _check_deltas(offset_delta: int, timestamp_delta: int) -> None:
+    if not _INT32_MIN <= offset_delta <= _INT32_MAX:
+        raise OverflowError(f"record offset delta {offset_delta} does not fit in 32 bits")
+    if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
+        raise OverflowError(f"record timestamp delta {timestamp_delta} does not fit in 64 bits")
+
+
 def append_records_py(
     buffer: bytearray,
     limit: int,
@@ -432,6 +459,10 @@ def append_records_py(
         or (headers is not None and len(headers) != size)
     ):
         raise ValueError("append_records: keys, values and headers differ in length or bad range")
+    # Every offset delta, first to last, checked before anything is appended (as the compiled loop does).
+    _check_deltas(first_delta, timestamp_delta)
+    if stop > start:
+        _check_deltas(first_delta + stop - start - 1, timestamp_delta)
     for i in range(start, stop):
         key = None if keys is None else keys[i]
         record_headers = () if headers is None else headers[i]
@@ -566,9 +597,14 @@ def decode_records_py(
     suffix: tuple[object, ...] = (),
 ) -> list[T]:
     """The ``count`` records of an uncompressed batch body, each
-    ``make_record(*prefix, offset, key, value, headers, timestamp, *suffix)``."""
+    ``make_record(*prefix, offset, key, value, headers, timestamp, *suffix)``.
+
+    Raises ProtocolError for a malformed record, among them one whose offset or timestamp passes int64.
+    """
     # The hot loop of every consumer: one-byte varints (the common case) are decoded inline.
     read_varint = p.read_varint
+    # Near the int64 limits every record's sums are checked; elsewhere only those of long timestamp deltas.
+    near_limits = not (_SAFE_MIN <= base_offset <= _SAFE_MAX and _SAFE_MIN <= base_timestamp <= _SAFE_MAX)
     records: list[T] = []
     append = records.append
     end = len(buf)
@@ -590,6 +626,8 @@ def decode_records_py(
             pos += 1
         else:
             timestamp_delta, pos = p.read_varlong(buf, pos)
+            if fixed_timestamp is None and not _INT64_MIN <= base_timestamp + timestamp_delta <= _INT64_MAX:
+                raise _past_int64(base_offset, "timestamp", base_timestamp, timestamp_delta)
         delta = buf[pos]
         if delta < 0x80:
             offset_delta = (delta >> 1) ^ -(delta & 1)
@@ -607,10 +645,20 @@ def decode_records_py(
         if pos != record_end:
             raise ProtocolError(f"record length {length} does not match its fields")
         timestamp = base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp
-        append(make_record(*prefix, base_offset + offset_delta, key, value, headers, timestamp, *suffix))
+        offset = base_offset + offset_delta
+        if near_limits:
+            if not _INT64_MIN <= offset <= _INT64_MAX:
+                raise _past_int64(base_offset, "offset", base_offset, offset_delta)
+            if fixed_timestamp is None and not _INT64_MIN <= timestamp <= _INT64_MAX:
+                raise _past_int64(base_offset, "timestamp", base_timestamp, timestamp_delta)
+        append(make_record(*prefix, offset, key, value, headers, timestamp, *suffix))
     if pos != end:
         raise ProtocolError(f"{end - pos} bytes after the last record of a batch")
     return records
+
+
+def _past_int64(batch_offset: int, what: str, base: int, delta: int) -> ProtocolError:
+    return ProtocolError(f"record of the batch at offset {batch_offset}: {what} {base} + {delta} passes 64 bits")
 
 
 def _get_headers(buf: bytes, pos: int, limit: int) -> tuple[Headers, int]:
