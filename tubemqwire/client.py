@@ -66,10 +66,15 @@ class Client:
 
     async def start(self) -> None:
         """Find our own address and check that some master accepts a connection."""
+        self._session.affinity.check()
         await self._session.start()
 
     async def close(self) -> None:
-        """Close every producer and consumer made by this client, then the connections."""
+        """Close every producer and consumer made by this client, then the connections.
+
+        In a process forked after the client was made it does nothing: the connections are the parent's."""
+        if not self._session.affinity.may_close():
+            return
         await self._session.close()
 
     @property
@@ -125,6 +130,7 @@ class Client:
             metadata_timeout_ms=metadata_timeout_ms,
             checksum=checksum,
         )
+        self._session.affinity.check()
         self._session.adopt(producer)
         return producer
 
@@ -180,6 +186,7 @@ class Client:
             msg_not_found_wait_ms=msg_not_found_wait_ms,
             rebalance_confirm_wait_ms=rebalance_confirm_wait_ms,
         )
+        self._session.affinity.check()
         self._session.adopt(consumer)
         return consumer
 
@@ -248,6 +255,7 @@ class Client:
             source_count=source_count,
             node_id=node_id,
         )
+        self._session.affinity.check()
         self._session.adopt(consumer)
         return consumer
 

@@ -136,6 +136,7 @@ class ClientBalanceConsumer(Consumer):
             await self._connect(key, offset)
 
     def _membership_or_fail(self) -> ClientBalanceMembership:
+        self._affinity.check()
         self._lifecycle.check_open()
         if self._balance is None or self._assignment is None:
             raise ClosedError("consumer is not started: use 'async with client.client_balance_consumer(...)'")

@@ -108,6 +108,7 @@ class Consumer:
         self._rebalancing = False
         self._failure: MqwireError | None = None
         self._lifecycle = Lifecycle("TubeMQ consumer")
+        self._affinity = session.affinity
         self.client_id = ""
 
     # ---------------------------------------------------------------------------------- lifecycle
@@ -122,6 +123,7 @@ class Consumer:
 
     async def start(self) -> None:
         """Register with the master; partitions follow as the master balances the group."""
+        self._affinity.check()
         await self._lifecycle.start(self._start)
 
     async def _start(self) -> None:
@@ -179,7 +181,11 @@ class Consumer:
         self._rebalancer = self._lifecycle.tasks.spawn(self._rebalance(assignment, membership), name="rebalance")
 
     async def close(self) -> None:
-        """Release the partitions (unacknowledged batches go back to the group) and leave the group."""
+        """Release the partitions (unacknowledged batches go back to the group) and leave the group.
+
+        In a process forked after the client was made it does nothing: the partitions are the parent's."""
+        if not self._affinity.may_close():
+            return
         await self._lifecycle.close(self._close)
 
     async def _close(self) -> None:
@@ -236,6 +242,7 @@ class Consumer:
         self._arrived.set()
 
     def _started_assignment(self) -> Assignment:
+        self._affinity.check()
         self._lifecycle.check_open()
         if not self._lifecycle.started or self._assignment is None:
             raise ClosedError("consumer is not started: use 'async with client.consumer(...)'")
@@ -256,6 +263,7 @@ class Consumer:
     async def receive(self, timeout: float | None = None) -> Message:
         """The next message; ``ReceiveTimeoutError`` (a ``TimeoutError``) after ``timeout`` seconds,
         ``ClosedError`` once closed, ``DeserializationError`` when a deserializer fails on it."""
+        self._affinity.check()
         gate = self._gate
         if gate.active:
             held = gate.take_held(1)
@@ -273,6 +281,7 @@ class Consumer:
     async def getmany(self, *, timeout: float | None = 0, max_records: int | None = None) -> list[Message]:
         """The messages ready now, or the first to arrive within ``timeout`` seconds with those ready
         then (at most ``max_records``); ``[]`` when none came. ``timeout=None`` waits for one."""
+        self._affinity.check()
         if max_records is not None and check_type("max_records", max_records, int) < 1:
             raise ValueError(f"max_records must be at least 1, got {max_records}")
         gate = self._gate
@@ -370,6 +379,7 @@ class Consumer:
             self._lifecycle.tasks.spawn(batch.ack(message.index), name="acknowledge a skipped message")
 
     def _batch_of(self, message: Message) -> Batch:
+        self._affinity.check()
         if not isinstance(message, Message):
             raise TypeError(f"takes a Message, not {type(message).__name__}")
         batch = message.batch

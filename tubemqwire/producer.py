@@ -128,6 +128,7 @@ class Producer:
         self._membership: ProducerMembership | None = None
         self._sender: Sender | None = None
         self._lifecycle = Lifecycle("TubeMQ producer")
+        self._affinity = session.affinity
         self._client_id = ""
         self._sent_addr = 0
 
@@ -143,6 +144,7 @@ class Producer:
 
     async def start(self) -> None:
         """Register with the master, wait until every topic has partitions, connect to their brokers."""
+        self._affinity.check()
         await self._lifecycle.start(self._start)
 
     async def _start(self) -> None:
@@ -216,6 +218,7 @@ class Producer:
         """Wait until every message enqueued so far is acknowledged or has failed; raises RequestTimeoutError
         (a TimeoutError) if ``timeout`` seconds pass first (the sends still outstanding go on; their futures
         settle later)."""
+        self._affinity.check()
         pending = list(self._inflight)
         if pending:
             # wait() rather than gather(): cancelling a flush must not cancel the sends.
@@ -224,7 +227,10 @@ class Producer:
                 raise RequestTimeoutError(f"flush: {len(late)} sends not acknowledged within {timeout} s")
 
     async def close(self) -> None:
-        """Wait for the outstanding sends, then deregister from the master."""
+        """Wait for the outstanding sends, then deregister from the master. In a process forked after the
+        client was made it does nothing (the sends and the registration are the parent's)."""
+        if not self._affinity.may_close():
+            return
         await self._lifecycle.close(self._close)
 
     async def _close(self) -> None:
@@ -292,6 +298,7 @@ class Producer:
         milliseconds or ``yyyyMMddHHmm`` (minute precision, local time). ``topic`` names one of the
         producer's topics when it has several.
         """
+        self._affinity.check()
         outgoing = self._prepare(value, key, headers, msg_type, msg_time, topic)
         await self._slots.acquire()
         sender = self._sender

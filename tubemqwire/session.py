@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import ssl as _ssl
 
+from mqwire.common.affinity import Affinity
 from mqwire.common.errors import ClosedError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_positive, check_str
@@ -84,6 +85,8 @@ class Session:
         self.host = "127.0.0.1"
         self._children = Children()
         self.lifecycle = Lifecycle("TubeMQ client")
+        # The process and event loop it belongs to, checked by the client, producers and consumers.
+        self.affinity = Affinity("TubeMQ client")
 
     async def start(self) -> None:
         """Find our own address and check that some master accepts a connection (once)."""
