@@ -205,10 +205,11 @@ def _server_properties(
     ports: Listeners, keystore: Path, client_truststore: Path, log_dir: Path, share_groups: bool
 ) -> str:
     here = LOOPBACK
-    # The TLS listener binds every address so that a test can reach it under a name its certificate lacks.
+    # Every listener, TLS ones included, binds loopback only: the test user, the keystore and the client
+    # certificate are for this machine's tests, never for the network.
     bound = (
         f"PLAINTEXT://{here}:{ports.port},CONTROLLER://{here}:{ports.controller},"
-        f"SASL_PLAINTEXT://{here}:{ports.sasl},SSL://0.0.0.0:{ports.ssl},"
+        f"SASL_PLAINTEXT://{here}:{ports.sasl},SSL://{here}:{ports.ssl},"
         f"SASL_SSL://{here}:{ports.sasl_ssl},MTLS://{here}:{ports.mtls},PROXIED://{here}:{ports.proxied}"
     )
     advertised = (

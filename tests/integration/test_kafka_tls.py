@@ -10,6 +10,7 @@ import pytest
 
 import kafkawire
 from mqwire.testing.endpoints import KafkaBroker
+from tests.integration.relay import Relay
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +38,16 @@ async def test_an_unknown_ca_is_refused(kafka_broker: KafkaBroker) -> None:
 
 
 async def test_a_host_name_the_certificate_lacks_is_refused_unless_checking_is_off(kafka_broker: KafkaBroker) -> None:
-    # 127.0.0.2 reaches the broker (it listens on every address), but its certificate names 127.0.0.1.
-    url = tls_url(kafka_broker, host="127.0.0.2")
-    with pytest.raises(kafkawire.MqwireError, match=r"(?i)certificate|hostname|match"):
-        async with kafkawire.connect(url, ssl_cafile=kafka_broker.ssl_cafile, connect_timeout_ms=5_000) as client:
+    # 127.0.0.2 reaches the broker through a relay (the broker listens on 127.0.0.1 only), but its certificate
+    # names 127.0.0.1.
+    assert kafka_broker.ssl_port is not None
+    async with Relay(kafka_broker.host, kafka_broker.ssl_port, listen_host="127.0.0.2") as relay:
+        url = f"kafka+ssl://127.0.0.2:{relay.port}"
+        with pytest.raises(kafkawire.MqwireError, match=r"(?i)certificate|hostname|match"):
+            async with kafkawire.connect(url, ssl_cafile=kafka_broker.ssl_cafile, connect_timeout_ms=5_000) as client:
+                await client.refresh_metadata([])
+        async with kafkawire.connect(url, ssl_cafile=kafka_broker.ssl_cafile, ssl_check_hostname=False) as client:
             await client.refresh_metadata([])
-    async with kafkawire.connect(url, ssl_cafile=kafka_broker.ssl_cafile, ssl_check_hostname=False) as client:
-        await client.refresh_metadata([])
 
 
 def mtls_url(broker: KafkaBroker) -> str:
