@@ -6,6 +6,12 @@ read_committed, records before the fetch position inside a compressed batch) and
 waits before fetching again while the queue holds ``max_buffered_records`` or more: that is the
 backpressure from a slow application to the broker. A supervisor task resets positions (ListOffsets),
 follows leaders through metadata refreshes and starts the loops.
+
+Compressed batches are decompressed one at a time, only when their records are needed, under one budget
+per fetch response (``fetch_max_decompressed_bytes``): what a response's data may expand to is the
+consumer's choice, not the producer's. A batch that no longer fits what is left of the budget waits for
+the next fetch, where its partition comes first in turn; a batch larger than the whole budget fails its
+partition (RecordBatchTooLargeError) after the records before it were delivered.
 """
 
 from __future__ import annotations
@@ -25,7 +31,13 @@ from kafkawire.message import Message, TimestampType
 from kafkawire.metadata import ZERO_UUID, TopicPartition
 from kafkawire.offsets import EARLIEST, LATEST, READ_COMMITTED, list_offsets
 from kafkawire.protocol.messages import FetchPartition, FetchRequest, FetchTopic
-from kafkawire.protocol.records import ABORT_MARKER, DEFAULT_MAX_UNCOMPRESSED, RecordBatch, decode_batches
+from kafkawire.protocol.records import (
+    ABORT_MARKER,
+    DEFAULT_MAX_UNCOMPRESSED,
+    RecordBatch,
+    RecordBatchTooLargeError,
+    decode_batches,
+)
 from kafkawire.waker import Waker
 from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
 from mqwire.common.stats import ConsumerCounters
@@ -52,6 +64,38 @@ class FetchConfig:
     check_crcs: bool
     request_timeout: float
     retry_backoff: float
+    # The decompressed bytes one fetch response may expand to, over all its partitions.
+    max_decompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED
+
+
+class DecompressionBudget:
+    """What one fetch response may still decompress; compressed batches are inflated through ``inflate``."""
+
+    __slots__ = ("limit", "remaining", "spent")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.remaining = limit
+        # Set once a batch did not fit: every compressed batch after it waits for the next fetch.
+        self.spent = False
+
+    def inflate(self, batch: RecordBatch) -> bool:
+        """Decompress ``batch`` out of the budget; False when it must wait for a later response.
+
+        Raises RecordBatchTooLargeError when the batch alone exceeds the whole budget.
+        """
+        if batch.inflated:
+            return True
+        if self.spent:
+            return False
+        try:
+            self.remaining -= batch.inflate(self.remaining)
+        except RecordBatchTooLargeError:
+            if self.remaining < self.limit:
+                self.spent = True
+                return False
+            raise
+        return True
 
 
 @dataclass(slots=True)
@@ -238,11 +282,13 @@ def batches_to_messages(
     position: int,
     aborted: list[tuple[int, int]] | None,
     read_committed: bool,
+    budget: DecompressionBudget | None = None,
 ) -> tuple[list[Message], int]:
     """The application records of ``batches`` at or after ``position``, and the position after them.
 
     ``batches`` may be lazily decoded: only the batches handed to the application have their records read
-    (ProtocolError for a malformed one).
+    (ProtocolError for a malformed one). With a ``budget``, compressed batches are decompressed out of it
+    and the records stop before the first batch that does not fit (the position stays there).
 
     ``aborted`` is the fetch response's (first_offset, producer_id) list: under read_committed, a
     transactional batch from a producer whose aborted transaction started at or before the batch is
@@ -260,6 +306,8 @@ def batches_to_messages(
             while heap and heap[0][0] <= last_offset:
                 aborted_producers.add(heapq.heappop(heap)[1])
             if batch.is_control:
+                if budget is not None and not budget.inflate(batch):
+                    break
                 if batch.control_type() == ABORT_MARKER:
                     aborted_producers.discard(batch.producer_id)
             elif batch.is_transactional and batch.producer_id in aborted_producers:
@@ -268,6 +316,8 @@ def batches_to_messages(
         if batch.is_control or next_offset <= position:
             position = max(position, next_offset)
             continue
+        if budget is not None and not budget.inflate(batch):
+            break
         timestamp_type = LOG_APPEND_TIME if batch.log_append_time else CREATE_TIME
         epoch = batch.partition_leader_epoch if batch.partition_leader_epoch >= 0 else None
         # Messages straight from the batch's bytes: Message(topic, partition, offset, key, value, headers,
@@ -464,6 +514,7 @@ class Fetcher:
     def _handle_response(self, response: Any, sent: dict[TopicPartition, tuple[int, int | None]]) -> bool:
         names = self.client.metadata.topic_names
         read_committed = self.config.isolation_level == READ_COMMITTED
+        budget = DecompressionBudget(self.config.max_decompressed_bytes)
         healthy = True
         stale: set[str] = set()
         for topic in response.responses:
@@ -483,12 +534,7 @@ class Fetcher:
                 if not data.records:
                     continue
                 try:
-                    batches = decode_batches(
-                        data.records,
-                        verify_crc=self.config.check_crcs,
-                        max_uncompressed_size=DEFAULT_MAX_UNCOMPRESSED,
-                        lazy=True,
-                    )
+                    batches = decode_batches(data.records, verify_crc=self.config.check_crcs, lazy=True)
                 except MqwireError as exc:
                     state.failed = True
                     self.queue.put_error(exc)
@@ -500,7 +546,12 @@ class Fetcher:
                     aborted = [(a.first_offset, a.producer_id) for a in data.aborted_transactions]
                 assert state.position is not None
                 try:
-                    messages, position = batches_to_messages(tp, batches, state.position, aborted, read_committed)
+                    messages, position = batches_to_messages(
+                        tp, batches, state.position, aborted, read_committed, budget
+                    )
+                except RecordBatchTooLargeError as exc:
+                    self._fail_oversized(state, batches, aborted, read_committed, budget, exc)
+                    continue
                 except MqwireError as exc:  # a malformed record, found when its batch is read
                     state.failed = True
                     self.queue.put_error(exc)
@@ -516,6 +567,33 @@ class Fetcher:
             self.client.request_update(stale)
             self.waker.wake()
         return healthy
+
+    def _fail_oversized(
+        self,
+        state: PartitionState,
+        batches: list[RecordBatch],
+        aborted: list[tuple[int, int]] | None,
+        read_committed: bool,
+        budget: DecompressionBudget,
+        error: RecordBatchTooLargeError,
+    ) -> None:
+        """Deliver the records before a batch larger than the whole budget, then stop the partition there."""
+        tp = state.tp
+        assert state.position is not None
+        before = [batch for batch in batches if batch.base_offset < error.base_offset]
+        # These batches were inflated already: the budget is not charged for them again.
+        messages, position = batches_to_messages(tp, before, state.position, aborted, read_committed, budget)
+        state.position = position
+        self.queue.put(tp, messages)
+        state.failed = True
+        failure = RecordBatchTooLargeError(
+            f"{tp.topic}-{tp.partition}: {error} (fetch_max_decompressed_bytes); seek past offset "
+            f"{error.base_offset} to go on",
+            base_offset=error.base_offset,
+            limit=error.limit,
+        )
+        self.counters.error(failure)
+        self.queue.put_error(failure)
 
     def _partition_error(self, state: PartitionState, code: int, stale: set[str]) -> bool:
         error = errors.error_for(code, f"fetching {state.tp.topic}-{state.tp.partition}")

@@ -15,7 +15,9 @@ The CRC-32C covers everything from ``attributes`` to the end. Each record is var
 ``BatchBuilder`` writes records straight into the buffer that becomes the batch, leaving room for the
 header, so an uncompressed batch is built in one pass with no copy of its records. ``decode_batches`` reads
 the records bytes of a fetch response: it stops quietly at a truncated last batch (brokers cut responses at
-``max_bytes``), verifies each CRC and bounds every decompression.
+``max_bytes``), verifies each CRC and bounds every decompression. Lazily decoded, a compressed batch stays
+compressed until ``RecordBatch.inflate`` (or reading its records) decompresses it under a limit the caller
+chooses: a consumer spends one budget on a whole response, batch by batch.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Protocol, TypeVar
 
 from kafkawire.protocol import primitives as p
 from mqwire.common.checksums import crc32c
-from mqwire.common.compression import compress, decompress
+from mqwire.common.compression import CompressionLimitError, compress, decompress
 from mqwire.common.errors import ChecksumError, ProtocolError
 
 
@@ -91,6 +93,15 @@ Headers = tuple[Header, ...]
 T = TypeVar("T")
 
 
+class RecordBatchTooLargeError(ProtocolError):
+    """A record batch decompresses to more than the consumer allows (``limit`` bytes)."""
+
+    def __init__(self, message: str, *, base_offset: int, limit: int) -> None:
+        super().__init__(message)
+        self.base_offset = base_offset
+        self.limit = limit
+
+
 @dataclass(slots=True)
 class Record:
     # The order in which the decoder passes them (see RecordBatch.decode_records).
@@ -113,9 +124,11 @@ class RecordBatch:
     producer_epoch: int
     base_sequence: int
     records: list[Record]
-    # Decoded lazily (``decode_batches(lazy=True)``): the uncompressed records and their count.
+    # Decoded lazily (``decode_batches(lazy=True)``): the uncompressed records and their count ...
     payload: bytes | memoryview = b""
     record_count: int = 0
+    # ... and, until ``inflate``, the compressed records of a compressed batch.
+    compressed: bytes | memoryview = b""
 
     @property
     def compression(self) -> str | None:
@@ -139,6 +152,34 @@ class RecordBatch:
         """The offset after this batch (where the next fetch continues, even if records were compacted away)."""
         return self.base_offset + self.last_offset_delta + 1
 
+    @property
+    def inflated(self) -> bool:
+        """False while a lazily decoded batch's records are still compressed."""
+        return not self.compressed
+
+    def inflate(self, max_size: int = DEFAULT_MAX_UNCOMPRESSED) -> int:
+        """Decompress the records of a lazily decoded batch; the bytes that took (0 when there was nothing to do).
+
+        Raises RecordBatchTooLargeError when they would exceed ``max_size`` (the batch stays compressed, so
+        that it may be inflated later under a larger limit) and ProtocolError when they are corrupt.
+        """
+        if not self.compressed:
+            return 0
+        codec = self.compression
+        assert codec is not None
+        try:
+            payload = decompress(codec, self.compressed, max_size=max_size)
+        except CompressionLimitError as exc:
+            raise RecordBatchTooLargeError(
+                f"record batch at offset {self.base_offset} decompresses to more than {max_size} bytes",
+                base_offset=self.base_offset,
+                limit=max_size,
+            ) from exc
+        _check_count(self.base_offset, self.record_count, len(payload))
+        self.payload = payload
+        self.compressed = b""
+        return len(payload)
+
     def decode_records(
         self, make_record: Callable[..., T], prefix: tuple[object, ...] = (), suffix: tuple[object, ...] = ()
     ) -> list[T]:
@@ -146,8 +187,9 @@ class RecordBatch:
         timestamp, *suffix)``: the consumer builds its messages straight from the bytes this way.
 
         Raises ProtocolError for a malformed record. A broker-stamped batch (log-append time) gives every
-        record the batch's timestamp.
+        record the batch's timestamp. A batch still compressed is inflated first under the default limit.
         """
+        self.inflate()
         return _decode_batch_records(self, make_record, prefix, suffix)
 
     def control_type(self) -> int | None:
@@ -507,8 +549,9 @@ def decode_batches(
 
     A truncated last batch is dropped: a broker cuts its response at the fetch size, and the consumer
     fetches the rest from ``next_offset`` of the last complete batch. CRCs and decompression are checked
-    here; with ``lazy`` the records themselves are decoded only by ``RecordBatch.decode_records``, so that
-    batches nobody will see (control markers, aborted transactions, already consumed) cost nothing more.
+    here; with ``lazy`` the records themselves are decompressed and decoded only by ``RecordBatch.inflate``
+    and ``RecordBatch.decode_records``, so that batches nobody will see (control markers, aborted
+    transactions, already consumed) cost nothing more, and the caller bounds the decompressed bytes.
     """
     if not data:
         return []
@@ -556,16 +599,19 @@ def _decode_batch(
     codec = CODEC_NAMES.get(attributes & COMPRESSION_MASK)
     if attributes & COMPRESSION_MASK and codec is None:
         raise ProtocolError(f"record batch at offset {base_offset}: unknown compression {attributes & 7}")
-    payload: bytes | memoryview
+    payload: bytes | memoryview = b""
+    compressed: bytes | memoryview = b""
     if codec is not None:
-        payload = decompress(codec, bytes(batch[HEADER_SIZE:]), max_size=max_uncompressed)
+        if count < 0:
+            _check_count(base_offset, count, 0)
+        compressed = batch[HEADER_SIZE:]  # decompressed by inflate, under the caller's limit
     elif _speedups is not None:
         payload = batch[HEADER_SIZE:]  # the compiled decoder reads it in place: no copy of the whole batch
+        _check_count(base_offset, count, len(payload))
     else:
         # One copy into bytes: indexing and slicing bytes is faster than a memoryview in Python.
         payload = bytes(batch[HEADER_SIZE:])
-    if count < 0 or count * _MIN_RECORD_SIZE > len(payload):
-        raise ProtocolError(f"record batch at offset {base_offset} claims {count} records in {len(payload)} bytes")
+        _check_count(base_offset, count, len(payload))
     decoded = RecordBatch(
         base_offset,
         leader_epoch,
@@ -579,11 +625,18 @@ def _decode_batch(
         [],
         payload,
         count,
+        compressed,
     )
     if not lazy:
+        decoded.inflate(max_uncompressed)
         decoded.records = decoded.decode_records(Record)
         decoded.payload = b""  # the records hold what is needed of it
     return decoded
+
+
+def _check_count(base_offset: int, count: int, size: int) -> None:
+    if count < 0 or count * _MIN_RECORD_SIZE > size:
+        raise ProtocolError(f"record batch at offset {base_offset} claims {count} records in {size} bytes")
 
 
 def decode_records_py(
