@@ -23,6 +23,7 @@ import pytest
 
 from kafkawire import delivery
 from kafkawire.message import RecordMetadata
+from mqwire.common.errors import ProtocolError
 
 TOPIC, PARTITION = "orders", 3
 STAMPS = [1_000, 1_005, 1_010]
@@ -199,6 +200,36 @@ async def test_an_untold_base_offset_gives_offset_minus_one(mod: ModuleType) -> 
     outcome, futures = batch(mod)
     outcome.succeed(-1)  # acks=0: the broker tells nothing
     assert [f.result() for f in futures] == [RecordMetadata(TOPIC, PARTITION, -1, s) for s in STAMPS]
+
+
+INT64_MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize("base_offset", [INT64_MAX - 3, INT64_MAX - 2, INT64_MAX - 1, INT64_MAX])
+async def test_a_base_offset_that_puts_the_last_record_past_int64_fails_the_batch(
+    mod: ModuleType, base_offset: int
+) -> None:
+    # Three records from base_offset: the last one's offset must still be an int64, else the response is
+    # malformed and every record's future raises ProtocolError (compiled or not, no sum past int64 is made).
+    outcome, futures = batch(mod)
+    outcome.succeed(base_offset)
+    if base_offset + 2 <= INT64_MAX:
+        assert [f.result().offset for f in futures] == [base_offset, base_offset + 1, base_offset + 2]
+    else:
+        for future in futures:
+            assert isinstance(future.exception(), ProtocolError)
+            with pytest.raises(ProtocolError):
+                future.result()
+
+
+async def test_the_compiled_result_gives_an_offset_past_int64_as_the_written_one() -> None:
+    # A future whose place in a stored batch would take the sum past int64 (never made by the producer):
+    # the compiled result() gives exactly what the written one gives, rather than a wrapped-around sum.
+    outcome, _ = batch(delivery)
+    outcome.succeed(INT64_MAX - 2)
+    beyond = delivery.RecordFuture(outcome, 5)
+    outcome.timestamps.extend([1, 2, 3])
+    assert beyond.result() == PLAIN.RecordFuture.result(beyond) == RecordMetadata(TOPIC, PARTITION, INT64_MAX + 3, 3)
 
 
 async def test_failure_raises_the_same_error_object(mod: ModuleType) -> None:
