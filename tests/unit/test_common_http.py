@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+import pytest_asyncio
 
 from mqwire.common.errors import ConnectionLostError, ProtocolError, RequestTimeoutError
 from mqwire.common.http import HttpEndpoint, request
@@ -23,7 +24,7 @@ async def serve(answer: bytes | None, seen: list[bytes] | None = None, *, hang: 
         if seen is not None:
             seen.append(head + body)
         if hang:
-            await asyncio.sleep(30)
+            await reader.read()  # until the client gives up and closes
         if answer is not None:
             writer.write(answer)
             await writer.drain()
@@ -32,7 +33,9 @@ async def serve(answer: bytes | None, seen: list[bytes] | None = None, *, hang: 
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 
 
-@pytest.fixture
+# The servers live in the test's own loop, so their teardown must run there too (from 3.12 on, wait_closed
+# really waits for the server's connections).
+@pytest_asyncio.fixture(loop_scope="function")
 async def servers() -> AsyncIterator[list[asyncio.Server]]:
     made: list[asyncio.Server] = []
     yield made
