@@ -20,7 +20,8 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from mqwire.common.errors import AuthenticationError, ConfigurationError, MqwireError
+from mqwire.common import bounded_json
+from mqwire.common.errors import AuthenticationError, ConfigurationError, MqwireError, ProtocolError
 from mqwire.common.http import HttpEndpoint, request
 from mqwire.common.options import check_positive, check_str
 
@@ -217,8 +218,8 @@ def _due(token: _Token, now: float) -> bool:
 
 def _json_object(body: bytes) -> dict[str, object]:
     try:
-        value = json.loads(body) if body else {}
-    except ValueError:
+        value = bounded_json.loads(body) if body else {}
+    except ProtocolError:
         raise AuthenticationError(f"the OAuth2 provider answered something other than JSON: {body[:80]!r}") from None
     if not isinstance(value, dict):
         raise AuthenticationError("the OAuth2 provider answered JSON that is not an object")

@@ -14,7 +14,14 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mqwire.common.errors import ConfigurationError, ConnectError, ConnectionLostError, RequestTimeoutError
+from mqwire.common import bounded_json
+from mqwire.common.errors import (
+    ConfigurationError,
+    ConnectError,
+    ConnectionLostError,
+    ProtocolError,
+    RequestTimeoutError,
+)
 from mqwire.common.http import HttpEndpoint, Response, request
 from mqwire.common.options import check_positive
 from mqwire.registry.errors import RegistryError, RegistryUnreachableError, SchemaNotFoundError
@@ -177,12 +184,12 @@ def _error(response: Response, method: str, path: str) -> RegistryError:
     code = None
     message = response.body[:500].decode(errors="replace")
     try:
-        payload = json.loads(response.body)
-        if isinstance(payload, dict):
-            code = payload.get("error_code")
-            message = str(payload.get("message", message))
-    except ValueError:
-        pass
+        payload = bounded_json.loads(response.body)
+    except ProtocolError:  # not JSON (a proxy's page, say), or nested too deep: shown as text
+        payload = None
+    if isinstance(payload, dict):
+        code = payload.get("error_code")
+        message = str(payload.get("message", message))
     text = f"schema registry: {method} {path}: HTTP {response.status}: {message}"
     if response.status == 404 or code in _NOT_FOUND:
         return SchemaNotFoundError(text, status=response.status, code=code)

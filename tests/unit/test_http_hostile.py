@@ -3,6 +3,7 @@
 The fake server answers each connection with fixed bytes (no HTTP library could produce them: they are what a
 hostile or broken server sends). Every malformed answer must end in the library's ProtocolError, never a bare
 ValueError or RecursionError, and a request that could be split must be refused before a connection is made.
+The callers that decode JSON bodies themselves (the registry's error statuses, OAuth2) are checked the same way.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from mqwire.common.errors import ConfigurationError, ProtocolError
+from mqwire.common.errors import AuthenticationError, ConfigurationError, ProtocolError
 from mqwire.common.http import HttpEndpoint, request
+from mqwire.registry import RegistryClient, RegistryError
+from pulsarwire.oauth2 import _json_object
 
 
 @dataclass
@@ -130,3 +133,16 @@ async def test_line_breaks_are_refused_before_anything_is_sent(method: str, path
 def test_base_urls_that_would_split_a_request_are_refused(url: str) -> None:
     with pytest.raises(ConfigurationError, match="admin_url"):
         HttpEndpoint.parse(url)
+
+
+async def test_the_registry_reads_a_deep_error_body_as_text() -> None:
+    body = b"[" * 100_000 + b"]" * 100_000
+    async with serving(b"HTTP/1.1 500 Oops\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)) as fake:
+        registry = RegistryClient(f"http://127.0.0.1:{fake.endpoint.port}")
+        with pytest.raises(RegistryError, match=r"HTTP 500: \[\[\["):
+            await registry.schema(1)
+
+
+def test_oauth2_reads_a_deep_answer_as_a_provider_error() -> None:
+    with pytest.raises(AuthenticationError, match="other than JSON"):
+        _json_object(b'{"a":' * 100_000 + b"1" + b"}" * 100_000)
