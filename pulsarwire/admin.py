@@ -13,7 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, TypedDict
 
-from mqwire.common.errors import BrokerError, FatalBrokerError, ProtocolError, RetriableBrokerError
+from mqwire.common.errors import (
+    BrokerError,
+    ConfigurationError,
+    FatalBrokerError,
+    ProtocolError,
+    RetriableBrokerError,
+)
 from mqwire.common.http import HttpEndpoint, Response, request
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_int_range, check_positive
@@ -31,10 +37,24 @@ class AdminConfig(TypedDict, total=False):
     - ``admin_url`` — the broker's admin REST API, ``http://host:8080`` or ``https://...``; required here
       when the client has none (Java admin's ``serviceHttpUrl``, pulsar-admin's ``--admin-url``).
     - ``admin_timeout`` — seconds each admin request may take; default the client's, itself 30 by default.
+    - ``admin_allow_insecure_http`` — send the token to an ``http://`` admin URL although the brokers are
+      reached over TLS (``pulsar+ssl://``); default the client's, itself False: that is an error.
     """
 
     admin_url: str | None
     admin_timeout: float
+    admin_allow_insecure_http: bool
+
+
+def check_admin_url(admin_url: str, *, brokers_tls: bool, sends_token: bool, allow_insecure_http: bool) -> None:
+    """Refuse an ``http://`` admin URL that would carry a token in clear to a cluster reached over TLS, unless
+    ``allow_insecure_http`` (a ConfigurationError naming the options)."""
+    endpoint = HttpEndpoint.parse(admin_url)
+    if brokers_tls and sends_token and not endpoint.tls and not allow_insecure_http:
+        raise ConfigurationError(
+            "option admin_url is http:// while the brokers use TLS (pulsar+ssl://): the auth_token would cross in"
+            " clear; use an https:// admin_url, or pass admin_allow_insecure_http=True"
+        )
 
 
 class AdminError(FatalBrokerError):

@@ -124,8 +124,8 @@ class Client:
     def admin(self, **options: Unpack[AdminConfig]) -> Admin:
         """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's).
 
-        Options: ``admin_url`` and ``admin_timeout`` (seconds per request), each defaulting to the client's
-        option of the same name.
+        Options: ``admin_url``, ``admin_timeout`` (seconds per request) and ``admin_allow_insecure_http``, each
+        defaulting to the client's option of the same name.
         """
         check_names("admin", options, AdminConfig)
         session = self._session
@@ -134,6 +134,7 @@ class Client:
         url = options.get("admin_url", session.admin_url)
         if url is None:
             raise ValueError("client.admin() needs option admin_url (the broker's admin API, http://host:8080)")
+        session.check_admin_url(url, options.get("admin_allow_insecure_http", session.admin_allow_insecure_http))
         return Admin(
             url, timeout=options.get("admin_timeout", session.admin_timeout), ssl=session.ssl, token=session.auth_token
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from mqwire.common import bounded_json
 from mqwire.common.errors import AuthenticationError, ConfigurationError, MqwireError, ProtocolError
 from mqwire.common.http import HttpEndpoint, request
-from mqwire.common.options import check_positive, check_str
+from mqwire.common.options import check_bool, check_positive, check_str
 
 __all__ = ["OAuth2ClientCredentials"]
 
@@ -56,6 +56,10 @@ class OAuth2ClientCredentials:
     - ``token_endpoint`` — use this endpoint instead of the one in the issuer's metadata; default None.
     - ``request_timeout`` — seconds each request to the identity provider may take; default 10.
     - ``ssl_context`` — the TLS context for ``https://`` endpoints; default None, the system's CAs.
+    - ``allow_insecure_http`` — accept ``http://`` for the issuer and the token endpoint (the one given or
+      the one the issuer's metadata names); default False: the client secret and the tokens travel over
+      ``https://`` only, and an ``http://`` URL is a ConfigurationError (named in an AuthenticationError
+      when the metadata names it).
 
     Tokens are fetched on first use; a failed early refresh keeps the current token while it is valid.
     """
@@ -73,9 +77,11 @@ class OAuth2ClientCredentials:
         token_endpoint: str | None = None,
         request_timeout: float = 10.0,
         ssl_context: _ssl.SSLContext | None = None,
+        allow_insecure_http: bool = False,
     ) -> None:
+        self.allow_insecure_http = check_bool("allow_insecure_http", allow_insecure_http)
         self.issuer_url = check_str("issuer_url", issuer_url).rstrip("/")
-        HttpEndpoint.parse(self.issuer_url, "issuer_url")
+        self._secured(self.issuer_url, "issuer_url")
         if private_key is not None:
             if client_id is not None or client_secret is not None:
                 raise ValueError("give option private_key or options client_id and client_secret, not both")
@@ -92,7 +98,7 @@ class OAuth2ClientCredentials:
         self.early_token_refresh_percent = float(percent)
         self._endpoint_url = None if token_endpoint is None else check_str("token_endpoint", token_endpoint)
         if self._endpoint_url is not None:
-            HttpEndpoint.parse(self._endpoint_url, "token_endpoint")
+            self._secured(self._endpoint_url, "token_endpoint")
         self.request_timeout = check_positive("request_timeout", request_timeout)
         if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
             raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
@@ -103,6 +109,16 @@ class OAuth2ClientCredentials:
         self._used_at = 0.0
         #: How many tokens were fetched from the provider.
         self.fetched = 0
+
+    def _secured(self, url: str, option: str) -> HttpEndpoint:
+        """``url`` parsed; an ``http://`` one is refused unless ``allow_insecure_http``."""
+        endpoint = HttpEndpoint.parse(url, option)
+        if not endpoint.tls and not self.allow_insecure_http:
+            raise ConfigurationError(
+                f"option {option} is an http:// URL, which would carry the client secret or the tokens in clear:"
+                " use https://, or pass allow_insecure_http=True"
+            )
+        return endpoint
 
     def __repr__(self) -> str:
         return f"OAuth2ClientCredentials(issuer_url={self.issuer_url!r}, client_id={self.client_id!r})"
@@ -139,7 +155,10 @@ class OAuth2ClientCredentials:
 
     async def _request_token(self) -> _Token:
         url = self._endpoint_url or await self._discover()
-        endpoint = HttpEndpoint.parse(url, "token_endpoint")
+        try:
+            endpoint = self._secured(url, "token_endpoint")
+        except ValueError as exc:  # named by the issuer's metadata: the provider's answer, not an option
+            raise AuthenticationError(f"the OAuth2 metadata of {self.issuer_url}: {exc}") from None
         form = {"grant_type": "client_credentials", "client_id": self.client_id, "client_secret": self._secret}
         if self.audience is not None:
             form["audience"] = self.audience
@@ -166,7 +185,7 @@ class OAuth2ClientCredentials:
 
     async def _discover(self) -> str:
         """The token endpoint named in the issuer's OpenID metadata (looked up again for each token)."""
-        endpoint = HttpEndpoint.parse(self.issuer_url, "issuer_url")
+        endpoint = self._secured(self.issuer_url, "issuer_url")
         response = await request(endpoint, "GET", WELL_KNOWN_METADATA_PATH, timeout=self.request_timeout,
                                  ssl=self._ssl)
         if not response.ok:

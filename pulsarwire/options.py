@@ -123,6 +123,11 @@ class ClientConfig(TypedDict, total=False):
       the connection is dropped after twice that; default 30 (Java ``keepAliveInterval``).
     - ``max_lookup_redirects`` — how many redirects a topic lookup follows before it fails (0 to 1000);
       default 20 (Java ``maxLookupRedirects``).
+    - ``max_message_size`` — bytes, the largest message this client sends or receives: every frame from the
+      broker is bounded by it (plus room for its command and metadata) before anything is buffered for it.
+      A broker that announces a lower maximum in CONNECTED lowers it for that connection, never raises it;
+      1 KiB to just under 2 GiB; default 8 388 608 (8 MiB: Pulsar's default maximum of 5 MiB with room to
+      spare). No Java equivalent (the Java client takes the broker's value).
     - ``initial_backoff_interval`` — seconds, the first delay before reconnecting a producer or consumer or
       retrying a lookup; later delays double up to ``max_backoff_interval``; default 0.1 (Java
       ``startingBackoffInterval``).
@@ -151,19 +156,23 @@ class ClientConfig(TypedDict, total=False):
       ``ssl_context``): the broker's TLS authentication provider takes the role from it (auth method
       ``tls``); excludes ``auth_token``; default False (the reference clients' ``AuthenticationTls``).
     - ``ssl_context`` — a ready ``ssl.SSLContext`` for ``pulsar+ssl://`` connections, used instead of the
-      ``tls_`` options above (they are then ignored); ignored with ``pulsar://``; default None.
+      ``tls_`` options above (they are then ignored); an error with ``pulsar://``, which would connect in
+      clear; default None.
     - ``client_version`` — the client version sent to the broker in CONNECT (shown in its statistics);
       default ``"mqwire-pulsar-"`` followed by ``mqwire.__version__``.
     - ``admin_url`` — the broker's admin REST API (``http://host:8080`` or ``https://``) that
       ``client.admin()`` uses; default None, ``client.admin()`` then needs it (Java admin's
       ``serviceHttpUrl``, pulsar-admin's ``--admin-url``).
     - ``admin_timeout`` — seconds each admin request may take; default 30.
+    - ``admin_allow_insecure_http`` — let ``client.admin()`` send the token to an ``http://`` admin URL although
+      the brokers are reached over TLS (``pulsar+ssl://``); default False: that is a ConfigurationError.
     """
 
     operation_timeout: float
     connect_timeout: float
     keepalive_interval: float
     max_lookup_redirects: int
+    max_message_size: int
     initial_backoff_interval: float
     max_backoff_interval: float
     listener_name: str | None
@@ -178,6 +187,7 @@ class ClientConfig(TypedDict, total=False):
     client_version: str
     admin_url: str | None
     admin_timeout: float
+    admin_allow_insecure_http: bool
 
 
 class ProducerConfig(TypedDict, total=False):

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from mqwire import __version__
 from mqwire.common.affinity import Affinity
-from mqwire.common.errors import AuthenticationError, ConnectError, RetriableError
+from mqwire.common.errors import AuthenticationError, ConfigurationError, ConnectError, RetriableError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
 from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
@@ -22,8 +22,10 @@ from mqwire.common.pool import ConnectionPool
 from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.transport import Address
 from mqwire.common.urls import parse_service_url
-from pulsarwire.connection import PulsarConnection
+from pulsarwire.admin import check_admin_url
+from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
+from pulsarwire.protocol.frames import FRAME_SIZE_PADDING
 from pulsarwire.tls import tls_context
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CLIENT_VERSION = f"mqwire-pulsar-{__version__}"
-
-
 
 
 class Session:
@@ -49,6 +49,7 @@ class Session:
         connect_timeout: float = 10.0,
         keepalive_interval: float = 30.0,
         max_lookup_redirects: int = 20,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         initial_backoff_interval: float = 0.1,
         max_backoff_interval: float = 60.0,
         listener_name: str | None = None,
@@ -63,6 +64,7 @@ class Session:
         client_version: str = CLIENT_VERSION,
         admin_url: str | None = None,
         admin_timeout: float = 30.0,
+        admin_allow_insecure_http: bool = False,
     ) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
         self.service_url = url
@@ -70,6 +72,9 @@ class Session:
         self.connect_timeout = check_positive("connect_timeout", connect_timeout)
         self.keepalive_interval = check_positive("keepalive_interval", keepalive_interval)
         self.max_lookup_redirects = check_int_range("max_lookup_redirects", max_lookup_redirects, 0, 1000)
+        self.max_message_size = check_int_range(
+            "max_message_size", max_message_size, 1024, (1 << 31) - 1 - FRAME_SIZE_PADDING
+        )
         self.initial_backoff_interval = check_positive("initial_backoff_interval", initial_backoff_interval)
         self.max_backoff_interval = check_positive("max_backoff_interval", max_backoff_interval)
         if self.max_backoff_interval < self.initial_backoff_interval:
@@ -92,10 +97,16 @@ class Session:
         self.client_version = check_str("client_version", client_version)
         self.admin_url = None if admin_url is None else check_str("admin_url", admin_url)
         self.admin_timeout = check_positive("admin_timeout", admin_timeout)
+        self.admin_allow_insecure_http = check_bool("admin_allow_insecure_http", admin_allow_insecure_http)
+        if self.admin_url is not None:
+            self.check_admin_url(self.admin_url, self.admin_allow_insecure_http)
         check_bool("tls_validate_hostname", tls_validate_hostname)
         check_bool("tls_allow_insecure_connection", tls_allow_insecure_connection)
         if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
             raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
+        if ssl_context is not None and not self._url.tls:
+            # Ignoring it would connect in clear where TLS was asked for.
+            raise ConfigurationError("option ssl_context needs a pulsar+ssl:// URL (the URL is pulsar://)")
         if self._url.tls and ssl_context is None:
             ssl_context = tls_context(
                 ca_file=tls_ca_file,
@@ -181,7 +192,9 @@ class Session:
         assert self._auth_token_callback is not None
         token = await self._auth_token_callback()
         if not isinstance(token, str) or not token:
-            raise AuthenticationError(f"the auth_token callback must return a non-empty str, not {token!r}")
+            # The type only: what came back may be the token itself (bytes of it, say).
+            what = "an empty str" if isinstance(token, str) else type(token).__name__
+            raise AuthenticationError(f"the auth_token callback must return a non-empty str, not {what}")
         return token.encode()
 
     async def auth_token(self) -> str | None:
@@ -191,6 +204,13 @@ class Session:
         if self._auth_method is not None:
             return None  # TLS authentication: the admin API gets the certificate from the TLS context
         return None if self._auth_data is None else self._auth_data.decode()
+
+    def check_admin_url(self, admin_url: str, allow_insecure_http: bool) -> None:
+        """Refuse an ``http://`` admin URL that would carry the token in clear while the brokers use TLS."""
+        token = self._auth_token_callback is not None or (self._auth_data is not None and self._auth_method is None)
+        check_admin_url(
+            admin_url, brokers_tls=self._url.tls, sends_token=token, allow_insecure_http=allow_insecure_http
+        )
 
     @property
     def ssl(self) -> _ssl.SSLContext | None:
@@ -214,6 +234,7 @@ class Session:
             auth_data=auth_data,
             auth_refresh=refresh,
             proxy_to_broker_url=logical if address.proxied else None,
+            max_message_size=self.max_message_size,
         )
         self.counters.opened(key)
         log.info("connected to %s", connection.name)
@@ -271,4 +292,3 @@ class Session:
                     raise
                 log.debug("%s failed (%s); retrying in %.2f s", what, exc, delay)
                 await asyncio.sleep(delay)
-

@@ -356,7 +356,7 @@ async def test_oauth2_client_credentials_refreshed_before_expiry(secured: Secure
     async with TokenEndpoint(secured.secret, "svc-orders", "s3cret", lifetime=3) as endpoint:
         oauth2 = pulsarwire.OAuth2ClientCredentials(
             endpoint.issuer_url, private_key=f"file://{credentials}", audience="urn:pulsar", scope="produce",
-            early_token_refresh_percent=0.5,
+            early_token_refresh_percent=0.5, allow_insecure_http=True,
         )
         try:
             async with (
@@ -383,7 +383,7 @@ async def test_oauth2_client_credentials_refreshed_before_expiry(secured: Secure
 async def test_oauth2_refused_client_secret(secured: Secured) -> None:
     async with TokenEndpoint(secured.secret, "svc-orders", "s3cret", lifetime=60) as endpoint:
         oauth2 = pulsarwire.OAuth2ClientCredentials(endpoint.issuer_url, client_id="svc-orders",
-                                                    client_secret="wrong")
+                                                    client_secret="wrong", allow_insecure_http=True)
         client = pulsarwire.Client(secured.broker.url, auth_token=oauth2, operation_timeout=5)
         with pytest.raises(AuthenticationError, match="invalid_client") as caught:
             await client.start()

@@ -11,7 +11,7 @@ import pytest
 import pulsarwire
 from mqwire.common.errors import ConfigurationError
 
-ISSUER = "http://127.0.0.1:1/issuer"
+ISSUER = "https://127.0.0.1:1/issuer"
 
 
 def credentials(tmp_path: Path, **fields: str) -> Path:
