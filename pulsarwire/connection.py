@@ -17,7 +17,13 @@ from typing import Any
 
 from mqwire import __version__
 from mqwire.common.channel import Channel
-from mqwire.common.errors import AuthenticationError, ChecksumError, ConnectionLostError, MqwireError
+from mqwire.common.errors import (
+    AuthenticationError,
+    ChecksumError,
+    ConfigurationError,
+    ConnectionLostError,
+    MqwireError,
+)
 from mqwire.common.transport import Address
 from pulsarwire import errors
 from pulsarwire.protocol import commands
@@ -26,8 +32,10 @@ from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandTopicMigrated
 
 log = logging.getLogger(__name__)
 
-# Before CONNECTED names the broker's limit, accept the protocol's default maximum message size.
-DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+# The largest message this client accepts unless told otherwise: Pulsar's default maximum message size
+# (5 MiB) with room to spare. CONNECTED may lower it, never raise it: the broker does not decide how much
+# memory one frame of ours may take.
+DEFAULT_MAX_MESSAGE_SIZE = 8 * 1024 * 1024
 
 T = BaseCommand.Type
 # Push commands, routed by the producer or consumer id they name.
@@ -41,15 +49,16 @@ CloseListener = Callable[[MqwireError], None]
 class PulsarConnection:
     """Open with ``await PulsarConnection.open(address)``; the handshake is complete on return."""
 
-    def __init__(self, name: str, keepalive_interval: float) -> None:
+    def __init__(self, name: str, keepalive_interval: float, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         self.name = name
         self.keepalive_interval = keepalive_interval
-        self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        # The client's limit, lowered by the broker's at CONNECTED: the largest message sent or received.
+        self.max_message_size = max_message_size
         self.server_version = ""
         self.protocol_version = 0
         self.feature_flags: Any = None
         self._channel: Channel[Frame] | None = None
-        self._splitter = PulsarFrameSplitter(DEFAULT_MAX_MESSAGE_SIZE + FRAME_SIZE_PADDING)
+        self._splitter = PulsarFrameSplitter(max_message_size + FRAME_SIZE_PADDING)
         self._connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pongs: list[asyncio.Future[None]] = []
         self._last_received = time.monotonic()
@@ -78,9 +87,17 @@ class PulsarConnection:
         auth_data: bytes | None = None,
         auth_refresh: Callable[[], Awaitable[bytes]] | None = None,
         proxy_to_broker_url: str | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> PulsarConnection:
+        """Connect and complete the CONNECT handshake.
+
+        ``max_message_size`` bounds every frame received (plus room for its command and metadata) before
+        anything is buffered for it; the broker's CONNECTED may only lower it.
+        """
+        if max_message_size <= 0:
+            raise ConfigurationError(f"max_message_size must be positive, not {max_message_size}")
         name = f"pulsar {address[0]}:{address[1]}"
-        connection = cls(name, keepalive_interval)
+        connection = cls(name, keepalive_interval, max_message_size)
         connection._credentials = (client_version, auth_method, auth_data)
         connection._auth_refresh = auth_refresh
         connection._channel = await Channel.open(
@@ -116,7 +133,7 @@ class PulsarConnection:
         connection.server_version = connected.server_version
         connection.protocol_version = connected.protocol_version
         connection.feature_flags = connected.feature_flags if connected.HasField("feature_flags") else None
-        if connected.HasField("max_message_size") and connected.max_message_size > 0:
+        if connected.HasField("max_message_size") and 0 < connected.max_message_size < connection.max_message_size:
             connection.max_message_size = connected.max_message_size
             connection._splitter.max_frame_size = connected.max_message_size + FRAME_SIZE_PADDING
         connection._keepalive = asyncio.ensure_future(connection._keep_alive())

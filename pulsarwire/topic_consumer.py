@@ -281,7 +281,7 @@ class TopicConsumer(TopicHandler):
             payload,
             decryptor=self._decryptor,
             crypto_failure_action=self.options.crypto_failure_action,
-            max_uncompressed=max(_MAX_UNCOMPRESSED, self.connection.max_message_size if self.connection else 0),
+            max_uncompressed=_MAX_UNCOMPRESSED,
         )
         data, encrypted = opened.data, opened.encrypted
         batched = not encrypted and metadata.HasField("num_messages_in_batch")
@@ -669,6 +669,7 @@ _UINT64 = (1 << 64) - 1
 
 
 # The reference clients decompress whatever size the producer declared; this bounds a lying declaration.
+# It is the client's own bound: a broker announcing a larger maximum message size does not raise it.
 _MAX_UNCOMPRESSED = 64 * 1024 * 1024
 _MAX_LONG = (1 << 63) - 1
 

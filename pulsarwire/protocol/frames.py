@@ -25,7 +25,7 @@ from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, BrokerEntryMetadata,
 MAGIC_CHECKSUM = 0x0E01
 MAGIC_BROKER_ENTRY_METADATA = 0x0E02
 
-# The broker's limit until CONNECTED announces its own.
+# Pulsar's default maximum message size.
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 # Room for command and metadata on top of the message size, as the reference clients allow.
 FRAME_SIZE_PADDING = 10 * 1024
@@ -203,8 +203,8 @@ def _parse(cls: type[_M], data: memoryview, what: str) -> _M:
 class PulsarFrameSplitter:
     """Stream chunks in, decoded :class:`Frame` objects out (a ``common.framing.FrameSplitter``).
 
-    ``max_frame_size`` bounds ``totalSize`` before anything is buffered for it; raise it once CONNECTED
-    names the broker's ``max_message_size`` (plus :data:`FRAME_SIZE_PADDING`).
+    ``max_frame_size`` bounds ``totalSize`` before anything is buffered for it: the client's own limit (plus
+    :data:`FRAME_SIZE_PADDING`), which the broker's ``max_message_size`` in CONNECTED may only lower.
     """
 
     __slots__ = ("_require_checksum", "_splitter")
