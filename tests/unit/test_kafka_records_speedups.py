@@ -36,10 +36,15 @@ def test_the_extension_is_built_and_used() -> None:
         assert records._append_record is module.append_record
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Offsets, timestamps and timestamp deltas: the whole int64 range, its limits drawn often.
+int64s = st.one_of(
+    st.sampled_from([INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX]), st.integers(INT64_MIN, INT64_MAX)
+)
 optional_bytes = st.none() | st.binary(max_size=300)
 headers_strategy = st.lists(st.tuples(st.text(max_size=20), optional_bytes), max_size=4)
 record_strategy = st.tuples(
-    st.integers(-(2**40), 2**40),  # timestamp delta (a varlong)
+    int64s,  # timestamp delta (a varlong)
     optional_bytes,
     optional_bytes,
     headers_strategy,
@@ -69,7 +74,7 @@ def test_append_writes_the_same_bytes(
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(st.lists(record_strategy, min_size=1, max_size=20), st.integers(0, 2**40), st.integers(0, 2**40))
+@given(st.lists(record_strategy, min_size=1, max_size=20), int64s, int64s)
 def test_decode_reads_back_what_was_appended(
     rows: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]], base_offset: int, base_ts: int
 ) -> None:
@@ -79,8 +84,12 @@ def test_decode_reads_back_what_was_appended(
         Record(base_offset + delta, key, value, tuple(hdrs), base_ts + ts)
         for delta, (ts, key, value, hdrs) in enumerate(rows)
     ]
-    assert decode_records_py(payload, len(rows), base_offset, base_ts, None, Record) == expected
-    assert compiled().decode_records(payload, len(rows), base_offset, base_ts, None, Record, (), ()) == expected
+    fits = all(INT64_MIN <= r.offset <= INT64_MAX and INT64_MIN <= r.timestamp <= INT64_MAX for r in expected)
+    for decode in (decode_records_py, compiled().decode_records):
+        # An offset or timestamp past int64 is malformed: refused by both.
+        assert outcome(decode, payload, len(rows), base_offset, base_ts) == (expected if fits else "refused")
+    if base_offset + len(rows) - 1 > INT64_MAX:
+        return  # the offsets alone pass int64, whatever the timestamps
     # With arguments around the record's own, and the broker's log-append time in place of each timestamp.
     wrapped = [("t", 3, r.offset, r.key, r.value, r.headers, 99, "x") for r in expected]
     for decode in (decode_records_py, compiled().decode_records):
@@ -89,7 +98,7 @@ def test_decode_reads_back_what_was_appended(
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 2**41), optional_bytes, optional_bytes, headers_strategy), max_size=20),
+    st.lists(st.tuples(int64s, optional_bytes, optional_bytes, headers_strategy), max_size=20),
     st.integers(0, 3000),
 )
 def test_the_compiled_appender_adds_and_counts_as_the_python_one(
@@ -101,9 +110,18 @@ def test_the_compiled_appender_adds_and_counts_as_the_python_one(
         records.RecordAppenderPy(bytearray(b"head"), max_size),
         compiled().RecordAppender(bytearray(b"head"), max_size),
     ):
-        sizes = [appender.add(ts, key, value, hdrs) for ts, key, value, hdrs in rows]
+        sizes = [added(appender, ts, key, value, hdrs) for ts, key, value, hdrs in rows]
         states.append((sizes, bytes(appender.buffer), appender.count, appender.base_timestamp, appender.max_timestamp))
     assert states[0] == states[1]
+
+
+def added(appender: object, *record: object) -> int | str:
+    """The appender's answer to add(*record), or "overflow" for a timestamp too far from the batch's first."""
+    try:
+        size: int = appender.add(*record)  # type: ignore[attr-defined]
+    except OverflowError:
+        return "overflow"
+    return size
 
 
 def decoded(buffer: bytes, count: int, base_timestamp: int) -> list[Record]:
@@ -213,9 +231,9 @@ def make_tuple(*fields: object) -> tuple[object, ...]:
     return fields
 
 
-def outcome(decode: object, payload: bytes, count: int) -> object:
+def outcome(decode: object, payload: bytes, count: int, base_offset: int = 7, base_timestamp: int = 1000) -> object:
     try:
-        return decode(payload, count, 7, 1000, None, Record, (), ())  # type: ignore[operator]
+        return decode(payload, count, base_offset, base_timestamp, None, Record, (), ())  # type: ignore[operator]
     except (ProtocolError, *p.DECODE_ERRORS):
         return "refused"
 
