@@ -277,6 +277,26 @@ async def test_no_token_in_logs_reprs_or_errors(secured: Secured, caplog: pytest
         assert not any(signature in text for text in shown)
 
 
+async def test_a_token_callback_returning_bytes_is_refused_without_showing_the_token(
+    secured: Secured, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = secured.token()
+
+    async def as_bytes() -> Any:
+        return token.encode()
+
+    client = pulsarwire.Client(secured.broker.url, auth_token=as_bytes, operation_timeout=5)
+    with pytest.raises(AuthenticationError, match="bytes") as caught:
+        await client.start()
+    await client.close()
+    shown = [repr(client), str(caught.value), repr(caught.value)]
+    logged = "\n".join(f"{record.getMessage()} {record.args!r} {record.exc_text or ''}" for record in caplog.records)
+    signature = token.rsplit(".", 1)[-1]
+    assert signature not in logged
+    assert not any(signature in text for text in shown)
+
+
 async def test_a_refused_token_fails_fast_without_a_reconnect_storm(secured: Secured) -> None:
     host, port = secured.broker.url.removeprefix("pulsar://").rsplit(":", 1)
     bad = token_for(os.urandom(32), SUPERUSER)
