@@ -28,6 +28,7 @@ from kafkawire.protocol import (
     encode_response,
 )
 from kafkawire.protocol.messages import APIS
+from kafkawire.protocol.records import append_record_py
 from kafkawire.protocol.schema import (
     BOOL,
     BYTES,
@@ -46,6 +47,7 @@ from kafkawire.protocol.schema import (
     Primitive,
     Struct,
 )
+from mqwire.common.checksums import crc32c
 from mqwire.common.errors import BrokerError, ProtocolError
 from mqwire.common.framing import LengthPrefixedSplitter
 from pulsarwire.protocol import batch as pulsar_batch
@@ -266,6 +268,49 @@ BATCH_SEEDS = [
 def test_kafka_decode_batches(data: bytes, verify_crc: bool) -> None:
     # Without the CRC check the mutations reach the record decoder and the decompressors.
     only_protocol_errors(lambda: decode_batches(data, verify_crc=verify_crc, max_uncompressed_size=1 << 20))
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# The whole range of each field, its limits drawn often: base offsets and timestamps are int64s, offset
+# deltas int32s, timestamp deltas int64s.
+INT64S = st.one_of(
+    st.sampled_from([INT64_MIN, INT64_MIN + 1, -1, 0, 1, INT64_MAX - 1, INT64_MAX]), st.integers(INT64_MIN, INT64_MAX)
+)
+INT32S = st.one_of(st.sampled_from([-(2**31), -1, 0, 1, 2**31 - 1]), st.integers(-(2**31), 2**31 - 1))
+
+
+def _raw_batch(base_offset: int, base_timestamp: int, log_append: bool, rows: list[tuple[int, int]]) -> bytes:
+    """A batch as a broker could send it, header fields and deltas as drawn, with a correct CRC."""
+    body = bytearray()
+    for offset_delta, timestamp_delta in rows:
+        append_record_py(body, -1, offset_delta, timestamp_delta, b"k", b"v", [])
+    attributes = 0x08 if log_append else 0
+    tail = struct.pack(">hiqqqhii", attributes, len(rows) - 1, base_timestamp, base_timestamp, -1, -1, -1, len(rows))
+    crc = crc32c(tail + body)
+    return struct.pack(">qiibI", base_offset, 49 + len(body), 0, 2, crc) + tail + body
+
+
+@FUZZ
+@given(
+    base_offset=INT64S,
+    base_timestamp=INT64S,
+    log_append=st.booleans(),
+    rows=st.lists(st.tuples(INT32S, INT64S), min_size=1, max_size=4),
+)
+def test_kafka_record_offsets_and_timestamps_at_the_int64_limits(
+    base_offset: int, base_timestamp: int, log_append: bool, rows: list[tuple[int, int]]
+) -> None:
+    # Every offset and timestamp is the exact sum, inside int64; a record whose sum passes it is refused.
+    data = _raw_batch(base_offset, base_timestamp, log_append, rows)
+    try:
+        (batch,) = decode_batches(data)
+    except ProtocolError:
+        sums = [(base_offset + od, base_timestamp + td) for od, td in rows]
+        assert any(not INT64_MIN <= o <= INT64_MAX or not (log_append or INT64_MIN <= t <= INT64_MAX) for o, t in sums)
+        return
+    for record, (offset_delta, timestamp_delta) in zip(batch.records, rows, strict=True):
+        assert record.offset == base_offset + offset_delta
+        assert record.timestamp == (base_timestamp if log_append else base_timestamp + timestamp_delta)
 
 
 # ================================================================================================= Pulsar
