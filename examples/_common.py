@@ -9,8 +9,14 @@ import sys
 
 
 def broker_url(system: str) -> str:
+    """The URL of ``system``'s broker: the first argument, else as ``configured_broker_url`` finds it."""
     if len(sys.argv) > 1:
         return sys.argv[1]
+    return configured_broker_url(system)
+
+
+def configured_broker_url(system: str) -> str:
+    """The URL of ``system``'s broker from MQWIRE_<SYSTEM>_URL, else from the brokers running on this machine."""
     from_env = os.environ.get(f"MQWIRE_{system.upper()}_URL")
     if from_env:
         return from_env
@@ -25,4 +31,5 @@ def broker_url(system: str) -> str:
 
 
 def argument(index: int, default: str) -> str:
+    """The command line's argument at ``index``, or ``default`` when there is none."""
     return sys.argv[index] if len(sys.argv) > index else default
