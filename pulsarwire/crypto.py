@@ -10,6 +10,12 @@ encrypted key, and decrypts the payload. The data key is replaced every four hou
 Keys are PEM: a public key as ``BEGIN PUBLIC KEY`` (or a certificate), a private key as PKCS#1 (``BEGIN
 RSA PRIVATE KEY``, the form the Java client reads) or PKCS#8. Elliptic-curve keys (the Java client's
 ECIES) are refused with a clear error.
+
+Decrypting costs a bounded amount whatever a producer writes into the metadata: at most
+:data:`MAX_KEYS_TRIED` key entries of a message are tried (the Java client tries every one), each private
+key is parsed once and kept, and a key name the reader has no usable key for, or an encrypted data key that
+no key opens, is remembered (a bounded number of them, a key name for :data:`FAILED_KEY_RETRY` seconds) and
+not tried again.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +36,12 @@ __all__ = ["CryptoError", "CryptoKeyReader", "EncryptionKeyInfo", "MessageDecryp
 
 IV_LENGTH = 12
 DATA_KEY_LIFETIME = 4 * 3600.0
+# The key entries of one message that a consumer tries, in the order the producer wrote them.
+MAX_KEYS_TRIED = 8
+# How long a key name the reader had no usable key for is skipped (seconds).
+FAILED_KEY_RETRY = 60.0
+# How many data keys, parsed private keys and failures a consumer remembers (the oldest go first).
+_CACHE_SIZE = 256
 _ENCRYPTION_KEYS = tag(13, LEN)
 _ENCRYPTION_PARAM = tag(15, LEN)
 
@@ -166,45 +179,88 @@ class MessageEncryptor:
         return self._cipher.encrypt(iv, payload, None), self._keys_field + length_delimited(_ENCRYPTION_PARAM, iv)
 
 
+class _Bounded(OrderedDict[Any, Any]):
+    """A dict that forgets its oldest entries beyond ``_CACHE_SIZE``."""
+
+    def remember(self, key: Any, value: Any) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > _CACHE_SIZE:
+            self.popitem(last=False)
+
+
 class MessageDecryptor:
     """A consumer's side: decrypts payloads with data keys found through the crypto_key_reader, cached."""
 
     def __init__(self, reader: CryptoKeyReader) -> None:
         _require()
         self.reader = reader
-        self._ciphers: dict[bytes, Any] = {}
+        # MD5 of an encrypted data key -> its cipher, or the reason no key opened it.
+        self._ciphers: _Bounded = _Bounded()
+        self._unopened: _Bounded = _Bounded()
+        # PEM -> parsed private key; (key name, metadata) -> (when the reader failed on it, why).
+        self._private: _Bounded = _Bounded()
+        self._failed_names: _Bounded = _Bounded()
 
     def decrypt(self, metadata: Any, payload: bytes | memoryview) -> bytes:
-        """The payload of a message whose MessageMetadata names encryption keys; CryptoError when it cannot."""
+        """The payload of a message whose MessageMetadata names encryption keys; CryptoError when it cannot.
+
+        Only the first :data:`MAX_KEYS_TRIED` key entries are tried.
+        """
         iv = bytes(metadata.encryption_param)
         data = bytes(payload)
         errors = []
-        for keys in metadata.encryption_keys:
+        entries = metadata.encryption_keys
+        for keys in entries[:MAX_KEYS_TRIED]:
             digest = hashlib.md5(keys.value, usedforsecurity=False).digest()
             cipher = self._ciphers.get(digest)
             if cipher is None:
+                known = self._unopened.get(digest)
+                if known is not None:
+                    errors.append(known)
+                    continue
                 try:
                     cipher = self._data_key(keys)
                 except CryptoError as exc:
                     errors.append(str(exc))
+                    self._unopened.remember(digest, str(exc))
                     continue
-                self._ciphers[digest] = cipher
+                self._ciphers.remember(digest, cipher)
             try:
                 return bytes(cipher.decrypt(iv, data, None))
             except Exception as exc:  # InvalidTag: another key, or a corrupt payload
                 errors.append(f"key {keys.key!r}: {type(exc).__name__}")
+        if len(entries) > MAX_KEYS_TRIED:
+            errors.append(f"{len(entries) - MAX_KEYS_TRIED} more key entries not tried")
         raise CryptoError("cannot decrypt the message: " + ("; ".join(errors) or "it names no encryption key"))
+
+    def _private_key(self, name: str, metadata: Mapping[str, str]) -> Any:
+        # A reader may choose the key by the metadata too: a failure counts for that pair only.
+        asked = (name, tuple(sorted(metadata.items())))
+        failed = self._failed_names.get(asked)
+        if failed is not None and time.monotonic() - failed[0] < FAILED_KEY_RETRY:
+            raise CryptoError(failed[1])
+        try:
+            try:
+                info = self.reader.get_private_key(name, metadata)
+            except CryptoError:
+                raise
+            except Exception as exc:
+                raise CryptoError(f"the crypto_key_reader failed on private key {name!r}: {exc}") from exc
+            key = self._private.get(info.key)
+            if key is None:
+                key = _rsa_private(info.key, name)
+                self._private.remember(info.key, key)
+        except CryptoError as exc:
+            self._failed_names.remember(asked, (time.monotonic(), str(exc)))
+            raise
+        return key
 
     def _data_key(self, keys: Any) -> Any:
         metadata = {kv.key: kv.value for kv in keys.metadata}
+        private = self._private_key(keys.key, metadata)
         try:
-            info = self.reader.get_private_key(keys.key, metadata)
-        except CryptoError:
-            raise
-        except Exception as exc:
-            raise CryptoError(f"the crypto_key_reader failed on private key {keys.key!r}: {exc}") from exc
-        try:
-            data_key = _rsa_private(info.key, keys.key).decrypt(bytes(keys.value), _oaep())
+            data_key = private.decrypt(bytes(keys.value), _oaep())
         except ValueError as exc:
             raise CryptoError(f"the private key {keys.key!r} does not open the data key: {exc}") from None
         return _aesgcm(data_key)
