@@ -1,5 +1,6 @@
-"""The event loop every async test runs on: asyncio's own (default) or uvloop's, chosen with ``--loop`` or
-``MQWIRE_TEST_LOOP``. The whole suite runs on either; CI runs the clients' tests on both."""
+"""The event loop every async test runs on: asyncio's own (default), uvloop's, or ``both`` (each async test
+twice, once on each loop, in one session and against the same brokers), chosen with ``--loop`` or
+``MQWIRE_TEST_LOOP``. CI runs the suite with ``both``."""
 
 from __future__ import annotations
 
@@ -12,22 +13,24 @@ import pytest
 pytest_plugins = ["mqwire.testing.pytest_plugin", "mqwire.testing.cluster_fixtures"]
 
 LOOPS = ("asyncio", "uvloop")
+CHOICES = (*LOOPS, "both")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--loop",
-        choices=LOOPS,
+        choices=CHOICES,
         default=None,
-        help="the event loop the async tests run on (default asyncio; also MQWIRE_TEST_LOOP)",
+        help="the event loop the async tests run on: asyncio (default), uvloop, or both (each async test on "
+        "each loop); also MQWIRE_TEST_LOOP",
     )
 
 
 def chosen_loop(config: pytest.Config) -> str:
-    """The name of the loop this run uses."""
+    """The loop choice of this run: a loop's name, or ``both``."""
     name = config.getoption("--loop") or os.environ.get("MQWIRE_TEST_LOOP") or "asyncio"
-    if name not in LOOPS:
-        raise pytest.UsageError(f"MQWIRE_TEST_LOOP={name!r}: choose from {', '.join(LOOPS)}")
+    if name not in CHOICES:
+        raise pytest.UsageError(f"MQWIRE_TEST_LOOP={name!r}: choose from {', '.join(CHOICES)}")
     return str(name)
 
 
@@ -43,8 +46,9 @@ def loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop]:
 def pytest_asyncio_loop_factories(
     config: pytest.Config, item: pytest.Item
 ) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
-    name = chosen_loop(config)
-    return {name: loop_factory(name)}
+    choice = chosen_loop(config)
+    names = LOOPS if choice == "both" else (choice,)
+    return {name: loop_factory(name) for name in names}
 
 
 def pytest_report_header(config: pytest.Config) -> str:
