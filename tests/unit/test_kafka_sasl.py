@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from kafkawire.protocol.messages.sasl import SaslAuthenticateRequest
 from kafkawire.sasl import OAuthBearer, Plain, SaslSettings, Scram, answer_challenge
 from mqwire.common.errors import AuthenticationError
 
@@ -107,3 +108,9 @@ async def test_scram_refuses_a_bad_challenge_before_any_derivation(monkeypatch: 
     with pytest.raises(AuthenticationError, match="iterations"):
         await answer_challenge(scram, f"r=abcXYZ,s={SALT},i=1".encode())
     assert calls == []
+
+
+def test_a_sasl_authenticate_request_does_not_show_its_bytes() -> None:
+    request = SaslAuthenticateRequest(auth_bytes=Plain("alice", "s3cr3t-value").first())
+    assert "s3cr3t-value" not in repr(request) and "s3cr3t-value" not in str(request)
+    assert "<19 bytes>" in repr(request)

@@ -17,6 +17,10 @@ class SaslHandshakeResponse(Response, api_key=17, versions="0-1"):
 class SaslAuthenticateRequest(Request, api_key=36, versions="0-2", flexible="2+"):
     auth_bytes: bytes = field(BYTES)
 
+    def __repr__(self) -> str:
+        # The bytes are a password (PLAIN), a proof (SCRAM) or a token (OAUTHBEARER): their size only.
+        return f"SaslAuthenticateRequest(auth_bytes=<{len(self.auth_bytes)} bytes>)"
+
 
 class SaslAuthenticateResponse(Response, api_key=36, versions="0-2", flexible="2+"):
     error_code: int = field(INT16)
