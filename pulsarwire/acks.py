@@ -8,55 +8,88 @@ leave as one ACK frame. Negative acks wait for their redelivery delay and are th
 from __future__ import annotations
 
 import asyncio
+import sys
+from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class BatchAcks:
-    """The messages of one received batch that still await an ack, as a bit set over batch indexes."""
+    """The messages of one received batch that still await an ack, as a bit set over batch indexes.
 
-    __slots__ = ("_unacked",)
+    Kept as a bytearray with a count, never as one growing integer: acking each message of a batch of
+    n messages costs O(n) in all, where integer bit operations cost O(n) each.
+    """
+
+    __slots__ = ("_bits", "_floor", "_left")
 
     def __init__(self, delivered: int = 0) -> None:
-        self._unacked = delivered
+        self.expect(delivered)
 
     def expect(self, delivered: int) -> None:
         """Set the indexes handed to the application (a bit per index), once they are known."""
-        self._unacked = delivered
+        self._bits = bytearray(delivered.to_bytes((delivered.bit_length() + 7) // 8, "little"))
+        self._left = delivered.bit_count()
+        # Every index below this one is acked: cumulative acks start from here.
+        self._floor = 0
+
+    def _clear(self, index: int) -> bool:
+        byte, mask = index >> 3, 1 << (index & 7)
+        bits = self._bits
+        if byte >= len(bits) or not bits[byte] & mask:
+            return False
+        bits[byte] &= ~mask & 0xFF
+        self._left -= 1
+        return True
 
     def ack(self, index: int) -> bool:
         """Mark ``index``; True exactly once, when this completes the batch."""
-        bit = 1 << index
-        if not self._unacked & bit:
+        if index < 0 or not self._clear(index):
             return False
-        self._unacked &= ~bit
-        return self._unacked == 0
+        return self._left == 0
 
     def ack_up_to(self, index: int) -> bool:
         """Mark every index up to ``index`` (a cumulative ack); True when the batch is then complete."""
-        if not self._unacked:
+        if not self._left:
             return False
-        self._unacked &= ~((2 << index) - 1)
-        return self._unacked == 0
+        stop = min(index + 1, len(self._bits) * 8)
+        for position in range(self._floor, stop):
+            self._clear(position)
+        self._floor = max(self._floor, stop)
+        return self._left == 0
 
     @property
     def complete(self) -> bool:
-        return self._unacked == 0
+        return self._left == 0
 
     @property
     def unacked(self) -> int:
         """The indexes still awaiting an ack, as a bit set."""
-        return self._unacked
+        return int.from_bytes(self._bits, "little")
 
 
 def bitset_words(bits: int) -> list[int]:
     """A bit set as the signed 64-bit words of a Java BitSet (the protocol's ``ack_set``)."""
-    words = []
-    while bits:
-        word = bits & 0xFFFFFFFFFFFFFFFF
-        words.append(word - (1 << 64) if word >= 1 << 63 else word)
-        bits >>= 64
-    return words or [0]
+    if bits <= 0:
+        return [0]
+    data = bits.to_bytes((bits.bit_length() + 63) // 64 * 8, "little")
+    words = array("q")
+    words.frombytes(data if sys.byteorder == "little" else _swapped(data))
+    return words.tolist()
+
+
+def bits_of_words(words: Iterable[int]) -> int:
+    """The Java BitSet given as 64-bit words (signed or not) as one integer, built in one pass."""
+    unsigned = array("Q", (word & 0xFFFFFFFFFFFFFFFF for word in words))
+    data = unsigned.tobytes()
+    return int.from_bytes(data if sys.byteorder == "little" else _swapped(data), "little")
+
+
+def _swapped(data: bytes) -> bytes:
+    words = array("Q")
+    words.frombytes(data)
+    words.byteswap()
+    return words.tobytes()
 
 
 Position = tuple[int, int]

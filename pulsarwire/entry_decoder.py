@@ -71,16 +71,19 @@ def decode_entry(
     entries = decode_batch(data, count)
     first_sequence = metadata.sequence_id
     batch = BatchAcks()
-    delivered = 0
+    # Bit sets as bytes while the loop runs: shifting and or-ing one growing integer per message is
+    # quadratic in the batch's size.
+    delivered = bytearray((count + 7) // 8)
+    acked = None if ack_set < 0 else ack_set.to_bytes((max(ack_set.bit_length(), count) + 7) // 8, "little")
     messages: list[Message] = []
     append = messages.append
     skipped = 0
     make_tuple = tuple.__new__  # a MessageId without its Python-level __new__: once per message
     for index, item in enumerate(entries):
-        if item.compacted_out or not (ack_set >> index) & 1 or index < start:
+        if item.compacted_out or index < start or (acked is not None and not acked[index >> 3] >> (index & 7) & 1):
             skipped += 1
             continue
-        delivered |= 1 << index
+        delivered[index >> 3] |= 1 << (index & 7)
         # Positional arguments: this runs once per message of every batch.
         append(Message(
             topic,
@@ -103,5 +106,5 @@ def decode_entry(
             None,
             schema_version,
         ))
-    batch.expect(delivered)
+    batch.expect(int.from_bytes(delivered, "little"))
     return messages, skipped
