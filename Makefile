@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 
 all: test
 
-$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c pulsarwire/protocol/_batch_speedups.c
+$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'  # dev brings the cli, spark and testing extras
@@ -96,10 +96,33 @@ bench-spark-cluster: $(STAMP) brokers-classpath spark-env
 	$(PY) benchmarks/spark_cluster_source_read.py --system tubemq --state-dir build/bench-brokers || rc=1; \
 	$(PY) -m mqwire.testing --state-dir build/bench-brokers stop; exit $$rc
 
-# Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`).
+# Every decoder under hypothesis with many more cases than the test run uses (not part of `make test`); then the
+# decoders' tests once more against the C extensions built with clang's AddressSanitizer and
+# UndefinedBehaviorSanitizer (into build/sanitized, apart from the package's own builds). A sanitizer report
+# aborts the run (-fno-sanitize-recover=all). The interpreter is not instrumented: the ASan runtime is preloaded,
+# and leak detection is off (CPython keeps much of its memory until exit on purpose).
 FUZZ_EXAMPLES ?= 100000
-fuzz: $(STAMP)
+SANITIZE_EXAMPLES ?= 1000
+SANITIZED := build/sanitized
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+SPEEDUPS := kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c
+fuzz: $(STAMP) sanitizers
 	MQWIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/fuzz -q -p no:cacheprovider --timeout=0 $(PYTEST_ARGS)
+	rm -rf $(SANITIZED) && mkdir -p $(SANITIZED)
+	include="$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"; \
+	for source in $(SPEEDUPS); do \
+		clang $(SANITIZE_FLAGS) -Wall -Wextra -Werror -shared -fPIC -I"$$include" \
+			-o $(SANITIZED)/$$(basename $$source .c).so $$source || exit 1; \
+	done
+	LD_PRELOAD="$$(clang -print-file-name=libclang_rt.asan-$$(uname -m).so)" ASAN_OPTIONS=detect_leaks=0 \
+		UBSAN_OPTIONS=print_stacktrace=1 MQWIRE_PURE_PYTHON= MQWIRE_FUZZ_EXAMPLES=$(SANITIZE_EXAMPLES) \
+		$(PY) tests/fuzz/run_sanitized.py $(SANITIZED) -q -p no:cacheprovider --timeout=0 $(PYTEST_ARGS)
+
+# clang and its sanitizer runtimes (Debian's packages), installed only when missing.
+sanitizers:
+	@if ! command -v clang >/dev/null || [ ! -f "$$(clang -print-file-name=libclang_rt.asan-$$(uname -m).so)" ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libclang-rt-14-dev; \
+	fi
 
 # Ten minutes of load per system against bounded buffers; peak memory against the bounds (not part of `make test`).
 SOAK_SECONDS ?= 600
