@@ -179,6 +179,15 @@ def _consumer_ended(link: Link) -> Callable[[asyncio.Task[None]], None]:
     return ended
 
 
+def status_for(error: Exception) -> int:
+    """The HTTP status for a failed send."""
+    if isinstance(error, ValueError):  # a ConfigurationError is one too
+        return 422  # a message the system cannot carry as given: the caller's to fix
+    if isinstance(error, RetriableError):
+        return 503  # the broker busy, a timeout: worth trying again later
+    return 502
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service; without ``settings`` they are read from the environment when it starts."""
 
@@ -211,11 +220,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         links: dict[System, Link] = request.app.state.links
         return links[system]
 
-    @app.exception_handler(MqwireError)
-    async def broker_failed(request: Request, error: MqwireError) -> JSONResponse:
-        # A retriable failure (the broker busy, a timeout) is worth trying again later; the others are not.
-        status = 503 if isinstance(error, RetriableError) else 502
-        return JSONResponse({"error": type(error).__name__, "detail": str(error)}, status_code=status)
+    async def send_failed(request: Request, error: Exception) -> JSONResponse:
+        return JSONResponse({"error": type(error).__name__, "detail": str(error)}, status_code=status_for(error))
+
+    app.add_exception_handler(MqwireError, send_failed)
+    app.add_exception_handler(ValueError, send_failed)
 
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:

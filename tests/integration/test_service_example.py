@@ -172,6 +172,13 @@ async def test_service_sends_consumes_and_loses_nothing_at_sigterm(
             else:
                 assert receipt["message_id"], receipt
 
+    # What cannot be sent is the caller's to fix: a 422 naming why, not a server error.
+    unknown = await asyncio.to_thread(request, service.base, "POST", "/nats/messages", {"value": "x"})
+    assert unknown[0] == 422, unknown
+    bad_header = {"value": "x", "headers": {"a=b": "c"}}  # TubeMQ attributes hold no '=' in their names
+    status, answer = await asyncio.to_thread(request, service.base, "POST", "/tubemq/messages", bad_header)
+    assert status == 422 and "a=b" in answer, answer
+
     # The service's own consumers received them, as sent.
     deadline = time.monotonic() + CONSUMED_DEADLINE
     for system in SYSTEMS:
