@@ -187,7 +187,8 @@ static PyObject *read_entry(const unsigned char *data, Py_ssize_t *pos, Py_ssize
     uint32_t size = ((uint32_t)data[*pos] << 24) | ((uint32_t)data[*pos + 1] << 16) |
                     ((uint32_t)data[*pos + 2] << 8) | data[*pos + 3];
     Py_ssize_t p = *pos + 4;
-    if ((Py_ssize_t)size > end - p) return NULL;
+    /* Compared unsigned: where Py_ssize_t is 32 bits, a size above 2**31 would turn negative as one. */
+    if ((uint64_t)size > (uint64_t)(end - p)) return NULL;
     Py_ssize_t stop = p + (Py_ssize_t)size;
 
     PyObject *properties = PyDict_New();
