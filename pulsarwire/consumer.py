@@ -55,7 +55,7 @@ class Subscriber:
             raise ValueError(f"topics {list(topics)!r} name the same topic twice")
         self._pattern = pattern
         self._name = name
-        self._queue = ReceiveQueue(name)
+        self._queue = ReceiveQueue(name, session.memory)
         self._counters = ConsumerCounters()
         self._consumers: list[TopicConsumer] = []
         self._owners: set[TopicConsumer] = set()

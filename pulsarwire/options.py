@@ -128,6 +128,13 @@ class ClientConfig(TypedDict, total=False):
       A broker that announces a lower maximum in CONNECTED lowers it for that connection, never raises it;
       1 KiB to just under 2 GiB; default 8 388 608 (8 MiB: Pulsar's default maximum of 5 MiB with room to
       spare). No Java equivalent (the Java client takes the broker's value).
+    - ``memory_limit_bytes`` — bytes of received messages the receiver queues of all this client's consumers
+      and readers may hold together, counted decompressed (as received when they stay encrypted); while
+      they hold more, no consumer grants the broker more permits (FLOW) beyond one message in flight for a
+      partition whose queue is empty, and granting resumes as the application takes messages. Permits are
+      granted in proportion to the room left and the size of the messages seen, so a queue may overshoot
+      by what the permits already granted bring. 0: no limit (permits by ``receiver_queue_size`` only);
+      default 67 108 864 (64 MiB, as the Java client's ``memoryLimitBytes``).
     - ``initial_backoff_interval`` — seconds, the first delay before reconnecting a producer or consumer or
       retrying a lookup; later delays double up to ``max_backoff_interval``; default 0.1 (Java
       ``startingBackoffInterval``).
@@ -173,6 +180,7 @@ class ClientConfig(TypedDict, total=False):
     keepalive_interval: float
     max_lookup_redirects: int
     max_message_size: int
+    memory_limit_bytes: int
     initial_backoff_interval: float
     max_backoff_interval: float
     listener_name: str | None

@@ -25,6 +25,7 @@ from mqwire.common.urls import parse_service_url
 from pulsarwire.admin import check_admin_url
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
+from pulsarwire.memory_budget import DEFAULT_MEMORY_LIMIT, MemoryBudget
 from pulsarwire.protocol.frames import FRAME_SIZE_PADDING
 from pulsarwire.tls import tls_context
 
@@ -65,6 +66,7 @@ class Session:
         admin_url: str | None = None,
         admin_timeout: float = 30.0,
         admin_allow_insecure_http: bool = False,
+        memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
     ) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
         self.service_url = url
@@ -75,6 +77,8 @@ class Session:
         self.max_message_size = check_int_range(
             "max_message_size", max_message_size, 1024, (1 << 31) - 1 - FRAME_SIZE_PADDING
         )
+        # Received messages waiting in the receiver queues of all this client's consumers and readers.
+        self.memory = MemoryBudget(check_int_range("memory_limit_bytes", memory_limit_bytes, 0, 1 << 62))
         self.initial_backoff_interval = check_positive("initial_backoff_interval", initial_backoff_interval)
         self.max_backoff_interval = check_positive("max_backoff_interval", max_backoff_interval)
         if self.max_backoff_interval < self.initial_backoff_interval:

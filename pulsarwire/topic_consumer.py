@@ -1,7 +1,10 @@
 """One subscription on one topic or partition: subscribe, flow permits, unpack, acks, reconnection.
 
 The broker pushes at most as many messages as it holds permits; the first FLOW grants the receiver queue
-size, and once the application has taken half of that, another FLOW grants what it took. An entry's chunks
+size, and once the application has taken half of that, another FLOW grants what it took. Under the client's
+``memory_limit_bytes`` (:mod:`pulsarwire.memory_budget`) a FLOW grants only as many permits as the room left
+holds messages of the size seen so far; the rest is held back, and granted as arrivals, the application
+taking messages, or other queues emptying make room. An entry's chunks
 are joined (:mod:`pulsarwire.chunks`), its payload decrypted and decompressed
 (:mod:`pulsarwire.entry_payload`) and its messages decoded (:mod:`pulsarwire.entry_decoder`), all
 sans-IO, in one pass into the shared receive queue. After a reconnection the messages still queued from
@@ -84,7 +87,14 @@ class TopicConsumer(TopicHandler):
         self._start = start_message_id
         self._start_inclusive = start_inclusive
         self._last_dequeued: MessageId | None = None
+        # Permits owed to the broker and not yet granted; granted and not yet used by a message.
         self._permits = 0
+        self._outstanding = 0
+        # This partition's messages waiting in the queue, and the bytes it expects per message.
+        self._queued = 0
+        self._message_bytes = _ASSUMED_MESSAGE_BYTES
+        # The bytes this consumer's outstanding permits may bring, counted in the budget's expected bytes.
+        self._promised = 0
         # Raised by a redelivery of everything; the broker tags messages with it, so stale ones show.
         self._epoch = 0
         self._closed = False
@@ -155,13 +165,12 @@ class TopicConsumer(TopicHandler):
         self.connection = connection
         # What the old session had queued comes again from the broker.
         self.queue.remove_owner(self)
+        self._queued = 0
         self._chunks.clear()
-        self._permits = 0
+        self._permits = self.queue_size
+        self._set_outstanding(0)
         self.end_of_topic = False
-        try:
-            connection.send(encode_command(commands.flow(consumer_id, self.queue_size)))
-            self.counters.requests += 1
-        except MqwireError:
+        if not self._grant():
             return  # lost again already; the close listener takes it from here
         self._acks.flush()
 
@@ -180,6 +189,7 @@ class TopicConsumer(TopicHandler):
 
     def _detached(self, error: MqwireError) -> None:
         self._permits = 0
+        self._set_outstanding(0)
         # The new subscription gets every unacknowledged message again.
         if self._unacked is not None:
             self._unacked.clear()
@@ -206,19 +216,22 @@ class TopicConsumer(TopicHandler):
     def _on_message(self, body: Any, frame: Frame) -> None:
         if self.connection is None:
             return
+        metadata = frame.metadata
+        batched = metadata is not None and metadata.HasField("num_messages_in_batch")
+        count = metadata.num_messages_in_batch if batched and metadata is not None else 1
+        # Below zero when a batch used more permits than were left: the broker counts it so too.
+        self._set_outstanding(self._outstanding - count)
         if frame.checksum_mismatch:
             self._reject_corrupt(body)
             return
-        metadata = frame.metadata
         if metadata is None:
             raise ProtocolError(f"{self.label}: MESSAGE without metadata and payload")
-        count = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
         if body.HasField("consumer_epoch") and body.consumer_epoch < self._epoch:
             self.consumed(count)  # sent before a redelivery we asked for; it comes again
             return
         position = (body.message_id.ledgerId, body.message_id.entryId)
         try:
-            messages, skipped = self._unpack(body, frame)
+            messages, skipped, size = self._unpack(body, frame)
         except Undecryptable as exc:
             self._undecryptable(position, count, str(exc))
             return
@@ -237,7 +250,11 @@ class TopicConsumer(TopicHandler):
             counters = self.counters
             counters.batches += 1
             counters.bytes += len(frame.payload or b"")
-            self.queue.extend(messages)
+            self._queued += len(messages)
+            self.queue.extend(messages, size)
+            self._learn_size(size // len(messages))
+        if self._permits and self.queue.budget is not None:
+            self._grant()  # permits held back for memory: this arrival may have changed what fits
 
     def _undecryptable(self, position: Position, count: int, reason: str) -> None:
         """crypto_failure_action "DISCARD": acknowledged and dropped; "FAIL": not delivered, left unacknowledged
@@ -249,7 +266,8 @@ class TopicConsumer(TopicHandler):
         else:
             log.error("%s: entry %d:%d not delivered: %s", self.label, position[0], position[1], reason)
 
-    def _unpack(self, body: Any, frame: Frame) -> tuple[list[Message], int]:
+    def _unpack(self, body: Any, frame: Frame) -> tuple[list[Message], int, int]:
+        """The entry's messages for the application, how many it left out, and the bytes they hold."""
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None
         id_data = body.message_id
@@ -272,7 +290,7 @@ class TopicConsumer(TopicHandler):
                 # Chunks given up (a broken, evicted or expired message) would come back forever unacknowledged.
                 self._send_acks(assembly.dropped)
             if assembly.outcome != COMPLETE:
-                return [], 1
+                return [], 1, 0
             payload, chunk_positions = assembly.payload, assembly.positions
             # The message is known by its first chunk; acking it acks every chunk.
             ledger, entry = chunk_positions[0]
@@ -302,12 +320,12 @@ class TopicConsumer(TopicHandler):
         )
         if not batched:
             if self._before_start(messages[0].message_id):
-                return [], 1
-            return messages, skipped
+                return [], 1, 0
+            return messages, skipped, len(data)
         if not messages and skipped:
             # Nothing left for the application (all acknowledged before, or compacted out).
             self._acks.add(ledger, entry)
-        return messages, skipped
+        return messages, skipped, len(data)
 
     def _start_filter(self, ledger: int, entry: int) -> int:
         """The first batch index to deliver from this entry (non-zero only where a reader starts inside it)."""
@@ -336,19 +354,65 @@ class TopicConsumer(TopicHandler):
 
     def consumed(self, count: int = 1) -> None:
         """The application took ``count`` messages (or they were skipped): grant permits when half are used."""
-        permits = self._permits + count
-        if permits >= self._refill_at:
-            connection = self.connection
-            if connection is not None:
-                # On failure the reconnection grants a full queue anyway.
-                with contextlib.suppress(MqwireError):
-                    connection.send(encode_command(commands.flow(self.consumer_id, permits)))
-                    self.counters.requests += 1
-                permits = 0
-        self._permits = permits
+        self._permits += count
+        if self._permits >= self._refill_at:
+            self._grant()
+
+    def _grant(self) -> bool:
+        """Send a FLOW for the permits owed, as many as the memory budget has room for; False when sending failed.
+
+        Permits go out once half the queue is owed (all of it after subscribing). Under a memory limit only
+        those that fit in the room left go out, by the bytes per message seen so far; the others wait for
+        room (the budget calls back) or for the permits in flight to arrive. A partition with nothing queued
+        and nothing in flight always gets one, so that no queue of the client can starve another.
+        """
+        permits = self._permits
+        connection = self.connection
+        if permits < self._refill_at or connection is None or self._closed:
+            return True
+        budget = self.queue.budget
+        count = permits
+        if budget is not None and budget.limited:
+            budget.forget(self._grant)
+            count = min(permits, max(0, budget.free // self._message_bytes))
+            if count < permits:
+                budget.wait(self._grant)
+            outstanding = self._outstanding
+            # Nothing would come of it, or a small grant while messages are on their way (they call again).
+            if outstanding + count <= 0 or (outstanding > 0 and count < self._refill_at):
+                if outstanding > 0 or self._queued:
+                    return True
+                count = min(permits, 1 - outstanding)  # an empty partition: enough for one more entry
+        try:
+            connection.send(encode_command(commands.flow(self.consumer_id, count)))
+        except MqwireError:
+            return False  # on failure the reconnection grants a full queue anyway
+        self.counters.requests += 1
+        self._permits = permits - count
+        self._set_outstanding(self._outstanding + count)
+        return True
+
+    def _set_outstanding(self, permits: int) -> None:
+        """Record the permits in flight and the bytes they may bring in the budget's expectation."""
+        self._outstanding = permits
+        budget = self.queue.budget
+        if budget is not None:
+            promised = max(0, permits) * self._message_bytes
+            budget.expect(promised - self._promised)
+            self._promised = promised
+
+    def _learn_size(self, size: int) -> None:
+        """Follow the bytes per message: at once upwards, slowly downwards."""
+        estimate = self._message_bytes
+        estimate = max(size, (estimate * 7 + size) // 8, 1)
+        if estimate != self._message_bytes:
+            self._message_bytes = estimate
+            self._set_outstanding(self._outstanding)
 
     def dequeued(self, message: Message) -> None:
         message_id = self._last_dequeued = message.message_id
+        if self._queued:
+            self._queued -= 1
         self.counters.records += 1
         tracker = self._unacked
         if tracker is not None:
@@ -543,6 +607,7 @@ class TopicConsumer(TopicHandler):
         self._doomed.clear()
         self._epoch += 1
         removed = self.queue.remove_owner(self)
+        self._queued = max(0, self._queued - removed)
         try:
             connection.send(encode_command(
                 commands.redeliver_unacknowledged(self.consumer_id, consumer_epoch=self._epoch)
@@ -558,6 +623,9 @@ class TopicConsumer(TopicHandler):
         if self._closed:
             return
         self._closed = True
+        self._set_outstanding(0)
+        if self.queue.budget is not None:
+            self.queue.budget.forget(self._grant)
         if self._tasks:
             # Dead letters on their way are acknowledged before the consumer goes.
             await asyncio.wait(set(self._tasks), timeout=self.client.operation_timeout)
@@ -672,6 +740,9 @@ _UINT64 = (1 << 64) - 1
 # It is the client's own bound: a broker announcing a larger maximum message size does not raise it.
 _MAX_UNCOMPRESSED = 64 * 1024 * 1024
 _MAX_LONG = (1 << 63) - 1
+# The bytes per message a consumer assumes before it has seen any: 64 MiB of memory limit hold a
+# default receiver queue (1000) of them, so the first FLOW grants the whole queue.
+_ASSUMED_MESSAGE_BYTES = 64 * 1024
 
 
 def _signed(value: int) -> int:

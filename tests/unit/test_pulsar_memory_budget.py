@@ -1,0 +1,177 @@
+"""The receiver queues hold at most the client's memory_limit_bytes of messages, whatever they decompress to.
+
+A fake broker that honours the consumer's permits pushes many small zlib payloads that each expand to
+256 KiB; the application takes one message at a time. The bytes waiting in the queue are counted from the
+messages themselves (their payloads), not from the client's own accounting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pulsarwire.memory_budget import MemoryBudget
+from pulsarwire.options import ConsumerOptions
+from pulsarwire.protocol import pulsar_api_pb2 as pb
+from pulsarwire.protocol.batch import compress_payload, encode_entry
+from pulsarwire.receive_queue import ReceiveQueue
+from pulsarwire.topic_consumer import TopicConsumer
+from tests.unit.test_pulsar_client_flow import TOPIC, FakeBroker, FakeConnection, fake_client, flows, metadata
+
+MESSAGE = 256 * 1024
+LIMIT = 1024 * 1024
+COUNT = 120
+
+
+class PermitBroker:
+    """Pushes its backlog as the broker does: an entry while any permit is left, a batch using one per message."""
+
+    def __init__(self, entries: list[tuple[pb.MessageMetadata, bytes]]) -> None:
+        self.entries = entries
+        self.next = 0
+        self.used = 0
+        self.pushed_messages = 0
+
+    def push(self, connection: FakeConnection, consumer_id: int) -> None:
+        while self.next < len(self.entries):
+            meta, payload = self.entries[self.next]
+            count = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
+            if sum(flows(connection)) - self.used <= 0:
+                return
+            self.used += count
+            self.next += 1
+            connection.message(consumer_id, 1, self.next, meta, payload)
+
+
+def compressible(index: int) -> tuple[pb.MessageMetadata, bytes]:
+    value = b"%08d" % index + bytes(MESSAGE - 8)
+    return metadata(compression=pb.ZLIB, uncompressed_size=len(value)), compress_payload(pb.ZLIB, value)
+
+
+def compressible_batch(index: int, size: int = 4) -> tuple[pb.MessageMetadata, bytes]:
+    values = [b"%08d" % (index * size + i) + bytes(MESSAGE // size - 8) for i in range(size)]
+    data = b"".join(encode_entry(v) for v in values)
+    meta = metadata(compression=pb.ZLIB, uncompressed_size=len(data), num_messages_in_batch=size)
+    return meta, compress_payload(pb.ZLIB, data)
+
+
+def queued_bytes(queue: ReceiveQueue) -> int:
+    return sum(len(message.payload) for message in queue._items)
+
+
+async def drain(
+    entries: list[tuple[pb.MessageMetadata, bytes]], *, limit: int, queue_size: int = 1000, **options: Any
+) -> tuple[list[bytes], int, int]:
+    """Consume the whole backlog one message at a time; the values, the peak queued bytes, the permits used."""
+    broker = FakeBroker()
+    session = fake_client(broker, memory_limit_bytes=limit)
+    queue = ReceiveQueue("test", session.memory)
+    consumer = TopicConsumer(
+        session, queue, TOPIC, "t", -1, ConsumerOptions.build({"group": "sub", **options}),
+        queue_size=queue_size, on_failure=lambda _c, e: None,
+    )
+    await consumer.start()
+    backlog = PermitBroker(entries)
+    received: list[bytes] = []
+    peak = 0
+    for _ in range(10 * COUNT):
+        backlog.push(broker.current, consumer.consumer_id)
+        peak = max(peak, queued_bytes(queue))
+        message = queue.get_nowait()
+        if message is None:
+            break
+        consumer.dequeued(message)
+        received.append(message.payload[:8])
+    await consumer.close()
+    return received, peak, backlog.used
+
+
+async def test_the_queue_holds_no_more_than_the_memory_limit_and_loses_nothing() -> None:
+    received, peak, _ = await drain([compressible(i) for i in range(COUNT)], limit=LIMIT)
+    assert received == [b"%08d" % i for i in range(COUNT)]
+    # One message beyond the limit at most: the first grant assumes 64 KiB messages (16 for 1 MiB), after
+    # which the grants follow the 256 KiB seen.
+    assert peak <= 16 * MESSAGE + MESSAGE
+
+
+async def test_batches_are_bounded_by_their_decompressed_size() -> None:
+    received, peak, _ = await drain([compressible_batch(i) for i in range(COUNT // 4)], limit=LIMIT)
+    assert received == [b"%08d" % i for i in range(COUNT)]
+    assert peak <= 16 * MESSAGE + MESSAGE
+
+
+async def test_once_the_size_is_known_the_queue_stays_within_the_limit() -> None:
+    # The first wave is bounded by the assumed size; from then on the limit holds for the rest.
+    entries = [compressible(i) for i in range(COUNT)]
+    broker = FakeBroker()
+    session = fake_client(broker, memory_limit_bytes=LIMIT)
+    queue = ReceiveQueue("test", session.memory)
+    consumer = TopicConsumer(
+        session, queue, TOPIC, "t", -1, ConsumerOptions.build({"group": "sub"}), queue_size=1000,
+        on_failure=lambda _c, e: None,
+    )
+    await consumer.start()
+    backlog = PermitBroker(entries)
+    backlog.push(broker.current, consumer.consumer_id)
+    first_wave = backlog.used
+    peaks_after: list[int] = []
+    taken = 0
+    while taken < COUNT:
+        backlog.push(broker.current, consumer.consumer_id)
+        if taken >= first_wave:
+            peaks_after.append(queued_bytes(queue))
+        message = queue.get_nowait()
+        assert message is not None, f"stalled after {taken} messages"
+        consumer.dequeued(message)
+        taken += 1
+    assert max(peaks_after) <= LIMIT + MESSAGE
+    assert session.memory.used == 0 and queue.bytes == 0
+    await consumer.close()
+    assert session.memory.expected == 0
+
+
+async def test_without_a_limit_the_queue_size_alone_bounds_it() -> None:
+    received, peak, _ = await drain([compressible(i) for i in range(40)], limit=0, queue_size=1000)
+    assert len(received) == 40
+    assert peak == 40 * MESSAGE  # everything was pushed at once, as before the limit existed
+
+
+async def test_a_partition_with_nothing_queued_always_gets_a_permit() -> None:
+    # Another queue of the same client holds the whole budget and nobody reads it.
+    broker = FakeBroker()
+    session = fake_client(broker, memory_limit_bytes=LIMIT)
+    session.memory.charge(4 * LIMIT)
+    queue = ReceiveQueue("test", session.memory)
+    consumer = TopicConsumer(
+        session, queue, TOPIC, "t", -1, ConsumerOptions.build({"group": "sub"}), queue_size=10,
+        on_failure=lambda _c, e: None,
+    )
+    await consumer.start()
+    assert flows(broker.current) == [1]
+    backlog = PermitBroker([compressible(i) for i in range(3)])
+    for index in range(3):
+        backlog.push(broker.current, consumer.consumer_id)
+        message = queue.get_nowait()
+        assert message is not None and message.payload[:8] == b"%08d" % index
+        consumer.dequeued(message)
+    await consumer.close()
+
+
+def test_the_budget_wakes_its_waiters_once_there_is_room() -> None:
+    budget = MemoryBudget(100)
+    woken: list[int] = []
+    budget.charge(150)
+    budget.wait(lambda: woken.append(1))
+    budget.release(40)
+    assert woken == []
+    budget.release(20)
+    assert woken == [1]
+    budget.release(10)
+    assert woken == [1]  # once per wait
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "64", True])
+def test_a_bad_memory_limit_is_refused(bad: object) -> None:
+    with pytest.raises((TypeError, ValueError)):
+        fake_client(FakeBroker(), memory_limit_bytes=bad)
