@@ -27,17 +27,21 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 import types
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "matrix"
 STATE_DIR = ROOT / "build" / "matrix-brokers"
+LOGS = BUILD / "logs"
 HOME_VENV = ROOT / ".venv"
+OUTPUT_LOCK = threading.Lock()
 VERSIONS = ("3.12", "3.13")
 # What the unit tests and the contract suite import beyond the package: these extras ...
 EXTRAS = ("avro", "cli", "crypto", "otel", "spark", "telemetry", "testing", "uvloop")
@@ -329,15 +333,40 @@ def unit_paths() -> list[str]:
     return ["tests/unit", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").glob("test_*.py"))]
 
 
-def timed(name: str, cmd: Sequence[str | Path], env: Mapping[str, str]) -> Outcome:
-    """Run one pytest step; exit code 5 (nothing collected) is a failure too."""
-    log(f"--- {name}")
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One pytest run of the matrix: its name, command and environment."""
+
+    name: str
+    cmd: Sequence[str | Path]
+    env: Mapping[str, str]
+
+
+def timed(step: Step) -> Outcome:
+    """Run one pytest step, its output kept in build/matrix/logs and printed whole when it ends (steps run
+    side by side); exit code 5 (nothing collected) is a failure too."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    path = LOGS / (re.sub(r"[^A-Za-z0-9.]+", "-", step.name) + ".log")
+    log(f"--- {step.name}: started (" + " ".join(str(c) for c in step.cmd) + ")")
     started = time.monotonic()
-    code = run(cmd, env, check=False)
+    with path.open("w") as out:
+        code = subprocess.run(
+            [str(c) for c in step.cmd], cwd=ROOT, env=dict(step.env), stdout=out, stderr=subprocess.STDOUT, check=False
+        ).returncode
     seconds = time.monotonic() - started
     detail = "" if code == 0 else ("no tests collected" if code == 5 else f"pytest exit code {code}")
-    log(f"--- {name}: {'passed' if code == 0 else 'FAILED'} in {seconds:.0f} s")
-    return Outcome(name, code == 0, seconds, detail)
+    with OUTPUT_LOCK:
+        sys.stdout.write(f"\n===== {step.name} =====\n" + path.read_text())
+        sys.stdout.flush()
+        log(f"--- {step.name}: {'passed' if code == 0 else 'FAILED'} in {seconds:.0f} s (log: {path})")
+    return Outcome(step.name, code == 0, seconds, detail)
+
+
+def run_side_by_side(batch: Sequence[Step]) -> list[Outcome]:
+    """Run these steps at the same time: they spend most of their time waiting (on brokers, timeouts and
+    subprocesses), not computing, so two cores carry them."""
+    with ThreadPoolExecutor(max_workers=max(len(batch), 1)) as pool:
+        return list(pool.map(timed, batch))
 
 
 def steps(
@@ -356,22 +385,24 @@ def steps(
             log(str(err))
             outcomes.append(Outcome(f"py{version} build", False, time.monotonic() - started, str(err)))
     base = without_pure_python(os.environ)
-    for version, python in pythons.items():
-        outcomes.append(timed(f"py{version} unit", pytest_cmd(python, "-m", "not integration", *unit_paths()), base))
+    # The unit tests while the brokers finish starting; then every suite that needs them.
+    outcomes += run_side_by_side(
+        [Step(f"py{v} unit", pytest_cmd(p, "-m", "not integration", *unit_paths()), base) for v, p in pythons.items()]
+    )
     broker_env = brokers()
-    for version, python in pythons.items():
-        env = {**base, **broker_env}
-        outcomes.append(timed(f"py{version} contract", pytest_cmd(python, "tests/contract"), env))
+    with_brokers = [Step(f"py{v} contract", pytest_cmd(p, "tests/contract"), {**base, **broker_env})
+                    for v, p in pythons.items()]
     if "pure" in selected:
         pure_env = {**base, **broker_env, "MQWIRE_PURE_PYTHON": "1"}
         python = HOME_VENV / "bin" / "python"
         problems = pure_problems(probe(python, pure_env))
         if problems:
             outcomes.append(Outcome("py3.11 pure-Python switch", False, 0.0, "; ".join(problems)))
-            return
-        log("pure: no speedup loaded with MQWIRE_PURE_PYTHON=1")
-        name = "py3.11 pure-Python contract + round trips"
-        outcomes.append(timed(name, pytest_cmd(python, "tests/contract", ROUND_TRIPS), pure_env))
+        else:
+            log("pure: no speedup loaded with MQWIRE_PURE_PYTHON=1")
+            name = "py3.11 pure-Python contract + round trips"
+            with_brokers.append(Step(name, pytest_cmd(python, "tests/contract", ROUND_TRIPS), pure_env))
+    outcomes += run_side_by_side(with_brokers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
