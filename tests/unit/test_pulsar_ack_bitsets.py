@@ -57,28 +57,28 @@ class CountingInt(int):
             raise QuadraticWork(f"{CountingInt.tally} bits processed, allowed {CountingInt.allowance}")
         return CountingInt(result)
 
-    def __and__(self, other: int) -> CountingInt:  # type: ignore[override]
+    def __and__(self, other: int) -> CountingInt:
         return self._count(other, int(self) & other)
 
     __rand__ = __and__
 
-    def __or__(self, other: int) -> CountingInt:  # type: ignore[override]
+    def __or__(self, other: int) -> CountingInt:
         return self._count(other, int(self) | other)
 
     __ror__ = __or__
 
-    def __xor__(self, other: int) -> CountingInt:  # type: ignore[override]
+    def __xor__(self, other: int) -> CountingInt:
         return self._count(other, int(self) ^ other)
 
     __rxor__ = __xor__
 
-    def __invert__(self) -> CountingInt:  # type: ignore[override]
+    def __invert__(self) -> CountingInt:
         return self._count(0, ~int(self))
 
-    def __lshift__(self, other: int) -> CountingInt:  # type: ignore[override]
+    def __lshift__(self, other: int) -> CountingInt:
         return self._count(other, int(self) << other)
 
-    def __rshift__(self, other: int) -> CountingInt:  # type: ignore[override]
+    def __rshift__(self, other: int) -> CountingInt:
         return self._count(other, int(self) >> other)
 
 
