@@ -22,6 +22,7 @@ from mqwire.common.errors import (
     RetriableBrokerError,
     RetriableError,
     SerializationError,
+    UnsupportedRuntimeError,
     UnsupportedVersionError,
     WrongLoopError,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "RetriableError",
     "SerializationError",
     "ServiceUrl",
+    "UnsupportedRuntimeError",
     "UnsupportedVersionError",
     "WrongLoopError",
     "parse_service_url",

@@ -11,16 +11,23 @@ connection or waiting forever.
 A client made outside a running loop (``client = connect(url)`` at import time, then ``asyncio.run(main())``)
 takes the loop of its first use. The per-call cost is one identity compare of the running loop and one integer
 compare of the fork generation that ``os.register_at_fork`` moves on in each child.
+
+Where a client cannot run at all, the first call says so with ``UnsupportedRuntimeError``: ``check_connect``
+(the coroutines that connect) wants a running asyncio event loop, any check under trio names trio, and a loop
+is looked over once per type when a client first binds to it (the methods the connections call must be its
+own, not ``AbstractEventLoop``'s that raise ``NotImplementedError``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
-from mqwire.common.errors import ForkedClientError, WrongLoopError
+from mqwire.common.errors import ForkedClientError, UnsupportedRuntimeError, WrongLoopError
 
 __all__ = ["Affinity"]
 
@@ -80,6 +87,13 @@ class Affinity:
         if self._generation != _generation or threading.get_ident() != self._thread or not self._loop_running():
             self._mismatch(_running_loop())
 
+    def check_connect(self) -> None:
+        """For the coroutines that connect (``start``, ``async with``): raise ``UnsupportedRuntimeError`` unless an
+        asyncio event loop runs here, then ``check()``."""
+        if _running_loop() is None:
+            raise UnsupportedRuntimeError(_no_loop_message(self._what))
+        self.check()
+
     def may_close(self) -> bool:
         """For ``close``: False in a forked child, where closing does nothing at all (no frame sent, no socket
         shut, so the parent's connections live on); otherwise ``check()`` and True."""
@@ -95,6 +109,8 @@ class Affinity:
                 f" {os.getpid()}; its connections belong to that process. Connect a new client in the child"
                 " (after the fork), and leave this one to the parent"
             )
+        if loop is None and (library := _other_async_library()) is not None:
+            raise UnsupportedRuntimeError(_no_loop_message(self._what, library))
         if self._loop is None:
             if loop is not None:
                 self._bind(loop)
@@ -112,10 +128,68 @@ class Affinity:
         )
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        _check_loop(loop, self._what)
         self._loop = loop
         self._loop_running = loop.is_running
         self._thread = threading.get_ident()
         self._thread_name = threading.current_thread().name
+
+
+# What the connections and clients call on their loop; a loop type that leaves one of them to
+# AbstractEventLoop (which raises NotImplementedError) cannot carry a client.
+_LOOP_NEEDS = ("create_connection", "create_future", "create_task", "call_soon", "call_later", "time")
+# Loop types already looked over (a handful per process at most).
+_served_loops: set[type] = set()
+
+
+def _check_loop(loop: asyncio.AbstractEventLoop, what: str) -> None:
+    kind = type(loop)
+    if kind in _served_loops:
+        return
+    missing = [name for name in _LOOP_NEEDS if getattr(kind, name, None) is getattr(asyncio.AbstractEventLoop, name)]
+    if missing:
+        raise UnsupportedRuntimeError(
+            f"this {what} cannot run on event loop {kind.__module__}.{kind.__qualname__}: it does not implement"
+            f" {', '.join(missing)}. mqwire runs on asyncio's own event loops and on uvloop"
+        )
+    # Whether the loop hands reads to asyncio.BufferedProtocol shows only when data arrives: a loop that calls
+    # data_received instead fails the connection then, naming the loop (common.transport).
+    _served_loops.add(kind)
+
+
+def _other_async_library() -> str | None:
+    """The async library running this task when it is not asyncio, or None. Asked of sniffio and of trio only
+    when they are imported already: a library that reports itself to sniffio has imported it."""
+    sniffio: Any = sys.modules.get("sniffio")
+    if sniffio is not None:
+        try:
+            library = str(sniffio.current_async_library())
+        except sniffio.AsyncLibraryNotFoundError:
+            library = None
+        if library is not None:
+            return None if library == "asyncio" else library
+    trio: Any = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            return None
+        return "trio"
+    return None
+
+
+def _no_loop_message(what: str, library: str | None = None) -> str:
+    library = library or _other_async_library()
+    running = f"{library} is running here, not asyncio" if library else "no asyncio event loop is running"
+    message = (
+        f"this {what} needs a running asyncio event loop and {running}. mqwire runs on asyncio's own event loop"
+        " (asyncio.run) or on uvloop (uvloop.run)"
+    )
+    if library == "trio":
+        message += "; from trio, run it through trio-asyncio, or write the program with anyio on its asyncio backend"
+    elif library is not None:
+        message += f"; from {library}, run it through a bridge to an asyncio loop (anyio's asyncio backend)"
+    return message
 
 
 def _never() -> bool:

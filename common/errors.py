@@ -78,6 +78,15 @@ class WrongLoopError(FatalError, RuntimeError):
     """
 
 
+class UnsupportedRuntimeError(ConfigurationError, RuntimeError):
+    """The clients cannot run where they were used: no asyncio event loop is running (trio, a bare coroutine),
+    or the running loop lacks what the connections need (``create_connection`` with buffered protocols).
+
+    Raised at ``connect`` / ``start`` and at the first use of a client; the message names what is running and
+    what would work instead (asyncio's own loop or uvloop; under trio, trio-asyncio or anyio's asyncio backend).
+    """
+
+
 class ConnectError(RetriableError):
     """A TCP or TLS connection could not be established (refused, unreachable, timed out)."""
 

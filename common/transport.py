@@ -21,7 +21,14 @@ import ssl as _ssl
 from collections.abc import Callable
 from typing import Generic, TypeVar, cast
 
-from mqwire.common.errors import ClosedError, ConnectError, ConnectionLostError, MqwireError, ProtocolError
+from mqwire.common.errors import (
+    ClosedError,
+    ConnectError,
+    ConnectionLostError,
+    MqwireError,
+    ProtocolError,
+    UnsupportedRuntimeError,
+)
 from mqwire.common.framing import FrameSplitter
 
 F = TypeVar("F")
@@ -157,6 +164,20 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
         except Exception as exc:
             # A handler bug must not leave the connection half alive.
             self._fail_in_callback("frame handler", exc, ConnectionLostError)
+
+    def data_received(self, data: bytes) -> None:
+        """Called only by an event loop without ``asyncio.BufferedProtocol`` support: the connection fails with
+        ``UnsupportedRuntimeError`` naming the loop, at the first bytes received (the replies never arrive)."""
+        if self._error is not None:
+            return
+        kind = type(asyncio.get_running_loop())
+        error = UnsupportedRuntimeError(
+            f"{self.name}: event loop {kind.__module__}.{kind.__qualname__} hands reads to data_received: it does"
+            " not support asyncio.BufferedProtocol (get_buffer / buffer_updated), which the connections read"
+            " through. mqwire runs on asyncio's own event loops and on uvloop"
+        )
+        log.error("%s", error)
+        self._shut(error, abort=True, in_callback=True)
 
     def eof_received(self) -> bool | None:
         """asyncio protocol callback: the peer closed its side."""

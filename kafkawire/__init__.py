@@ -47,7 +47,12 @@ from kafkawire.share import (
     ShareMessage,
 )
 from kafkawire.transaction import GroupMetadataLike
-from mqwire.common.errors import DeserializationError, ReceiveTimeoutError, SerializationError
+from mqwire.common.errors import (
+    DeserializationError,
+    ReceiveTimeoutError,
+    SerializationError,
+    UnsupportedRuntimeError,
+)
 
 __all__ = [
     "AcknowledgeType",
@@ -91,6 +96,7 @@ __all__ = [
     "TopicDescription",
     "TopicPartition",
     "UnknownOptionError",
+    "UnsupportedRuntimeError",
     "connect",
     "murmur2",
     "partition_for_key",

@@ -357,7 +357,7 @@ class Client:
 
     async def start(self) -> None:
         """Connect to a bootstrap server and load the cluster metadata."""
-        self._cluster.affinity.check()
+        self._cluster.affinity.check_connect()
         await self._cluster.start()
 
     async def close(self) -> None:

@@ -47,7 +47,7 @@ class Client:
 
     async def start(self) -> None:
         """Connect to the service URL, so that a wrong address fails here rather than at first use."""
-        self._session.affinity.check()
+        self._session.affinity.check_connect()
         await self._session.start()
 
     async def close(self) -> None:

@@ -24,6 +24,7 @@ from mqwire.common.errors import (
     RequestTimeoutError,
     RetriableBrokerError,
     RetriableError,
+    UnsupportedRuntimeError,
     UnsupportedVersionError,
     WrongLoopError,
 )
@@ -216,6 +217,7 @@ __all__ = [
     "TransactionCoordinatorNotFoundError",
     "TransactionNotFoundError",
     "UnknownServerError",
+    "UnsupportedRuntimeError",
     "UnsupportedVersionError",
     "WrongLoopError",
     "error_class",

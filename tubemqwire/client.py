@@ -66,7 +66,7 @@ class Client:
 
     async def start(self) -> None:
         """Find our own address and check that some master accepts a connection."""
-        self._session.affinity.check()
+        self._session.affinity.check_connect()
         await self._session.start()
 
     async def close(self) -> None:

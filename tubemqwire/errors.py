@@ -27,6 +27,7 @@ from mqwire.common.errors import (
     RetriableBrokerError,
     RetriableError,
     SerializationError,
+    UnsupportedRuntimeError,
     UnsupportedVersionError,
     WrongLoopError,
 )
@@ -375,6 +376,7 @@ __all__ = [
     "UnknownErrorCodeError",
     "UnknownProtocolError",
     "UnspecifiedAbnormalError",
+    "UnsupportedRuntimeError",
     "UnsupportedVersionError",
     "WrongLoopError",
 ]
