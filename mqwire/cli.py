@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 try:
     import rich  # noqa: F401  (checked before the commands import it, to name the extra that brings it)
@@ -28,6 +30,8 @@ from mqwire.common.errors import MqwireError
 from mqwire.connect_options import read_config
 from mqwire.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header
 from mqwire.systems import SECRET_VARIABLES, UnsupportedError, UsageError, configure
+
+log = logging.getLogger("mqwire.cli")
 
 EPILOG = f"""URLs: kafka://host:port[,host:port], kafka+ssl://..., pulsar://host:port, pulsar+ssl://...,
 tubemq://master:port[,master:port], tubemq+ssl://...
@@ -63,6 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
         dest="config",
         metavar="FILE",
         help="client options from a file of NAME=VALUE lines (the place for secrets: keep it readable by you only)",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=("asyncio", "uvloop"),
+        default="asyncio",
+        help="the event loop the command runs on (default asyncio; uvloop needs the 'uvloop' extra)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log to stderr what the command and the client do (-v: the main steps, -vv: everything)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -141,9 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(
+            level=logging.INFO if args.verbose == 1 else logging.DEBUG,
+            format="mqwire: %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
     try:
+        run = loop_runner(args.loop)
         configure(client_options_of(args.config, args.client_options))
-        return asyncio.run(_run(args))
+        return run(_run(args))
     except UsageError as exc:
         print(f"mqwire: {exc}", file=sys.stderr)
         return commands.USAGE
@@ -155,6 +179,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return commands.FAILED
     except KeyboardInterrupt:
         return 130
+
+
+def loop_runner(name: str) -> Callable[[Coroutine[Any, Any, int]], int]:
+    """What runs the command's coroutine for ``--loop name``: ``asyncio.run`` or ``uvloop.run``; a missing
+    uvloop is a UsageError naming the extra that brings it."""
+    if name == "asyncio":
+        return asyncio.run
+    try:
+        import uvloop
+    except ModuleNotFoundError as exc:
+        if exc.name != "uvloop":
+            raise
+        raise UsageError(
+            "--loop uvloop needs the 'uvloop' extra (uvloop is not installed): pip install 'mqwire[uvloop]'"
+        ) from None
+    run: Callable[[Coroutine[Any, Any, int]], int] = uvloop.run
+    return run
 
 
 def client_options_of(config: str | None, pairs: list[str]) -> dict[str, str]:
@@ -169,6 +210,8 @@ def client_options_of(config: str | None, pairs: list[str]) -> dict[str, str]:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    loop = type(asyncio.get_running_loop())
+    log.info("event loop %s.%s", loop.__module__, loop.__qualname__)
     if args.command == "produce":
         headers = dict(parse_header(h) for h in args.header)
         key = args.key.encode() if args.key is not None else None
