@@ -202,6 +202,39 @@ class MessageDecryptor:
         self._private: _Bounded = _Bounded()
         self._failed_names: _Bounded = _Bounded()
 
+    def ready(self, metadata: Any) -> bool:
+        """Whether ``decrypt`` needs no key look-up nor RSA operation for this message (all cached).
+
+        The consumer calls :meth:`prepare` off the event loop first when it does.
+        """
+        for keys in metadata.encryption_keys[:MAX_KEYS_TRIED]:
+            digest = hashlib.md5(keys.value, usedforsecurity=False).digest()
+            if digest in self._ciphers:
+                return True
+            if digest not in self._unopened:
+                return False
+        return True
+
+    def prepare(self, metadata: Any) -> None:
+        """Open the data key of a message as ``decrypt`` would, caching the outcome; runs in a worker thread.
+
+        The reader's ``get_private_key``, parsing the key and the RSA decryption happen here, so that
+        ``decrypt`` then only runs AES-GCM. Failures are cached and reported by ``decrypt``.
+        """
+        for keys in metadata.encryption_keys[:MAX_KEYS_TRIED]:
+            digest = hashlib.md5(keys.value, usedforsecurity=False).digest()
+            if digest in self._ciphers:
+                return
+            if digest in self._unopened:
+                continue
+            try:
+                cipher = self._data_key(keys)
+            except CryptoError as exc:
+                self._unopened.remember(digest, str(exc))
+                continue
+            self._ciphers.remember(digest, cipher)
+            return
+
     def decrypt(self, metadata: Any, payload: bytes | memoryview) -> bytes:
         """The payload of a message whose MessageMetadata names encryption keys; CryptoError when it cannot.
 

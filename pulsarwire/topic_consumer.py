@@ -4,8 +4,9 @@ The broker pushes at most as many messages as it holds permits; the first FLOW g
 size, and once the application has taken half of that, another FLOW grants what it took. Under the client's
 ``memory_limit_bytes`` (:mod:`pulsarwire.memory_budget`) a FLOW grants only as many permits as the room left
 holds messages of the size seen so far; the rest is held back, and granted as arrivals, the application
-taking messages, or other queues emptying make room. An entry's chunks
-are joined (:mod:`pulsarwire.chunks`), its payload decrypted and decompressed
+taking messages, or other queues emptying make room. An entry whose data key is not known yet waits,
+with every entry after it, while a worker thread opens the key (the reader, parsing the private key,
+RSA). An entry's chunks are joined (:mod:`pulsarwire.chunks`), its payload decrypted and decompressed
 (:mod:`pulsarwire.entry_payload`) and its messages decoded (:mod:`pulsarwire.entry_decoder`), all
 sans-IO, in one pass into the shared receive queue. After a reconnection the messages still queued from
 the old session are dropped (the broker delivers every unacknowledged message again) and the permits
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -117,6 +120,9 @@ class TopicConsumer(TopicHandler):
         self._chunks = ChunkAssembler()
         reader = options.crypto_key_reader
         self._decryptor = None if reader is None else MessageDecryptor(reader)
+        # Entries waiting behind one whose data key a worker thread is opening, and that task.
+        self._held: deque[tuple[PulsarConnection | None, Any, Frame, int]] = deque()
+        self._opening: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------------------ attachment
     async def _attach(self, connection: PulsarConnection) -> None:
@@ -166,6 +172,7 @@ class TopicConsumer(TopicHandler):
         # What the old session had queued comes again from the broker.
         self.queue.remove_owner(self)
         self._queued = 0
+        self._held.clear()
         self._chunks.clear()
         self._permits = self.queue_size
         self._set_outstanding(0)
@@ -229,6 +236,13 @@ class TopicConsumer(TopicHandler):
         if body.HasField("consumer_epoch") and body.consumer_epoch < self._epoch:
             self.consumed(count)  # sent before a redelivery we asked for; it comes again
             return
+        if self._held or self._needs_keys(metadata):
+            self._hold(body, frame, count)
+            return
+        self._deliver(body, frame, count)
+
+    def _deliver(self, body: Any, frame: Frame, count: int) -> None:
+        """Unpack one entry into the receive queue (or drop, discard or leave it, as it deserves)."""
         position = (body.message_id.ledgerId, body.message_id.entryId)
         try:
             messages, skipped, size = self._unpack(body, frame)
@@ -255,6 +269,42 @@ class TopicConsumer(TopicHandler):
             self._learn_size(size // len(messages))
         if self._permits and self.queue.budget is not None:
             self._grant()  # permits held back for memory: this arrival may have changed what fits
+
+    def _needs_keys(self, metadata: Any) -> bool:
+        decryptor = self._decryptor
+        return decryptor is not None and len(metadata.encryption_keys) > 0 and not decryptor.ready(metadata)
+
+    def _hold(self, body: Any, frame: Frame, count: int) -> None:
+        """Keep an entry, in order, while a data key is opened in a worker thread (RSA and key parsing take
+        milliseconds each, too long for the event loop); every entry after it waits behind it."""
+        payload = frame.payload
+        if payload is not None:
+            # A view into the received bytes: kept beyond this callback, it must own them.
+            frame = dataclasses.replace(frame, payload=memoryview(bytes(payload)))
+        self._held.append((self.connection, body, frame, count))
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open_keys())
+
+    async def _open_keys(self) -> None:
+        held = self._held
+        try:
+            while held:
+                connection, body, frame, count = held[0]
+                if connection is not self.connection:
+                    held.popleft()  # from a session gone since: the broker sends it again
+                    continue
+                if self._needs_keys(frame.metadata):
+                    assert self._decryptor is not None
+                    try:
+                        await asyncio.to_thread(self._decryptor.prepare, frame.metadata)
+                    except Exception as exc:  # a reader's bug: decrypt reports it as the message's error
+                        log.warning("%s: opening a data key failed: %s", self.label, type(exc).__name__)
+                    else:
+                        continue  # the session may have changed meanwhile: check again
+                held.popleft()
+                self._deliver(body, frame, count)
+        finally:
+            self._opening = None
 
     def _undecryptable(self, position: Position, count: int, reason: str) -> None:
         """crypto_failure_action "DISCARD": acknowledged and dropped; "FAIL": not delivered, left unacknowledged
@@ -624,6 +674,9 @@ class TopicConsumer(TopicHandler):
             return
         self._closed = True
         self._set_outstanding(0)
+        self._held.clear()
+        if self._opening is not None:
+            self._opening.cancel()
         if self.queue.budget is not None:
             self.queue.budget.forget(self._grant)
         if self._tasks:
