@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+# A batch over the consumer's decompression budget: raised by the record decoder, named here with the rest.
+from kafkawire.protocol.records import RecordBatchTooLargeError
 from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
@@ -783,6 +785,7 @@ __all__ = [
     "ReassignmentInProgressError",
     "RebalanceInProgressError",
     "RebootstrapRequiredError",
+    "RecordBatchTooLargeError",
     "RecordListTooLargeError",
     "ReplicaNotAvailableError",
     "RequestTimedOutError",
