@@ -236,7 +236,14 @@ def enable_tls(plan: Plan, java: str) -> None:
     plain one: a self-signed server certificate for 127.0.0.1 and localhost (its PEM is what clients
     trust), and client certificates required. (One-way TLS cannot be had from this server: with
     ``tlsTwoWayAuthEnable=false`` it ignores the trust store setting and then fails every handshake
-    opening a trust store at an empty path.)"""
+    opening a trust store at an empty path.)
+
+    These TLS ports, like the plain RPC ports, listen on every address of the machine, not on loopback
+    only: the server's RPC listener (``NettyRpcServer.start(int listenPort)`` in tubemq-core) binds
+    ``new InetSocketAddress(listenPort)``, the wildcard address, and takes no host. ``hostName`` in
+    master.ini and broker.ini is only the address announced to clients and peers, and neither a
+    ``[tlsSetting]`` key nor a JVM system property changes the bind. Run the launcher on a machine whose
+    firewall keeps these ports private."""
     conf = Path(plan.work_dir) / "conf"
     keystore, certificate = make_keystore(java, conf)
     client_cert, client_key, truststore = make_client_certificate(java, conf)
