@@ -57,6 +57,11 @@ class ConfigurationError(FatalError, ValueError):
     """An option is wrong; raised when the object is built, never deep in the network code."""
 
 
+class OptionTypeError(ConfigurationError, TypeError):
+    """An option or argument of the wrong type (a number where a name goes); also a ``TypeError``, as Python's own
+    calls raise for one."""
+
+
 class ClosedError(FatalError):
     """The client, producer, consumer or connection was closed by the application."""
 

@@ -49,6 +49,7 @@ from kafkawire.share import (
 from kafkawire.transaction import GroupMetadataLike
 from mqwire.common.errors import (
     DeserializationError,
+    OptionTypeError,
     ReceiveTimeoutError,
     SerializationError,
     UnsupportedRuntimeError,
@@ -85,6 +86,7 @@ __all__ = [
     "NewTopic",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "OptionTypeError",
     "PartitionDescription",
     "Producer",
     "ProducerOptions",

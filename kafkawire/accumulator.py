@@ -117,7 +117,12 @@ class ProducerBatch:
 
     def complete(self, base_offset: int, log_append_time: int = -1) -> None:
         """Settle every record's future at once (their metadata is made when read)."""
-        self.outcome.succeed(base_offset, log_append_time)
+        outcome = self.outcome
+        outcome.succeed(base_offset, log_append_time)
+        if outcome.error is not None:
+            # An offset putting the last record past int64 failed the batch: its bulk calls fail alike.
+            self.fail(outcome.error)
+            return
         if self.bulk is not None:
             topic, partition = self.tp
             timestamps = self.outcome.timestamps

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self
 
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, ProducerBatch, estimate_record_size
@@ -28,7 +28,7 @@ from kafkawire.sender import Sender, SenderConfig
 from kafkawire.transaction import GroupMetadataLike, TransactionManager
 from kafkawire.waker import Waker
 from mqwire.common.contract import Serializer
-from mqwire.common.errors import ClosedError, ConfigurationError
+from mqwire.common.errors import ClosedError, ConfigurationError, OptionTypeError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from mqwire.common.serde import check_serializer, to_bytes
@@ -46,6 +46,8 @@ Partitioner = Callable[[bytes | None, list[int], list[int]], int]
 
 COMPRESSIONS = (None, "none", "gzip", "snappy", "lz4", "zstd")
 INT32_MAX = 2**31 - 1
+# Record timestamps are int64 milliseconds; like the Java producer, a negative one is refused (brokers do too).
+INT64_MAX = 2**63 - 1
 _BYTES_TYPES = (bytes, bytearray, memoryview)
 
 
@@ -398,8 +400,8 @@ class Producer:
             )
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        elif type(timestamp_ms) is not int:
-            raise TypeError("timestamp_ms must be an int (milliseconds since the epoch) or None")
+        elif type(timestamp_ms) is not int or not 0 <= timestamp_ms <= INT64_MAX:
+            _bad_timestamp(timestamp_ms)
         accumulator = self._accumulator
         if accumulator.closing:
             raise ClosedError("producer is closed")
@@ -504,8 +506,8 @@ class Producer:
         self._check_sizes(key_list, value_list, header_lists)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        elif type(timestamp_ms) is not int:
-            raise TypeError("timestamp_ms must be an int (milliseconds since the epoch) or None")
+        elif type(timestamp_ms) is not int or not 0 <= timestamp_ms <= INT64_MAX:
+            _bad_timestamp(timestamp_ms)
         accumulator = self._accumulator
         if accumulator.closing:
             raise ClosedError("producer is closed")
@@ -800,3 +802,12 @@ def _headers(headers: HeadersInput) -> Sequence[Header]:
             raise TypeError(f"header name must be str, not {type(name).__name__}")
         result.append((name, _as_bytes(f"header {name!r}", value)))
     return result
+
+
+def _bad_timestamp(timestamp_ms: object) -> NoReturn:
+    """Refuse a ``timestamp_ms`` argument at the call, before anything is buffered (it would not fit the batch)."""
+    if type(timestamp_ms) is not int:
+        raise OptionTypeError("timestamp_ms must be an int (milliseconds since the epoch) or None")
+    raise ConfigurationError(
+        f"timestamp_ms {timestamp_ms} is out of range: milliseconds since the epoch, from 0 to 2**63 - 1"
+    )

@@ -1,10 +1,14 @@
-"""Checks of the names the servers accept, run when a producer or consumer is built."""
+"""Checks of the names the servers accept, run when a producer or consumer is built.
+
+A name of the wrong type raises ``OptionTypeError``, one the servers would refuse ``ConfigurationError`` (both
+in the shared hierarchy, and still a ``TypeError`` and a ``ValueError``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
+from mqwire.common.errors import ConfigurationError, OptionTypeError
 from tubemqwire.protocol.constants import MAX_BOOKED_TOPIC_COUNT, MAX_MSG_TYPE_LENGTH, MAX_TOPIC_NAME_LENGTH
 
 # The patterns of the master's web API and of the Java client's configuration checks.
@@ -19,10 +23,10 @@ _MAX_FILTER_LENGTH = 256
 
 def check_topic(topic: object, option: str = "topic") -> str:
     if not isinstance(topic, str):
-        raise TypeError(f"{option} must be a str, not {type(topic).__name__}")
+        raise OptionTypeError(f"{option} must be a str, not {type(topic).__name__}")
     name = topic.strip()
     if not _TOPIC.fullmatch(name) or len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise ValueError(
+        raise ConfigurationError(
             f"{option} {topic!r} must start with a letter, hold only letters, digits and '_', "
             f"and be 2 to {MAX_TOPIC_NAME_LENGTH} characters"
         )
@@ -36,20 +40,20 @@ def check_topics(topics: object, option: str = "topics") -> tuple[str, ...]:
     elif isinstance(topics, Iterable) and not isinstance(topics, bytes | bytearray):
         names = [check_topic(item, option) for item in topics]
     else:
-        raise TypeError(f"{option} must be a str or an iterable of str, not {type(topics).__name__}")
+        raise OptionTypeError(f"{option} must be a str or an iterable of str, not {type(topics).__name__}")
     if not names:
-        raise ValueError(f"{option} must name at least one topic")
+        raise ConfigurationError(f"{option} must name at least one topic")
     if len(set(names)) > MAX_BOOKED_TOPIC_COUNT:
-        raise ValueError(f"{option} may name at most {MAX_BOOKED_TOPIC_COUNT} topics")
+        raise ConfigurationError(f"{option} may name at most {MAX_BOOKED_TOPIC_COUNT} topics")
     return tuple(sorted(set(names)))
 
 
 def check_group(group: object) -> str:
     if not isinstance(group, str):
-        raise TypeError(f"group must be a str, not {type(group).__name__}")
+        raise OptionTypeError(f"group must be a str, not {type(group).__name__}")
     name = group.strip()
     if not _GROUP.fullmatch(name) or len(name) > _MAX_GROUP_LENGTH:
-        raise ValueError(
+        raise ConfigurationError(
             f"group {group!r} must start with a letter, hold only letters, digits, '_' and '-', "
             f"and be 2 to {_MAX_GROUP_LENGTH} characters"
         )
@@ -63,17 +67,17 @@ def check_msg_types(msg_types: object, option: str = "msg_types") -> frozenset[s
     if isinstance(msg_types, str):
         msg_types = [msg_types]
     if not isinstance(msg_types, Iterable) or isinstance(msg_types, bytes | bytearray):
-        raise TypeError(f"{option} must be a str or an iterable of str, not {type(msg_types).__name__}")
+        raise OptionTypeError(f"{option} must be a str or an iterable of str, not {type(msg_types).__name__}")
     result = set()
     for item in msg_types:
         if not isinstance(item, str):
-            raise TypeError(f"{option} items must be str, not {type(item).__name__}")
+            raise OptionTypeError(f"{option} items must be str, not {type(item).__name__}")
         text = item.strip()
         if not text or len(text) > min(_MAX_FILTER_LENGTH, MAX_MSG_TYPE_LENGTH):
-            raise ValueError(f"{option} item {item!r} must be 1 to {MAX_MSG_TYPE_LENGTH} characters")
+            raise ConfigurationError(f"{option} item {item!r} must be 1 to {MAX_MSG_TYPE_LENGTH} characters")
         if any(ch in _FILTER_FORBIDDEN or ch.isspace() for ch in text):
-            raise ValueError(f"{option} item {item!r} must not hold white space or any of , = # : @ $")
+            raise ConfigurationError(f"{option} item {item!r} must not hold white space or any of , = # : @ $")
         result.add(text)
     if len(result) > _MAX_FILTER_COUNT:
-        raise ValueError(f"{option} may hold at most {_MAX_FILTER_COUNT} types")
+        raise ConfigurationError(f"{option} may hold at most {_MAX_FILTER_COUNT} types")
     return frozenset(result)

@@ -596,6 +596,11 @@ def _decode_batch(
         base_sequence,
         count,
     ) = _TAIL.unpack_from(batch, _ATTRIBUTES_OFFSET)
+    if base_offset + last_offset_delta >= _INT64_MAX:
+        # Its records' offsets, or the offset a fetch goes on from (next_offset), would not fit int64.
+        raise ProtocolError(
+            f"record batch at offset {base_offset}: last offset delta {last_offset_delta} puts its end past int64"
+        )
     codec = CODEC_NAMES.get(attributes & COMPRESSION_MASK)
     if attributes & COMPRESSION_MASK and codec is None:
         raise ProtocolError(f"record batch at offset {base_offset}: unknown compression {attributes & 7}")

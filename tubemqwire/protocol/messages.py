@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from mqwire.common.checksums import Buffer, crc32
-from mqwire.common.errors import ChecksumError, ProtocolError
+from mqwire.common.errors import ChecksumError, ConfigurationError, ProtocolError
 from tubemqwire.protocol.broker_service_pb2 import TransferedMessage
 from tubemqwire.protocol.constants import (
     ARRAY_SEP,
@@ -98,14 +98,14 @@ def format_attributes(
 ) -> str:
     """The attribute text: system keys first, as the Java client writes them, then the application's.
 
-    Raises ValueError for keys or values the format cannot carry (blank, or holding ``,`` or ``=`` or a
-    reserved key).
+    Raises ConfigurationError (a ValueError) for keys or values the format cannot carry (blank, or holding ``,``
+    or ``=`` or a reserved key).
     """
     items: list[str] = []
     if msg_type is not None:
         msg_type = msg_type.strip()
         if not msg_type or len(msg_type) > MAX_MSG_TYPE_LENGTH:
-            raise ValueError(f"msg_type must be 1 to {MAX_MSG_TYPE_LENGTH} characters")
+            raise ConfigurationError(f"msg_type must be 1 to {MAX_MSG_TYPE_LENGTH} characters")
         _check_token("msg_type", msg_type)
         items.append(f"{TOKEN_MSG_TYPE}{EQ}{msg_type}")
     if msg_time is not None:
@@ -113,7 +113,7 @@ def format_attributes(
         items.append(f"{TOKEN_MSG_TIME}{EQ}{msg_time}")
     for key, value in (attributes or {}).items():
         if not key.strip() or not value.strip():
-            raise ValueError(f"attribute {key!r}={value!r}: key and value must not be blank")
+            raise ConfigurationError(f"attribute {key!r}={value!r}: key and value must not be blank")
         _check_token("attribute key", key)
         _check_token("attribute value", value)
         items.append(f"{key}{EQ}{value}")
@@ -122,9 +122,9 @@ def format_attributes(
 
 def _check_token(what: str, text: str) -> None:
     if ARRAY_SEP in text or EQ in text:
-        raise ValueError(f"{what} {text!r} must not contain ',' or '='")
+        raise ConfigurationError(f"{what} {text!r} must not contain ',' or '='")
     if TOKEN_MSG_TYPE in text or TOKEN_MSG_TIME in text:
-        raise ValueError(f"{what} {text!r} must not contain the reserved keys $msgType$ or $msgTime$")
+        raise ConfigurationError(f"{what} {text!r} must not contain the reserved keys $msgType$ or $msgTime$")
 
 
 def parse_attributes(text: str) -> dict[str, str]:
