@@ -16,6 +16,9 @@ Where a client cannot run at all, the first call says so with ``UnsupportedRunti
 (the coroutines that connect) wants a running asyncio event loop, any check under trio names trio, and a loop
 is looked over once per type when a client first binds to it (the methods the connections call must be its
 own, not ``AbstractEventLoop``'s that raise ``NotImplementedError``).
+
+No transport guard for a raw ``os.fork()`` in a running loop: the child's loop shares the parent's epoll and sockets,
+takes replies in recv() before any callback, and aborting its copy unregisters the socket, deafening the parent.
 """
 
 from __future__ import annotations
