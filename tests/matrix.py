@@ -59,6 +59,8 @@ DEV_TOOLS = (
 ROUND_TRIPS = "tests/integration/test_round_trips.py"
 # TubeMQ topics of the round trips, deployed with the contract suite's while the broker starts.
 ROUND_TRIP_TUBEMQ_TOPICS = {"roundtrip_runtime": 3}
+# The suffix of each contract step's own TubeMQ topics (MQWIRE_CONTRACT_TUBEMQ_SUFFIX).
+CONTRACT_SUFFIXES = {**{v: "_py" + v.replace(".", "") for v in VERSIONS}, "pure": "_pure"}
 
 
 class MatrixError(Exception):
@@ -121,13 +123,14 @@ def extension_modules(project: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def contract_tubemq_topics(project: dict[str, Any]) -> dict[str, int]:
-    """The TubeMQ topics the contract suite needs (from the mqwire_tubemq_topics ini value) and the round trips'."""
+    """The TubeMQ topics the contract suite needs (from the mqwire_tubemq_topics ini value), one set per
+    contract step (the steps run side by side, see tests/contract/systems.py), and the round trips'."""
     text = str(project["tool"]["pytest"]["ini_options"]["mqwire_tubemq_topics"])
     topics: dict[str, int] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, _, count = item.partition(":")
         if name.startswith("contract_"):
-            topics[name] = int(count or 1)
+            topics.update({name + suffix: int(count or 1) for suffix in CONTRACT_SUFFIXES.values()})
     topics.update(ROUND_TRIP_TUBEMQ_TOPICS)
     return topics
 
@@ -362,6 +365,11 @@ def timed(step: Step) -> Outcome:
     return Outcome(step.name, code == 0, seconds, detail)
 
 
+def contract_topics(step: str) -> dict[str, str]:
+    """The variable that gives a contract step its own TubeMQ topics."""
+    return {"MQWIRE_CONTRACT_TUBEMQ_SUFFIX": CONTRACT_SUFFIXES[step]}
+
+
 def run_side_by_side(batch: Sequence[Step]) -> list[Outcome]:
     """Run these steps at the same time: they spend most of their time waiting (on brokers, timeouts and
     subprocesses), not computing, so two cores carry them."""
@@ -390,10 +398,12 @@ def steps(
         [Step(f"py{v} unit", pytest_cmd(p, "-m", "not integration", *unit_paths()), base) for v, p in pythons.items()]
     )
     broker_env = brokers()
-    with_brokers = [Step(f"py{v} contract", pytest_cmd(p, "tests/contract"), {**base, **broker_env})
-                    for v, p in pythons.items()]
+    with_brokers = [
+        Step(f"py{v} contract", pytest_cmd(p, "tests/contract"), {**base, **broker_env, **contract_topics(v)})
+        for v, p in pythons.items()
+    ]
     if "pure" in selected:
-        pure_env = {**base, **broker_env, "MQWIRE_PURE_PYTHON": "1"}
+        pure_env = {**base, **broker_env, **contract_topics("pure"), "MQWIRE_PURE_PYTHON": "1"}
         python = HOME_VENV / "bin" / "python"
         problems = pure_problems(probe(python, pure_env))
         if problems:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from dataclasses import dataclass
 from types import ModuleType
@@ -15,6 +16,15 @@ from mqwire.common.contract import Client
 # TubeMQ topics cannot be made on the fly quickly: these are deployed when the test broker starts
 # (pyproject's mqwire_tubemq_topics). Every other system gets a fresh topic per test.
 TUBEMQ_TOPICS = ("readme", "idle", "serde", "bad", "seek", "close", "group", "str")
+# Runs of the suite at the same time on one broker (the runtime matrix) each take topics of their own, named
+# with this suffix: a TubeMQ batch is confirmed whole, so another run's messages in it would hold it back.
+TUBEMQ_SUFFIX = os.environ.get("MQWIRE_CONTRACT_TUBEMQ_SUFFIX", "")
+
+
+def tubemq_topic(purpose: str) -> str:
+    """The deployed TubeMQ topic of a contract test."""
+    assert purpose in TUBEMQ_TOPICS, f"add contract_{purpose} to mqwire_tubemq_topics"
+    return f"contract_{purpose}{TUBEMQ_SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -32,8 +42,7 @@ class System:
     def topic(self, purpose: str) -> str:
         """A topic no other test uses."""
         if self.name == "tubemq":
-            assert purpose in TUBEMQ_TOPICS, f"add contract_{purpose} to mqwire_tubemq_topics"
-            return f"contract_{purpose}"
+            return tubemq_topic(purpose)
         return f"contract-{purpose}-{secrets.token_hex(4)}"
 
     @staticmethod

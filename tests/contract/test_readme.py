@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
+from tests.contract.systems import tubemq_topic
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +31,7 @@ def client_example() -> str:
 @pytest.mark.parametrize("name", ["kafka", "pulsar", "tubemq"])
 def test_readme_example_runs_with_each_system(name: str, request: pytest.FixtureRequest) -> None:
     broker: KafkaBroker | PulsarBroker | TubeMQBroker = request.getfixturevalue(f"{name}_broker")
-    topic = "contract_readme" if name == "tubemq" else f"readme-{secrets.token_hex(4)}"
+    topic = tubemq_topic("readme") if name == "tubemq" else f"readme-{secrets.token_hex(4)}"
     code = client_example()
     for old, new in (
         ("kafkawire", f"{name}wire"),

@@ -52,5 +52,6 @@ def test_the_environments_follow_pyproject() -> None:
     assert set(matrix.EXTRAS) <= set(project["project"]["optional-dependencies"])
     assert "kafkawire._partitioner_speedups" in matrix.extension_modules(project)
     topics = matrix.contract_tubemq_topics(project)
-    assert {f"contract_{name}" for name in ("readme", "seek", "group")} <= set(topics)
+    for suffix in ("_py312", "_py313", "_pure"):
+        assert {f"contract_{name}{suffix}" for name in ("readme", "seek", "group")} <= set(topics)
     assert topics[next(iter(matrix.ROUND_TRIP_TUBEMQ_TOPICS))] == 3
