@@ -55,3 +55,13 @@ def test_the_environments_follow_pyproject() -> None:
     for suffix in ("_py312", "_py313", "_pure"):
         assert {f"contract_{name}{suffix}" for name in ("readme", "seek", "group")} <= set(topics)
     assert topics[next(iter(matrix.ROUND_TRIP_TUBEMQ_TOPICS))] == 3
+
+
+def test_the_classifiers_name_exactly_the_versions_tested() -> None:
+    # make test runs 3.11; the matrix adds its own versions. A classifier for anything else would be a claim.
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    listed = {c.removeprefix("Programming Language :: Python :: ") for c in pyproject["project"]["classifiers"]}
+    versions = {v for v in listed if v.startswith("3.")}
+    assert versions == {"3.11", *matrix.VERSIONS}
