@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# The event loop of the async tests: both (each async test on asyncio's loop and on uvloop), asyncio or uvloop.
+TEST_LOOP ?= both
 
 .PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak dist test-cluster docs spark-env
 
@@ -32,18 +34,18 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(PY) -m pytest -m "not integration" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not integration" --loop=$(TEST_LOOP) $(PYTEST_ARGS)
 
 # The guides and the API reference from the docstrings, into build/docs; any warning fails the build.
 docs: $(STAMP)
 	$(PY) -m sphinx -b html -q -W --keep-going docs build/docs
 
 # The whole suite: lint, types and the documentation, unit tests, then integration tests against real brokers
-# started by the tests.
+# started by the tests; every async test runs on asyncio's loop and again on uvloop (TEST_LOOP), in one session.
 test: $(STAMP) brokers-classpath docs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	$(PY) -m pytest --loop=$(TEST_LOOP) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
 # Clusters (Kafka, Pulsar, TubeMQ) of the tests' own, with nodes killed under traffic: tests/cluster, run only here;
