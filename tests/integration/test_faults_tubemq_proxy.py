@@ -41,6 +41,7 @@ async def round_trip(producer: tubemqwire.Producer, consumer: tubemqwire.Consume
             await consumer.ack(message)
             if message.value.startswith(prefix):
                 return
+    pytest.fail(f"none of the {label!r} messages came back in 1000 sends")
 
 
 @pytest.mark.parametrize("fault", ["drop", "blackhole", "stall"])
