@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -173,34 +174,24 @@ async def test_connect_to_closed_port_is_a_typed_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    started = time.monotonic()
-    with pytest.raises(ConnectError):
+    with pytest.raises(ConnectError) as caught:
         await open_channel(("127.0.0.1", port), connect_timeout=2)
-    assert time.monotonic() - started < 2.5
+    # Refused at once by the kernel, not given up on when the connect timeout ran out.
+    assert "timed out" not in str(caught.value)
 
 
 async def test_connect_timeout_to_unanswering_peer() -> None:
-    # A listening socket whose backlog is full never completes the handshake.
+    # The kernel completes the TCP handshake into the backlog, but nothing ever answers the TLS hello, so
+    # the connection is never established and only the connect timeout can end the wait.
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        fillers = []
-        try:
-            for _ in range(8):
-                filler = socket.socket()
-                filler.setblocking(False)
-                filler.connect_ex(listener.getsockname())
-                fillers.append(filler)
-            started = time.monotonic()
-            try:
-                channel = await open_channel(listener.getsockname(), connect_timeout=0.3)
-            except ConnectError:
-                assert time.monotonic() - started < 1.5
-            else:  # the kernel accepted into the backlog after all: it still must not block forever
-                channel.close()
-        finally:
-            for filler in fillers:
-                filler.close()
+        listener.listen(8)
+        started = time.monotonic()
+        # Liveness only: without its connect timeout the handshake would wait 60 s, ten times more than this.
+        async with asyncio.timeout(6):
+            with pytest.raises(ConnectError, match=r"timed out after 0\.3 s"):
+                await open_channel(listener.getsockname(), connect_timeout=0.3, ssl=ssl.create_default_context())
+        assert time.monotonic() - started >= 0.3
 
 
 async def test_close_fails_pending_with_closed_error() -> None:
