@@ -15,6 +15,7 @@ from mqwire.registry.errors import (
     RegistryError,
     RegistryUnreachableError,
     SchemaNotFoundError,
+    SchemaResolutionError,
     UnknownSchemaIdError,
     WireFormatError,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "RegistrySerializer",
     "RegistryUnreachableError",
     "SchemaNotFoundError",
+    "SchemaResolutionError",
     "SerializerOptions",
     "UnknownSchemaIdError",
     "WireFormatError",

@@ -8,6 +8,7 @@ __all__ = [
     "RegistryError",
     "RegistryUnreachableError",
     "SchemaNotFoundError",
+    "SchemaResolutionError",
     "UnknownSchemaIdError",
     "WireFormatError",
 ]
@@ -40,3 +41,17 @@ class UnknownSchemaIdError(RegistryError):
 
 class WireFormatError(FatalError, ValueError):
     """A payload is not in the registry's wire format (too short, or a magic byte other than 0)."""
+
+
+class SchemaResolutionError(FatalError, ValueError):
+    """A payload's writer's schema cannot be resolved to the deserializer's reader schema.
+
+    ``writer_id`` is the id in the payload; ``reader_id`` the registry's id of the reader schema, or None when
+    the reader schema is not registered under the deserializer's subject (or no subject was named).
+    """
+
+    def __init__(self, writer_id: int, reader_id: int | None, reason: str) -> None:
+        reader = "the reader schema (not registered)" if reader_id is None else f"reader schema id {reader_id}"
+        super().__init__(f"writer schema id {writer_id} cannot be resolved to {reader}: {reason}")
+        self.writer_id = writer_id
+        self.reader_id = reader_id

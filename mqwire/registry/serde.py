@@ -10,6 +10,12 @@ encodes and decodes from its cache without I/O:
   subject) and any other id with ``await deserializer.load(schema_id)``. A payload naming an id not loaded raises
   UnknownSchemaIdError, which the consumer reports as DeserializationError (with the message's topic,
   partition and offset) and holds the message: load the id and receive again to get it.
+
+A deserializer with a ``reader_schema`` reads each payload with its writer's schema (by the id in the payload)
+resolved to the reader's, as confluent-kafka's deserializers do: Avro by Avro's resolution rules (defaults,
+removed fields, aliases, promotions), JSON Schema by validating the decoded value against the reader schema,
+Protobuf by field number (the message class is the reader). A writer's schema that cannot be resolved raises
+SchemaResolutionError naming both ids; a payload that ends early or does not parse raises WireFormatError.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 from mqwire.registry.client import RegisteredSchema, RegistryClient, SchemaType
-from mqwire.registry.errors import SchemaNotFoundError, UnknownSchemaIdError, WireFormatError
+from mqwire.registry.errors import SchemaNotFoundError, SchemaResolutionError, UnknownSchemaIdError, WireFormatError
 from mqwire.registry.naming import SubjectNameStrategy, topic_name
 from mqwire.registry.wire import decode_indexes, encode_indexes, frame, unframe
 
@@ -136,14 +142,23 @@ class RegistrySerializer(ABC, Generic[T]):
         return self._header + self.payload(value)
 
 
+class _Unresolvable(Exception):
+    """Raised by ``decode`` when the writer's schema does not resolve to the reader's; ids are added above."""
+
+
 class RegistryDeserializer(ABC, Generic[T]):
     """A deserializer that decodes payloads whose schema ids it has loaded (``prepare()``, ``load()``).
 
     ``topic``, ``field`` and ``subject_name_strategy`` name the subject whose versions ``prepare()`` loads;
     without a topic (or with a record-name strategy), ``prepare()`` loads nothing and ids come by ``load()``.
+    ``reader_schema_id`` is the registry's id of the reader schema, looked up under that subject by
+    ``prepare()`` (None without a reader schema or when it is not registered); resolution errors name it.
     """
 
     schema_type: SchemaType
+    reader_schema_id: int | None = None
+    #: The reader schema as text (None: each payload decodes with its writer's schema).
+    reader_text: str | None = None
 
     def __init__(
         self,
@@ -173,6 +188,13 @@ class RegistryDeserializer(ABC, Generic[T]):
         for number in versions:
             found = await self.registry.version(subject, number)
             await self.load(found.schema_id)
+        if self.reader_text is not None:
+            try:
+                registered = await self.registry.lookup(subject, self.reader_text, self.schema_type)
+            except SchemaNotFoundError:
+                pass
+            else:
+                self.reader_schema_id = registered.schema_id
         return list(self._loaded)
 
     async def load(self, schema_id: int) -> None:
@@ -196,7 +218,10 @@ class RegistryDeserializer(ABC, Generic[T]):
         writer = self._loaded.get(schema_id)
         if writer is None:
             raise UnknownSchemaIdError(schema_id)
-        return self.decode(writer, body)
+        try:
+            return self.decode(writer, body)
+        except _Unresolvable as err:
+            raise SchemaResolutionError(schema_id, self.reader_schema_id, str(err)) from None
 
 
 # ------------------------------------------------------------------------------------------------------- Avro
@@ -273,7 +298,8 @@ class AvroDeserializer(RegistryDeserializer[Any]):
         **options: Unpack[DeserializerOptions],
     ) -> None:
         fastavro = _fastavro()
-        self._reader = None if reader_schema is None else fastavro.parse_schema(json.loads(_schema_text(reader_schema)))
+        self.reader_text = None if reader_schema is None else _schema_text(reader_schema)
+        self._reader = None if self.reader_text is None else fastavro.parse_schema(json.loads(self.reader_text))
         self._from_dict = from_dict
         super().__init__(registry, **options)
 
@@ -282,8 +308,18 @@ class AvroDeserializer(RegistryDeserializer[Any]):
         return _fastavro().parse_schema(json.loads(schema.schema))
 
     def decode(self, writer: Any, body: memoryview) -> Any:
-        """The record in ``body``."""
-        record = _fastavro().schemaless_reader(io.BytesIO(body), writer, self._reader)
+        """The record in ``body``, resolved to the reader schema if there is one."""
+        from fastavro.read import SchemaResolutionError as Unresolved
+
+        try:
+            record = _fastavro().schemaless_reader(io.BytesIO(body), writer, self._reader)
+        except Unresolved as err:
+            raise _Unresolvable(str(err)) from None
+        except EOFError:
+            raise WireFormatError(f"the Avro payload ends early ({len(body)} bytes)") from None
+        except (ValueError, IndexError, UnicodeDecodeError) as err:
+            # a union index out of range, a negative length, bytes that are not UTF-8: not this schema's record
+            raise WireFormatError(f"the Avro payload does not match its writer's schema: {err}") from None
         return record if self._from_dict is None else self._from_dict(record)
 
 
@@ -326,24 +362,51 @@ class JsonSchemaSerializer(RegistrySerializer[Any]):
         return json.dumps(value if self._to_dict is None else self._to_dict(value), separators=(",", ":")).encode()
 
 
+def _json_validator(schema_text: str) -> Any:
+    import importlib
+
+    try:
+        jsonschema: Any = importlib.import_module("jsonschema")  # untyped: no stubs installed
+    except ImportError:  # pragma: no cover - depends on the install
+        raise ImportError("JsonSchemaDeserializer(reader_schema=...) needs jsonschema: pip install jsonschema") from None
+    definition = json.loads(schema_text)
+    return jsonschema.validators.validator_for(definition)(definition)
+
+
 class JsonSchemaDeserializer(RegistryDeserializer[Any]):
-    """JSON payloads of a known schema id, parsed; ``from_dict`` turns each object into the application's type."""
+    """JSON payloads of a known schema id, parsed; ``from_dict`` turns each object into the application's type.
+
+    With ``reader_schema`` (a JSON Schema, text or a dict), each value is validated against it, as
+    confluent-kafka's JSONDeserializer does; a value it refuses raises SchemaResolutionError. JSON carries its
+    field names, so the value is kept as written: no defaults are filled in and no field is renamed (nor does
+    confluent-kafka's). Without one, values are not validated.
+    """
 
     schema_type: SchemaType = "JSON"
 
     def __init__(
         self,
         registry: RegistryClient,
+        reader_schema: str | dict[str, Any] | None = None,
         *,
         from_dict: Callable[[Any], Any] | None = None,
         **options: Unpack[DeserializerOptions],
     ) -> None:
+        self.reader_text = None if reader_schema is None else _schema_text(reader_schema)
+        self._validator = None if self.reader_text is None else _json_validator(self.reader_text)
         self._from_dict = from_dict
         super().__init__(registry, **options)
 
     def decode(self, writer: Any, body: memoryview) -> Any:
-        """The JSON value in ``body``."""
-        value = json.loads(bytes(body))
+        """The JSON value in ``body``, validated against the reader schema if there is one."""
+        try:
+            value = json.loads(bytes(body))
+        except (ValueError, RecursionError) as err:
+            raise WireFormatError(f"the payload is not JSON: {err}") from None
+        if self._validator is not None:
+            failure = next(iter(self._validator.iter_errors(value)), None)
+            if failure is not None:
+                raise _Unresolvable(failure.message)
         return value if self._from_dict is None else self._from_dict(value)
 
 
@@ -428,6 +491,12 @@ class ProtobufDeserializer(RegistryDeserializer[Any]):
         super().__init__(registry, **options)
 
     def decode(self, writer: Any, body: memoryview) -> Any:
-        """The message after the index path in ``body``."""
+        """The message after the index path in ``body``; fields are matched by number, unknown ones kept."""
+        from google.protobuf.message import DecodeError
+
         _, payload = decode_indexes(body)
-        return self.message_type.FromString(bytes(payload))
+        try:
+            return self.message_type.FromString(bytes(payload))
+        except DecodeError as err:
+            name = self.message_type.__name__
+            raise WireFormatError(f"the Protobuf payload does not parse as {name}: {err}") from None
