@@ -151,3 +151,34 @@ class DeserializationError(FatalError):
         self.topic = topic
         self.partition = partition
         self.position = position
+
+
+class SchemaResolutionError(DeserializationError):
+    """A message's writer's schema cannot be resolved to the consumer's (reader's) schema, or is unknown.
+
+    Raised instead of a value that might be wrong, and held like any ``DeserializationError`` until
+    ``consumer.skip(error.message)``. ``writer_version`` is the schema version the message was written with,
+    ``reader_version`` the version of the consumer's own schema on the topic (None when the topic does not hold
+    it), and ``__cause__`` says why (the resolution's error, or the broker not knowing the version).
+    """
+
+    def __init__(
+        self,
+        message: Any,
+        *,
+        topic: str,
+        partition: int,
+        position: object,
+        writer_version: object,
+        reader_version: object,
+        reason: str,
+    ) -> None:
+        super().__init__(message, field="value", topic=topic, partition=partition, position=position)
+        self.args = (
+            f"the message at {position} of {topic} partition {partition} was written with schema version"
+            f" {writer_version}, which cannot be read as version {reader_version}: {reason}"
+            f" (consumer.skip(error.message) goes on with the next one)",
+        )
+        self.writer_version = writer_version
+        self.reader_version = reader_version
+        self.reason = reason

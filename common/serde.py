@@ -66,21 +66,28 @@ M = TypeVar("M", bound=RawMessage)
 class Deserializing(Generic[M]):
     """Applies a consumer's deserializers as messages are delivered, in order, holding back failures.
 
+    With ``value_sees_message`` the value deserializer is called as ``value_deserializer(data, message)``;
+    a ``DeserializationError`` it raises itself (a subclass with more to say) is held as it is.
+
     A message whose deserializer raises is kept first in line with the messages taken after it, and every
     delivery raises ``DeserializationError`` for it until ``skip(message)``: nothing is lost or skipped
     unless the application says so. The consumer takes held messages (``take_held``) before new ones.
     """
 
-    __slots__ = ("_held", "_key", "_position", "_value")
+    __slots__ = ("_held", "_key", "_position", "_value", "_value_sees_message")
 
     def __init__(
         self,
         key_deserializer: Callable[[bytes], Any] | None,
-        value_deserializer: Callable[[bytes], Any] | None,
+        value_deserializer: Callable[..., Any] | None,
         position: Callable[[M], object],
+        *,
+        value_sees_message: bool = False,
     ) -> None:
         self._key = check_serializer("key_deserializer", key_deserializer)
         self._value = check_serializer("value_deserializer", value_deserializer)
+        # A schema-aware value deserializer is called with the message too (its writer's schema version).
+        self._value_sees_message = value_sees_message
         self._position = position
         self._held: deque[M] = deque()
 
@@ -125,6 +132,10 @@ class Deserializing(Generic[M]):
                 return list(messages[:index])
         return list(messages)
 
+    def hold_back(self, messages: Sequence[M]) -> None:
+        """Put ``messages`` (taken but not delivered) first in line again, in order."""
+        self._held.extendleft(reversed(messages))
+
     def skip(self, message: M) -> None:
         """Drop the held message that failed, so delivery goes on with the next one."""
         if not self._held or self._held[0] is not message:
@@ -144,9 +155,13 @@ class Deserializing(Generic[M]):
             value = self._call(self._value, value, "value", message)
         message.key, message.value = key, value
 
-    def _call(self, deserializer: Callable[[bytes], Any], data: Any, field: Field, message: M) -> Any:
+    def _call(self, deserializer: Callable[..., Any], data: Any, field: Field, message: M) -> Any:
         try:
+            if field == "value" and self._value_sees_message:
+                return deserializer(data, message)
             return deserializer(data)
+        except DeserializationError:
+            raise
         except Exception as exc:
             raise DeserializationError(
                 message, field=field, topic=message.topic, partition=message.partition,

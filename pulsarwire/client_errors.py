@@ -9,6 +9,7 @@ from mqwire.common.errors import (
     ReceiveTimeoutError,
     RequestTimeoutError,
     RetriableError,
+    SchemaResolutionError,
     SerializationError,
 )
 
@@ -49,6 +50,7 @@ __all__ = [
     "ProducerClosedError",
     "ProducerQueueIsFullError",
     "ReceiveTimeoutError",
+    "SchemaResolutionError",
     "SendTimeoutError",
     "SerializationError",
     "TooManyRedirectsError",

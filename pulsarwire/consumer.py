@@ -22,11 +22,13 @@ from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerConfig, ConsumerOptions
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.receive_queue import ReceiveQueue
+from pulsarwire.schema import Schema
 from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 from pulsarwire.topic_pattern import TopicPattern, TopicWatch
 from pulsarwire.topics import complete_name, partition_name
 from pulsarwire.transaction import Transaction
+from pulsarwire.writer_schemas import WriterSchemas
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +46,19 @@ class Subscriber:
         *,
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
+        schema: Schema[Any] | None = None,
     ) -> None:
         self._session = session
-        self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _position)
+        # With a schema, each value is read with its writer's schema (fetched by version) resolved to it.
+        self._writers = None if schema is None else WriterSchemas(session, schema)
+        if self._writers is not None:
+            self._gate: Deserializing[Message] = Deserializing(
+                key_deserializer, self._writers.decode, _position, value_sees_message=True
+            )
+        else:
+            self._gate = Deserializing(key_deserializer, value_deserializer, _position)
         # Messages are held only when a deserializer fails: without deserializers the gate is skipped entirely.
-        self._gated = key_deserializer is not None or value_deserializer is not None
+        self._gated = key_deserializer is not None or value_deserializer is not None or schema is not None
         self.options = options
         self._topics = [(topic, complete_name(topic)) for topic in topics]
         if len({full for _, full in self._topics}) != len(self._topics):
@@ -294,8 +304,20 @@ class Subscriber:
         if self._gated:
             gate = self._gate
             held = gate.take_held(1)
-            return gate.one(held[0] if held else await self._take(timeout))
+            message = held[0] if held else await self._take(timeout)
+            if self._writers is not None and self._writers.missing((message,)):
+                await self._prepare([message])
+            return gate.one(message)
         return await self._take(timeout)
+
+    async def _prepare(self, messages: list[Message]) -> None:
+        """Fetch the writers' schemas ``messages`` need; if cancelled meanwhile, they wait first in line."""
+        assert self._writers is not None
+        try:
+            await self._writers.prepare(messages)
+        except BaseException:
+            self._gate.hold_back(messages)
+            raise
 
     async def _take(self, timeout: float | None) -> Message:
         message = self._queue.get_nowait()
@@ -341,6 +363,8 @@ class Subscriber:
                 break
             message._owner.dequeued(message)
             messages.append(message)
+        if self._writers is not None and self._writers.missing(messages):
+            await self._prepare(messages)
         return gate.many(messages) if self._gated else messages
 
     async def batch_receive(self, *, timeout: float = 0, max_records: int | None = None) -> list[Message]:
@@ -482,7 +506,8 @@ class Consumer(Subscriber):
             f"consumer {built.subscription}",
             pattern,
             key_deserializer=options.get("key_deserializer"),
-            value_deserializer=_value_decoder(options),
+            value_deserializer=options.get("value_deserializer"),
+            schema=options.get("schema"),
         )
         self.dead_letters = dead_letters
         self.subscription = built.subscription
@@ -579,11 +604,3 @@ class Consumer(Subscriber):
 def _position(message: Message) -> MessageId:
     return message.message_id
 
-
-def _value_decoder(options: ConsumerConfig | dict[str, Any]) -> Deserializer | None:
-    """The value deserializer: the schema's decode when a schema is given (checked by ConsumerOptions.build)."""
-    schema = options.get("schema")
-    if schema is not None:
-        decode: Deserializer = schema.decode
-        return decode
-    return options.get("value_deserializer")

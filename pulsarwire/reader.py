@@ -63,8 +63,6 @@ class Reader(Subscriber):
                                "crypto_failure_action": crypto_failure_action}.pop),
         )
         checked = check_schema(schema, "value_deserializer", value_deserializer)
-        if checked is not None:
-            value_deserializer = checked.decode
         super().__init__(
             session,
             [topic],
@@ -72,6 +70,7 @@ class Reader(Subscriber):
             f"reader of {topic}",
             key_deserializer=key_deserializer,
             value_deserializer=value_deserializer,
+            schema=checked,
         )
         self.topic = self.topics[0]
 

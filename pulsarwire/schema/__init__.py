@@ -27,6 +27,7 @@ from pulsarwire.schema.schemas import (
     ProtobufNativeSchema,
     ProtobufSchema,
     Schema,
+    SchemaMismatchError,
     StringSchema,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "ProtobufSchema",
     "Schema",
     "SchemaInfo",
+    "SchemaMismatchError",
     "SchemaType",
     "StringSchema",
     "TopicSchema",

@@ -162,7 +162,10 @@ def _typed(hint: Any, value: Any) -> Any:
     if origin is dict:
         return {k: _typed(typing.get_args(hint)[1], v) for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint[value]
+        # By name (Avro, the Java client's JSON) or by value (pulsar-client's JSON writes the member's value).
+        if isinstance(value, str) and value in hint.__members__:
+            return hint[value]
+        return hint(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return from_dict(hint, value)
     if hint is bytes and isinstance(value, str):

@@ -14,6 +14,7 @@ import struct
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from mqwire.common.errors import FatalError
 from pulsarwire.schema.info import SchemaInfo, SchemaType
 from pulsarwire.schema.records import avro_definition, from_dict, to_dict
 
@@ -28,10 +29,17 @@ __all__ = [
     "ProtobufNativeSchema",
     "ProtobufSchema",
     "Schema",
+    "SchemaMismatchError",
     "StringSchema",
 ]
 
 T = TypeVar("T")
+
+
+class SchemaMismatchError(FatalError, ValueError):
+    """``decode_with``: the writer's schema cannot be resolved to this (the reader's) schema.
+
+    A consumer turns it into a ``SchemaResolutionError`` that carries the message's position."""
 
 
 class Schema(ABC, Generic[T]):
@@ -136,13 +144,22 @@ class AvroSchema(_RecordSchema[T]):
 
     def decode_with(self, data: bytes, writer: SchemaInfo) -> T:
         """The record in ``data`` written with schema ``writer``, resolved into this definition by Avro's rules
-        (fields the writer lacks take their defaults, fields this record lacks are dropped)."""
+        (fields the writer lacks take their defaults, fields this record lacks are dropped, aliases name renamed
+        fields, int and float widen). Raises SchemaMismatchError where the rules cannot resolve them."""
         if writer.type is not SchemaType.AVRO:
-            raise ValueError(f"decode_with needs the writer's AVRO schema, not {writer.type.name}")
+            raise SchemaMismatchError(f"an AVRO reader cannot read what a {writer.type.name} schema wrote")
+        fastavro = _fastavro()
         parsed = self._writers.get(writer.data)
         if parsed is None:
-            parsed = self._writers[writer.data] = _fastavro().parse_schema(json.loads(writer.data))
-        decoded = _fastavro().schemaless_reader(io.BytesIO(data), parsed, self._parsed)
+            try:
+                parsed = fastavro.parse_schema(json.loads(writer.data))
+            except Exception as exc:
+                raise SchemaMismatchError(f"the writer's AVRO definition does not parse: {exc}") from exc
+            self._writers[writer.data] = parsed
+        try:
+            decoded = fastavro.schemaless_reader(io.BytesIO(data), parsed, self._parsed)
+        except fastavro.read.SchemaResolutionError as exc:
+            raise SchemaMismatchError(str(exc)) from exc
         result: T = from_dict(self.record, decoded)
         return result
 
@@ -152,10 +169,15 @@ class JsonSchema(_RecordSchema[T]):
 
     This is how pulsar-client's ``JsonSchema(Record)`` and the Java client's ``Schema.JSON(Pojo.class)`` declare
     it, so a topic is compatible with both. ``record``, ``namespace`` and ``definition`` as for AvroSchema.
+
+    Enums are written by member name, as the Java client's Jackson mapper writes them; they are read by name
+    or by value, since pulsar-client's ``JsonSchema`` writes the member's value (``"color": 2``).
     """
 
     def __init__(self, record: type[T], *, namespace: str | None = None, definition: dict[str, Any] | None = None):
         super().__init__(record, SchemaType.JSON, namespace, definition)
+        # Per writer's definition: the fields this record needs that it lacks.
+        self._missing: dict[bytes, list[str]] = {}
 
     def encode(self, value: T) -> bytes:
         """``value`` as a JSON object in UTF-8."""
@@ -166,6 +188,28 @@ class JsonSchema(_RecordSchema[T]):
         """The record in JSON ``data``; unknown members are ignored, missing ones keep the field's default."""
         result: T = from_dict(self.record, json.loads(data))
         return result
+
+    def decode_with(self, data: bytes, writer: SchemaInfo) -> T:
+        """The record in JSON ``data`` written with schema ``writer``, resolved by field name: fields the writer
+        lacks take their defaults, fields this record lacks are dropped. A field this record needs (it has no
+        default) that the writer's definition lacks raises SchemaMismatchError."""
+        if writer.type is not SchemaType.JSON:
+            raise SchemaMismatchError(f"a JSON reader cannot read what a {writer.type.name} schema wrote")
+        missing = self._missing.get(writer.data)
+        if missing is None:
+            missing = self._missing[writer.data] = self._required_missing_from(writer)
+        if missing:
+            raise SchemaMismatchError(f"the writer's schema has no field {', '.join(missing)} and this record"
+                                      " gives it no default")
+        return self.decode(data)
+
+    def _required_missing_from(self, writer: SchemaInfo) -> list[str]:
+        try:
+            definition = json.loads(writer.data)
+            written = {f["name"] for f in definition["fields"]}
+        except Exception as exc:
+            raise SchemaMismatchError(f"the writer's JSON definition is not a record: {exc}") from exc
+        return [f["name"] for f in self.definition["fields"] if "default" not in f and f["name"] not in written]
 
 
 def _json_default(value: object) -> object:
@@ -203,6 +247,14 @@ class _ProtobufBase(Schema[P]):
     def decode(self, data: bytes) -> P:
         """The message in protobuf-encoded ``data``."""
         return self.message.FromString(bytes(data))
+
+    def decode_with(self, data: bytes, writer: SchemaInfo) -> P:
+        """The message in ``data`` written with schema ``writer``: protobuf resolves by field number by design
+        (fields this message lacks are kept as unknown, fields the writer lacks read as their defaults)."""
+        if writer.type is not self.info.type:
+            raise SchemaMismatchError(f"a {self.info.type.name} reader cannot read what a {writer.type.name}"
+                                      " schema wrote")
+        return self.decode(data)
 
 
 class ProtobufNativeSchema(_ProtobufBase[P]):
