@@ -86,5 +86,7 @@ def test_it_gives_up_after_the_request_timeout() -> None:
         return loop.time() - start
 
     elapsed = asyncio.run(timed())
-    assert 0.2 <= elapsed < 2.0
-    assert attempt.calls > 2
+    assert elapsed >= 0.2
+    # It gave up on its own: answers were left (a client that ignored the timeout would have used them all
+    # and got "done"), and it asked more than once before giving up.
+    assert 2 < attempt.calls < 10_000 and attempt.raised
