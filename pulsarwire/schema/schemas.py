@@ -152,7 +152,12 @@ class AvroSchema(_RecordSchema[T]):
         parsed = self._writers.get(writer.data)
         if parsed is None:
             try:
-                parsed = fastavro.parse_schema(json.loads(writer.data))
+                definition = json.loads(writer.data)
+                if isinstance(definition, dict) and definition.get("type") == "record":
+                    # The record's own name does not take part, as pulsar-client and the Java client resolve.
+                    definition = {**definition, "name": self.definition.get("name"),
+                                  "namespace": self.definition.get("namespace", "")}
+                parsed = fastavro.parse_schema(definition)
             except Exception as exc:
                 raise SchemaMismatchError(f"the writer's AVRO definition does not parse: {exc}") from exc
             self._writers[writer.data] = parsed
