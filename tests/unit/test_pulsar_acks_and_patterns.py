@@ -59,29 +59,53 @@ async def test_partial_acks_are_dropped_without_batch_index_acks() -> None:
     assert sent == []
 
 
+class Redeliveries:
+    """Records each redelivery with the loop's time and wakes whoever waits for the next one."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, list[tuple[int, int]]]] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, positions: list[tuple[int, int]]) -> None:
+        self.calls.append((asyncio.get_running_loop().time(), positions))
+        self.arrived.set()
+
+    async def next(self) -> tuple[float, list[tuple[int, int]]]:
+        # Liveness only: the timeouts below are a fraction of a second, 10 s is far beyond any scheduling lag.
+        async with asyncio.timeout(10):
+            await self.arrived.wait()
+        self.arrived.clear()
+        return self.calls[-1]
+
+
 async def test_unacked_tracker_redelivers_after_the_timeout_only_what_is_left() -> None:
-    redelivered: list[list[tuple[int, int]]] = []
-    tracker = UnackedTracker(redelivered.append, timeout=0.2)
+    redelivered = Redeliveries()
+    tracker = UnackedTracker(redelivered, timeout=0.2)
+    added_at = asyncio.get_running_loop().time()
     for entry in range(4):
         tracker.add((1, entry))
     tracker.remove((1, 1))
     tracker.remove_up_to((1, 0))
     assert len(tracker) == 2
-    await asyncio.sleep(0.1)
-    assert redelivered == []  # not before the timeout
-    await asyncio.sleep(0.35)
-    assert sorted(p for batch in redelivered for p in batch) == [(1, 2), (1, 3)]
+    fired_at, positions = await redelivered.next()
+    assert fired_at - added_at >= 0.2 - 0.001  # not before the timeout (less the loop clock's millisecond)
+    assert sorted(positions) == [(1, 2), (1, 3)] and len(redelivered.calls) == 1
     assert len(tracker) == 0
     tracker.stop()
 
 
 async def test_unacked_tracker_stop_cancels_everything() -> None:
-    redelivered: list[list[tuple[int, int]]] = []
-    tracker = UnackedTracker(redelivered.append, timeout=0.1)
-    tracker.add((1, 1))
+    stopped_calls = Redeliveries()
+    stopped = UnackedTracker(stopped_calls, timeout=0.1)
+    stopped.add((1, 1))
+    stopped.stop()
+    # A tracker started afterwards, with the same timeout, redelivers after the stopped one would have.
+    later = Redeliveries()
+    tracker = UnackedTracker(later, timeout=0.1)
+    tracker.add((2, 1))
+    await later.next()
     tracker.stop()
-    await asyncio.sleep(0.25)
-    assert redelivered == []
+    assert stopped_calls.calls == []
 
 
 def test_topic_patterns_name_their_namespace_and_match_complete_names() -> None:

@@ -298,14 +298,35 @@ def test_batch_acks_complete_once() -> None:
     assert cumulative.ack_up_to(2) and cumulative.complete
 
 
+class Calls:
+    """Records each call with the loop's time and wakes whoever waits for the next one."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, list[tuple[int, int]]]] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, positions: list[tuple[int, int]]) -> None:
+        self.calls.append((asyncio.get_running_loop().time(), positions))
+        self.arrived.set()
+
+    async def next(self) -> tuple[float, list[tuple[int, int]]]:
+        # Liveness only: the delays below are tens of milliseconds, 10 s is far beyond any scheduling lag.
+        async with asyncio.timeout(10):
+            await self.arrived.wait()
+        self.arrived.clear()
+        return self.calls[-1]
+
+
 async def test_ack_grouping_flushes_by_time_size_and_keeps_acks_without_connection() -> None:
     sent: list[list[tuple[int, int]]] = []
     cumulative: list[tuple[int, int]] = []
     connected = True
+    timed = Calls()
 
     def send(positions: list[tuple[int, int]]) -> bool:
         if connected:
             sent.append(positions)
+            timed(positions)
         return connected
 
     def send_cumulative(position: tuple[int, int]) -> bool:
@@ -313,11 +334,13 @@ async def test_ack_grouping_flushes_by_time_size_and_keeps_acks_without_connecti
         return True
 
     grouping = AckGrouping(send, send_cumulative, delay=0.02, max_size=3)
+    added_at = asyncio.get_running_loop().time()
     grouping.add(1, 1)
     grouping.add(1, 1)
     assert sent == [] and len(grouping) == 1
-    await asyncio.sleep(0.05)
-    assert sent == [[(1, 1)]]
+    flushed_at, positions = await timed.next()
+    assert positions == [(1, 1)] and sent == [[(1, 1)]]
+    assert flushed_at - added_at >= 0.02 - 0.001  # held for its delay (less the loop clock's millisecond)
     for entry in range(3):
         grouping.add(2, entry)
     assert sent[-1] == [(2, 0), (2, 1), (2, 2)]
@@ -335,18 +358,21 @@ async def test_ack_grouping_flushes_by_time_size_and_keeps_acks_without_connecti
 
 
 async def test_negative_acks_wait_for_their_delay() -> None:
-    redelivered: list[list[tuple[int, int]]] = []
-    nacks = NegativeAcks(redelivered.append, delay=0.03)
+    redelivered = Calls()
+    nacks = NegativeAcks(redelivered, delay=0.03)
+    added_at = asyncio.get_running_loop().time()
     nacks.add(1, 1)
     nacks.add(1, 2)
-    await asyncio.sleep(0.01)
-    assert redelivered == []
-    await asyncio.sleep(0.05)
-    assert redelivered == [[(1, 1), (1, 2)]]
+    assert redelivered.calls == []
+    fired_at, positions = await redelivered.next()
+    assert positions == [(1, 1), (1, 2)]
+    assert fired_at - added_at >= 0.03 - 0.001  # not before the delay (less the loop clock's millisecond)
+    # A discarded nack is never redelivered: one added after it, due later, comes back alone.
     nacks.add(1, 3)
     nacks.discard()
-    await asyncio.sleep(0.05)
-    assert len(redelivered) == 1
+    nacks.add(1, 4)
+    _, positions = await redelivered.next()
+    assert positions == [(1, 4)] and len(redelivered.calls) == 2
 
 
 # ------------------------------------------------------------------------------------------------ chunks
