@@ -211,8 +211,8 @@ async def test_bad_payloads_raise_with_the_position_and_are_held(
                 assert (await consumer.receive(timeout=5)).value == ORDERS[1]
                 continue
             consumer.skip(error.message)
-        assert causes[0] is WireFormatError and causes[1] is UnknownSchemaIdError
-        assert causes[2] not in (WireFormatError, UnknownSchemaIdError)  # fastavro's own error: the body
+        # the third ends inside its first field: the library's own error, not the decoder's EOFError
+        assert causes == [WireFormatError, UnknownSchemaIdError, WireFormatError]
         assert (await consumer.receive(timeout=10)).value == ORDERS[0]
 
 
