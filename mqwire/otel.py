@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import queue
 import threading
@@ -84,6 +85,28 @@ def _never_samples(sampler: Any) -> bool:
 def _system_of(obj: object) -> str:
     package = type(obj).__module__.partition(".")[0]
     return _SYSTEMS.get(package, package)
+
+
+@functools.lru_cache(maxsize=4096)
+def _destination(system: str, topic: str) -> str:
+    """The one name a topic has in spans and metrics: for Pulsar its complete name
+    (``persistent://public/default/orders`` for ``orders``), as producers report it, whatever form a consumer
+    was given; other systems' names as they are."""
+    if system != "pulsar" or not topic:
+        return topic
+    from pulsarwire.topics import complete_name
+
+    try:
+        return complete_name(topic)
+    except Exception:  # a name the client would refuse never reaches here; telemetry never raises on one
+        return topic
+
+
+def _partition_id(partition: object) -> str | None:
+    """The partition attribute's value; None for a topic without partitions (Pulsar's -1)."""
+    if partition is None or (isinstance(partition, int) and partition < 0):
+        return None
+    return str(partition)
 
 
 # ------------------------------------------------------------------------------------------- carriers
@@ -365,7 +388,7 @@ class _Instruments:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             totals: dict[tuple[str, str], int] = {}
             for stats in self._snapshot()[0]:
-                key = (stats.system, stats.topic or "")
+                key = (stats.system, _destination(stats.system, stats.topic or ""))
                 totals[key] = totals.get(key, 0) + value(stats)
             return [Observation(v, _attributes(system, topic)) for (system, topic), v in totals.items()]
 
@@ -377,7 +400,8 @@ class _Instruments:
             for stats in self._snapshot()[0]:
                 latency = value(stats.send_latency)
                 if latency is not None and latency != float("inf"):
-                    out.append(Observation(latency, _attributes(stats.system, stats.topic or "")))
+                    topic = _destination(stats.system, stats.topic or "")
+                    out.append(Observation(latency, _attributes(stats.system, topic)))
             return out
 
         return observe
@@ -386,7 +410,7 @@ class _Instruments:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
             totals: dict[tuple[str, str], int] = {}
             for stats in self._snapshot()[1]:
-                key = (stats.system, ",".join(stats.topics))
+                key = (stats.system, ",".join(sorted(_destination(stats.system, t) for t in stats.topics)))
                 totals[key] = totals.get(key, 0) + value(stats)
             return [Observation(v, _attributes(system, topic)) for (system, topic), v in totals.items()]
 
@@ -406,8 +430,10 @@ class _Instruments:
         for stats in self._snapshot()[1]:
             for part in stats.lag:
                 if part.lag is not None:
-                    attributes = _attributes(stats.system, part.topic)
-                    attributes["messaging.destination.partition.id"] = str(part.partition)
+                    attributes = _attributes(stats.system, _destination(stats.system, part.topic))
+                    partition = _partition_id(part.partition)
+                    if partition is not None:
+                        attributes["messaging.destination.partition.id"] = partition
                     out.append(Observation(part.lag, attributes))
         return out
 
@@ -492,7 +518,7 @@ class TracedProducer(Generic[P]):
         self, value: Any = None, /, *args: Any, headers: Any = None, **kwargs: Any
     ) -> Awaitable[Any]:
         telemetry = self._telemetry
-        topic = kwargs.get("topic") or _producer_topic(self.wrapped)
+        topic = _destination(self._system, kwargs.get("topic") or _producer_topic(self.wrapped))
         span = telemetry.tracer.start_span(f"send {topic}", kind=trace.SpanKind.PRODUCER)
         if not span.is_recording():
             # Not sampled: no span to end; a context to pass on only when the message continues a trace.
@@ -521,9 +547,9 @@ class TracedProducer(Generic[P]):
             _fail(span, future.exception())
         else:
             receipt = future.result()
-            partition = getattr(receipt, "partition", None)
+            partition = _partition_id(getattr(receipt, "partition", None))
             if partition is not None:
-                span.set_attribute("messaging.destination.partition.id", str(partition))
+                span.set_attribute("messaging.destination.partition.id", partition)
             offset = getattr(receipt, "offset", None)
             if offset is not None and self._system == "kafka":
                 span.set_attribute("messaging.kafka.offset", offset)
@@ -585,13 +611,14 @@ class TracedConsumer(Generic[C]):
 
     def _span(self, operation: str, message: Any) -> trace.Span:
         parent = extract_context(message.headers)
-        span = self._telemetry.tracer.start_span(
-            f"{operation} {message.topic}", context=parent, kind=trace.SpanKind.CONSUMER
-        )
+        topic = _destination(self._system, message.topic)
+        span = self._telemetry.tracer.start_span(f"{operation} {topic}", context=parent, kind=trace.SpanKind.CONSUMER)
         if span.is_recording():
             span.set_attribute("messaging.system", self._system)
-            span.set_attribute("messaging.destination.name", message.topic)
-            span.set_attribute("messaging.destination.partition.id", str(message.partition))
+            span.set_attribute("messaging.destination.name", topic)
+            partition = _partition_id(message.partition)
+            if partition is not None:
+                span.set_attribute("messaging.destination.partition.id", partition)
             span.set_attribute("messaging.operation.name", operation)
             span.set_attribute("messaging.operation.type", operation)
             if self._group is not None:

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
 
+from mqwire.common.stats import ConsumerCounters, PartitionLag, ProducerCounters
 from mqwire.otel import Telemetry, extract_context, inject_context
 
 
@@ -158,4 +161,76 @@ async def test_a_stuck_processor_fills_the_queue_then_spans_are_dropped(caplog: 
     finally:
         stuck.release.set()
     assert telemetry.flush(10)
+    telemetry.close()
+
+
+class PulsarProducer(Raw):
+    """Shaped as pulsarwire's producer reports itself: the complete topic name, receipts of partition -1."""
+
+    __module__ = "pulsarwire.producer"
+    topic = "persistent://public/default/orders"
+
+    async def enqueue(self, value: Any, /, *, headers: Any = None, **kwargs: Any) -> asyncio.Future[Any]:
+        self.headers = headers
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result(Receipt())
+        return future
+
+    def stats(self) -> Any:
+        counters = ProducerCounters()
+        counters.records = 1
+        return counters.snapshot("pulsar", self.topic, in_flight=0, buffered_records=0, buffered_bytes=0)
+
+
+class Receipt:
+    partition = -1
+
+
+class PulsarReceived(Received):
+    topic = "orders"  # as given to the consumer
+    partition = -1
+
+
+class PulsarConsumer(RawConsumer):
+    __module__ = "pulsarwire.consumer"
+
+    def stats(self) -> Any:
+        counters = ConsumerCounters()
+        counters.records = 1
+        lag = [PartitionLag("orders", -1, None, None, 0)]
+        return counters.snapshot("pulsar", ["orders"], buffered_records=0, lag=lag)
+
+
+async def test_a_pulsar_topic_has_one_name_and_no_partition_when_it_has_none() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    telemetry = Telemetry(tracer_provider=provider, meter_provider=MeterProvider(metric_readers=[reader]))
+    raw = PulsarProducer()
+    await telemetry.producer(raw).send(b"x")
+    await asyncio.sleep(0)  # the receipt's callback, which ends the send span
+    consumer = telemetry.consumer(PulsarConsumer([PulsarReceived(raw.headers)]))
+    message = await consumer.receive()
+    with consumer.process(message):
+        pass
+    telemetry.observe(raw)
+    telemetry.observe(consumer.wrapped)
+    assert telemetry.flush(5)
+    full = "persistent://public/default/orders"
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == [f"process {full}", f"receive {full}", f"send {full}"]
+    for span in spans:
+        assert span.attributes is not None and span.attributes["messaging.destination.name"] == full
+        assert "messaging.destination.partition.id" not in span.attributes
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = {
+        metric.name: [dict(p.attributes or {}) for p in metric.data.data_points]
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+    for name in ("messaging.client.sent.messages", "messaging.client.consumed.messages", "mqwire.consumer.lag"):
+        assert points[name] == [{"messaging.system": "pulsar", "messaging.destination.name": full}], name
     telemetry.close()
