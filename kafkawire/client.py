@@ -295,6 +295,10 @@ class ShareConsumerOptions(TypedDict, total=False):
       ``"batch_optimized"`` (Java: ``share.acquire.mode``).
     - ``check_crcs`` — verify the CRC32C of every fetched record batch; default True.
     - ``client_rack`` — the rack this member runs in, sent to the group coordinator; default None.
+    - ``fetch_max_decompressed_bytes`` — the most that the compressed batches of one ShareFetch response may
+      decompress to, over all its partitions (bytes); the acquired records of batches past it are released
+      for a later fetch, and a batch larger than it alone fails with ``RecordBatchTooLargeError``; default
+      67 108 864 (no Java equivalent: the bound is the consumer's, not the producer's).
 
     Where a share group starts reading (``share.auto.offset.reset``), how long a record stays locked to a
     member (``share.record.lock.duration.ms``) and how often it may be delivered are the group's configs,
@@ -312,6 +316,7 @@ class ShareConsumerOptions(TypedDict, total=False):
     share_acquire_mode: AcquireMode
     check_crcs: bool
     client_rack: str | None
+    fetch_max_decompressed_bytes: int
 
 
 class AdminOptions(TypedDict, total=False):

@@ -34,6 +34,7 @@ from kafkawire.protocol.messages import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.protocol.records import (
     ABORT_MARKER,
     DEFAULT_MAX_UNCOMPRESSED,
+    DecompressionBudget,
     RecordBatch,
     RecordBatchTooLargeError,
     decode_batches,
@@ -66,36 +67,6 @@ class FetchConfig:
     retry_backoff: float
     # The decompressed bytes one fetch response may expand to, over all its partitions.
     max_decompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED
-
-
-class DecompressionBudget:
-    """What one fetch response may still decompress; compressed batches are inflated through ``inflate``."""
-
-    __slots__ = ("limit", "remaining", "spent")
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.remaining = limit
-        # Set once a batch did not fit: every compressed batch after it waits for the next fetch.
-        self.spent = False
-
-    def inflate(self, batch: RecordBatch) -> bool:
-        """Decompress ``batch`` out of the budget; False when it must wait for a later response.
-
-        Raises RecordBatchTooLargeError when the batch alone exceeds the whole budget.
-        """
-        if batch.inflated:
-            return True
-        if self.spent:
-            return False
-        try:
-            self.remaining -= batch.inflate(self.remaining)
-        except RecordBatchTooLargeError:
-            if self.remaining < self.limit:
-                self.spent = True
-                return False
-            raise
-        return True
 
 
 @dataclass(slots=True)

@@ -771,3 +771,33 @@ else:
     _RecordAppender = RecordAppenderPy
     new_record_timestamps = list
 COMPILED = _speedups is not None
+
+
+class DecompressionBudget:
+    """What one fetch response may still decompress; compressed batches are inflated through ``inflate``."""
+
+    __slots__ = ("limit", "remaining", "spent")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.remaining = limit
+        # Set once a batch did not fit: every compressed batch after it waits for the next fetch.
+        self.spent = False
+
+    def inflate(self, batch: RecordBatch) -> bool:
+        """Decompress ``batch`` out of the budget; False when it must wait for a later response.
+
+        Raises RecordBatchTooLargeError when the batch alone exceeds the whole budget.
+        """
+        if batch.inflated:
+            return True
+        if self.spent:
+            return False
+        try:
+            self.remaining -= batch.inflate(self.remaining)
+        except RecordBatchTooLargeError:
+            if self.remaining < self.limit:
+                self.spent = True
+                return False
+            raise
+        return True

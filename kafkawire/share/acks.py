@@ -114,6 +114,11 @@ class ShareAcks:
         """An acquired offset without an application record: acknowledged as a gap with the next request."""
         self._partition(tp).pending[offset] = (GAP, deadline)
 
+    def release(self, tp: TopicPartition, offset: int, deadline: float) -> None:
+        """An acquired offset this member gives back unread (its batch was over the response's decompression
+        budget): released with the next request, so the group delivers it again."""
+        self._partition(tp).pending[offset] = (AcknowledgeType.RELEASE, deadline)
+
     def delivered(self, tp: TopicPartition, offset: int) -> None:
         """The record was handed to the application (implicit mode accepts it at the next poll)."""
         held = self._partition(tp).held.get(offset)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
+from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED, DecompressionBudget
 from kafkawire.share.acks import RENEW, AcknowledgeType, AcquisitionLockExpiredError, ShareAcks
 from kafkawire.share.membership import SHARE_ACKNOWLEDGE_KEY, SHARE_FETCH_KEY, ShareMembership
 from kafkawire.share.message import ShareMessage
@@ -95,6 +96,7 @@ class ShareConsumer:
         share_acquire_mode: AcquireMode = "batch_optimized",
         check_crcs: bool = True,
         client_rack: str | None = None,
+        fetch_max_decompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED,
     ) -> None:
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or not all(isinstance(name, str) and name for name in names):
@@ -114,6 +116,7 @@ class ShareConsumer:
             ("fetch_min_bytes", fetch_min_bytes, 0),
             ("fetch_max_bytes", fetch_max_bytes, 1),
             ("max_poll_records", max_poll_records, 1),
+            ("fetch_max_decompressed_bytes", fetch_max_decompressed_bytes, 1),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigurationError(f"{option} must be an integer of at least {low}, not {value!r}")
@@ -131,6 +134,7 @@ class ShareConsumer:
         )
         self._max_poll_records = max_poll_records
         self._check_crcs = check_crcs
+        self._max_decompressed = fetch_max_decompressed_bytes
         self._gate: Deserializing[ShareMessage] = Deserializing(
             key_deserializer, value_deserializer, lambda m: m.offset
         )
@@ -566,6 +570,7 @@ class ShareConsumer:
         names = self._cluster.metadata.topic_names
         healthy = True
         got = 0
+        budget = DecompressionBudget(self._max_decompressed)
         for topic in response.responses:
             name = names.get(topic.topic_id)
             if name is None:
@@ -593,6 +598,7 @@ class ShareConsumer:
                         deadline,
                         self._acks,
                         check_crcs=self._check_crcs,
+                        budget=budget,
                     )
                 except (
                     MqwireError

@@ -26,7 +26,7 @@ from kafkawire.protocol.messages import (
     ShareFetchTopic,
     ShareForgottenTopic,
 )
-from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED, decode_batches
+from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED, DecompressionBudget, decode_batches
 from kafkawire.share.acks import ShareAcks, ack_batches
 from kafkawire.share.message import ShareMessage
 
@@ -164,6 +164,7 @@ def acquired_messages(
     acks: ShareAcks,
     *,
     check_crcs: bool = True,
+    budget: DecompressionBudget | None = None,
 ) -> list[ShareMessage]:
     """The records of a ShareFetch partition that this member acquired, registered with ``acks``.
 
@@ -171,6 +172,11 @@ def acquired_messages(
     a returned batch without an application record (a control record, or one compacted away) is
     acknowledged as a gap; acquired offsets past the last returned batch are left alone (their lock expires
     and the broker delivers them again), never settled blind.
+
+    Compressed batches are decompressed one at a time out of ``budget`` (shared by the partitions of one
+    response): the acquired records of a batch that no longer fits, and of every batch after it, are
+    released, so the group delivers them again in a later fetch. A batch larger than the whole budget raises
+    ``RecordBatchTooLargeError``.
     """
     if not acquired:
         return []
@@ -185,7 +191,11 @@ def acquired_messages(
     out: list[ShareMessage] = []
     seen: set[int] = set()
     covered = -1
+    deferred_from: int | None = None
     for batch in batches:
+        if budget is not None and not budget.inflate(batch):
+            deferred_from = batch.base_offset
+            break
         covered = max(covered, batch.next_offset - 1)
         if batch.is_control:
             continue
@@ -203,6 +213,9 @@ def acquired_messages(
         for offset in range(first, min(last, covered) + 1):
             if offset not in seen:
                 acks.gap(tp, offset, deadline)
+        if deferred_from is not None:
+            for offset in range(max(first, deferred_from, covered + 1), last + 1):
+                acks.release(tp, offset, deadline)
     return out
 
 
