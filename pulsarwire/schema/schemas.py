@@ -408,10 +408,21 @@ class KeyValueSchema(Schema[tuple[K, V]]):
 
     def decode(self, data: bytes) -> tuple[K, V]:
         """The ``(key, value)`` pair of an INLINE payload; a truncated one raises ValueError."""
+        return self._decode(data, self.key.decode, self.value.decode)
+
+    def decode_with(self, data: bytes, writer: SchemaInfo) -> tuple[K, V]:
+        """The pair in ``data`` written with KEY_VALUE schema ``writer``: each part resolved to this schema's part
+        (by its ``decode_with``) where the writer's part differs."""
+        if writer.type is not SchemaType.KEY_VALUE:
+            raise SchemaMismatchError(f"a KEY_VALUE reader cannot read what a {writer.type.name} schema wrote")
+        key_info, value_info = _key_value_parts(writer)
+        return self._decode(data, _resolver(self.key, key_info), _resolver(self.value, value_info))
+
+    def _decode(self, data: bytes, key: Any, value: Any) -> tuple[K, V]:
         view = memoryview(data)
         out: list[Any] = []
         offset = 0
-        for schema in (self.key, self.value):
+        for decode in (key, value):
             if len(view) < offset + 4:
                 raise ValueError("KEY_VALUE payload ends inside a length")
             (length,) = _LENGTH.unpack_from(view, offset)
@@ -421,8 +432,33 @@ class KeyValueSchema(Schema[tuple[K, V]]):
                 continue
             if len(view) < offset + length:
                 raise ValueError("KEY_VALUE payload ends inside a part")
-            out.append(schema.decode(bytes(view[offset : offset + length])))
+            out.append(decode(bytes(view[offset : offset + length])))
             offset += length
         if offset != len(view):
             raise ValueError("KEY_VALUE payload has bytes after its value")
         return out[0], out[1]
+
+
+def _key_value_parts(writer: SchemaInfo) -> tuple[SchemaInfo, SchemaInfo]:
+    """The key's and the value's schemas inside a KEY_VALUE schema's definition and properties."""
+    data, parts, offset = writer.data, [], 0
+    try:
+        for side in ("key", "value"):
+            (length,) = _LENGTH.unpack_from(data, offset)
+            offset += 4
+            part = data[offset : offset + max(length, 0)]
+            offset += max(length, 0)
+            kind = SchemaType[writer.properties.get(f"{side}.schema.type", "BYTES")]
+            name = writer.properties.get(f"{side}.schema.name", kind.name)
+            parts.append(SchemaInfo(name, kind, part))
+    except (struct.error, KeyError) as exc:
+        raise SchemaMismatchError(f"the writer's KEY_VALUE definition cannot be read: {exc!r}") from exc
+    return parts[0], parts[1]
+
+
+def _resolver(reader: Schema[Any], writer: SchemaInfo) -> Any:
+    """How to read one part: as it is when the writer's part is the reader's, else resolved to it."""
+    resolve = getattr(reader, "decode_with", None)
+    if resolve is None or (writer.type is reader.info.type and writer.data == reader.info.data):
+        return reader.decode
+    return lambda data: resolve(data, writer)

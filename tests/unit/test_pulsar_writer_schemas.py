@@ -12,7 +12,16 @@ import pulsarwire
 from mqwire.common.serde import Deserializing
 from pulsarwire import writer_schemas
 from pulsarwire.message import Message, MessageId
-from pulsarwire.schema import AvroSchema, Int32, JsonSchema, SchemaInfo, TopicSchema
+from pulsarwire.schema import (
+    AvroSchema,
+    Int32,
+    JsonSchema,
+    KeyValueSchema,
+    SchemaInfo,
+    StringSchema,
+    TopicSchema,
+    avro_definition,
+)
 from pulsarwire.writer_schemas import WriterSchemas
 
 TOPIC = "persistent://public/default/evolving"
@@ -159,3 +168,12 @@ def test_json_resolution_needs_the_fields_without_defaults() -> None:
     assert JsonSchema(Item).decode_with(b'{"a": "x", "gone": 1}', JsonSchema(Old).info) == Item("x")
 
 
+
+
+def test_key_value_resolves_each_part_to_the_readers() -> None:
+    writer = KeyValueSchema(StringSchema(), AvroSchema(Item))
+    reader = KeyValueSchema(StringSchema(), AvroSchema(ItemAC, definition={**avro_definition(ItemAC), "name": "Item"}))
+    data = writer.encode(("k", Item("hello", 3, "xyz")))
+    assert reader.decode_with(data, writer.info) == ("k", ItemAC("hello", "xyz"))
+    with pytest.raises(pulsarwire.schema.SchemaMismatchError):
+        KeyValueSchema(StringSchema(), AvroSchema(Needs)).decode_with(data, writer.info)
