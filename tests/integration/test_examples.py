@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import secrets
 import subprocess
 import sys
@@ -25,6 +26,16 @@ def run(script: str, *args: str, timeout: float = 150) -> str:
     return done.stdout
 
 
+def keys_received(output: str, member: int) -> list[str]:
+    """The keys that the Key_Shared example reports for consumer ``member``."""
+    prefix = f"consumer {member} got keys "
+    line = next((line for line in output.splitlines() if line.startswith(prefix)), None)
+    assert line is not None, f"no keys reported for consumer {member}:\n{output}"
+    keys = ast.literal_eval(line.removeprefix(prefix))
+    assert isinstance(keys, list)
+    return [str(key) for key in keys]
+
+
 def test_kafka_examples(kafka_broker: KafkaBroker) -> None:
     topic = f"ex-{secrets.token_hex(4)}"
     produced = run("kafka_producer.py", kafka_broker.url, topic)
@@ -46,7 +57,11 @@ def test_pulsar_examples(pulsar_broker: PulsarBroker) -> None:
     assert run("pulsar_producer.py", pulsar_broker.url, topic).count("stored as") == 10
     consumed = run("pulsar_consumer.py", pulsar_broker.url, topic)
     assert consumed.count("value=b'event") == 10
-    assert "no key at both consumers" in run("pulsar_key_shared.py", pulsar_broker.url, f"ex-ks-{secrets.token_hex(4)}")
+    shared = run("pulsar_key_shared.py", pulsar_broker.url, f"ex-ks-{secrets.token_hex(4)}")
+    assert "no key at both consumers" in shared
+    # Every key arrived, each at one consumer only (an empty run would also print "no key at both").
+    first, second = (set(keys_received(shared, member)) for member in (1, 2))
+    assert first | second == {f"key-{i}" for i in range(6)} and not first & second, shared
     dead = run("pulsar_dead_letter.py", pulsar_broker.url, f"ex-dlq-{secrets.token_hex(4)}")
     assert "processed good" in dead and "dead letter: b'poison'" in dead
 
