@@ -1,6 +1,7 @@
 """The TubeMQ client against a real master and broker: exact round trips, attributes, message-type
-filtering, committed positions, start positions, a group of two consumers splitting the partitions and
-taking over from each other, and consumers that pick their partitions (client-side balance)."""
+filtering, committed positions, start positions, timeouts and pausing of a consumer holding its partition, a
+group of two consumers splitting the partitions and taking over from each other, and consumers that pick their
+partitions (client-side balance)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.integration
 OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 10_000}
 PARTITIONS = {
     "roundtrip": 3, "filtered": 2, "shared": 4, "positions": 1, "keyed": 3, "to_java": 2, "from_java": 2,
-    "multi_a": 1, "multi_b": 1, "takeover": 2, "bound": 3, "bound_group": 2,
+    "multi_a": 1, "multi_b": 1, "takeover": 2, "bound": 3, "bound_group": 2, "pause": 1,
 }
 
 
@@ -111,7 +112,11 @@ async def test_produce_and_consume_exact_contents(client: tubemqwire.Client, top
 
     group = group_name("roundtrip")
     async with client.consumer(topic, group=group, start="earliest") as consumer:
-        got = await consume(consumer, count)
+        # A fetched batch holds many messages: getmany hands out no more than max_records and keeps the rest.
+        head = await consumer.getmany(timeout=60, max_records=1)
+        assert len(head) == 1
+        await consumer.ack(head[0])
+        got = head + await consume(consumer, count - 1)
         await nothing_more(consumer, 3.0)
     assert sorted(m.value for m in got) == sorted(sent)
     for message in got:
@@ -152,6 +157,26 @@ async def test_start_latest_skips_what_came_before(client: tubemqwire.Client, to
             await settle([consumer], PARTITIONS["positions"])
             await producer.send(b"later")
             assert [m.value for m in await consume(consumer, 1)] == [b"later"]
+
+
+async def test_timeouts_then_pause_and_resume(client: tubemqwire.Client, topics: dict[str, str]) -> None:
+    topic = topics["pause"]
+    async with client.consumer(topic, group=group_name("pause")) as consumer:
+        await settle([consumer], PARTITIONS["pause"])
+        # Holding its partition and fetching from it, a consumer of an empty topic ends both calls on time.
+        with pytest.raises(tubemqwire.ReceiveTimeoutError):
+            await consumer.receive(timeout=1)
+        assert await consumer.getmany(timeout=1) == []
+        (key,) = consumer.assignment
+        consumer.pause(key)
+        await asyncio.sleep(1)  # a fetch already on the wire comes back empty
+        async with client.producer(topic) as producer:
+            await producer.send(b"held back")
+        with pytest.raises(tubemqwire.ReceiveTimeoutError):
+            await consumer.receive(timeout=3)
+        assert consumer.assignment == {key}  # still ours while paused
+        consumer.resume(key)
+        assert (await consumer.receive(timeout=60)).value == b"held back"
 
 
 # -------------------------------------------------------------------------------------------- filtering
