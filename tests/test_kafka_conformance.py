@@ -31,6 +31,7 @@ from unit.test_kafka_protocol_roundtrip import populate
 
 from kafkawire.protocol import encode_body, messages
 from kafkawire.protocol.schema import _MISSING, LATEST, Array, FieldSpec, Message, Primitive, Struct
+from mqwire.testing.java import find_java
 
 Layout = list[tuple[Any, ...]]
 
@@ -229,8 +230,18 @@ public class RewriteCheck {
 """
 
 
-@pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="needs a JDK")
+def jdk() -> tuple[str, str]:
+    """``java`` and ``javac`` of the JDK the Kafka broker runs on; like every Java test, none is a failure."""
+    java = Path(find_java("kafka").executable)
+    beside = java.with_name("javac")
+    javac = str(beside) if beside.is_file() else shutil.which("javac")
+    if javac is None:
+        pytest.fail(f"no javac next to {java} or on PATH: the conformance check needs a JDK, not only a JRE")
+    return str(java), javac
+
+
 def test_kafka_reads_and_rewrites_our_bytes(tmp_path: Path) -> None:
+    java, javac = jdk()
     lines = []
     for cls in CLASSES:
         kind = "request" if cls.__name__.endswith("Request") else "response"
@@ -244,9 +255,9 @@ def test_kafka_reads_and_rewrites_our_bytes(tmp_path: Path) -> None:
     (tmp_path / "cases.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "RewriteCheck.java").write_text(_JAVA_CHECK)
     jar = str(clients_jar(pinned_kafka_version()))
-    subprocess.run(["javac", "-cp", jar, "-d", str(tmp_path), str(tmp_path / "RewriteCheck.java")], check=True)
+    subprocess.run([javac, "-cp", jar, "-d", str(tmp_path), str(tmp_path / "RewriteCheck.java")], check=True)
     result = subprocess.run(
-        ["java", "-cp", f"{jar}:{tmp_path}", "RewriteCheck", str(tmp_path / "cases.txt")],
+        [java, "-cp", f"{jar}:{tmp_path}", "RewriteCheck", str(tmp_path / "cases.txt")],
         capture_output=True,
         text=True,
         timeout=300,
