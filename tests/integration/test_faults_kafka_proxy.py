@@ -17,7 +17,7 @@ import pytest
 import kafkawire
 from kafkawire import TopicPartition
 from mqwire.testing.endpoints import KafkaBroker
-from tests.integration.faultproxy import FaultProxy
+from tests.integration.faultproxy import FaultProxy, assert_backed_off
 
 pytestmark = pytest.mark.integration
 
@@ -110,3 +110,38 @@ async def test_produce_and_consume_recover_from_a_faulty_path(kafka_broker: Kafk
                 log.extend(m.value or b"" for m in await reader.getmany(timeout_ms=500))
     assert len(log) == len(set(log)), "a record is in the log twice"
     assert set(acked) <= set(log)
+
+
+REFUSE_SECONDS = 3.0
+BACKOFF_MAX_MS = 300
+
+
+async def test_reconnects_back_off_while_the_broker_refuses(kafka_broker: KafkaBroker) -> None:
+    target, listen = proxied(kafka_broker)
+    topic = f"kw-proxy-refuse-{uuid.uuid4().hex[:8]}"
+    async with kafkawire.connect(kafka_broker.url) as direct, direct.admin() as admin:
+        await admin.create_topic(topic, partitions=1)
+    loop = asyncio.get_running_loop()
+    async with (
+        FaultProxy(kafka_broker.host, target, listen_port=listen) as proxy,
+        kafkawire.connect(
+            f"kafka://127.0.0.1:{listen}",
+            request_timeout_ms=10_000,
+            retry_backoff_ms=50,
+            retry_backoff_max_ms=BACKOFF_MAX_MS,
+        ) as client,
+        client.producer(
+            topic, linger_ms=0, delivery_timeout_ms=60_000, retry_backoff_ms=50, retry_backoff_max_ms=BACKOFF_MAX_MS
+        ) as producer,
+    ):
+        await producer.send(b"before")
+        proxy.refuse()
+        start = loop.time()
+        seen = len(proxy.arrivals)
+        pending = await producer.enqueue(b"during")
+        await asyncio.sleep(REFUSE_SECONDS)
+        attempts = [t - start for t in proxy.arrivals[seen:]]
+        proxy.heal()
+        await asyncio.wait_for(pending, 60)
+    # The producer's sender and the metadata refresh it asks for each retry on their own.
+    assert_backed_off(attempts, window=REFUSE_SECONDS, maximum=BACKOFF_MAX_MS / 1000, retriers=2)

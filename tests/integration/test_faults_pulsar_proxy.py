@@ -16,7 +16,7 @@ import pytest
 
 import pulsarwire
 from mqwire.testing.endpoints import PulsarBroker
-from tests.integration.faultproxy import FaultProxy
+from tests.integration.faultproxy import FaultProxy, assert_backed_off
 
 pytestmark = pytest.mark.integration
 
@@ -90,3 +90,34 @@ async def test_produce_and_consume_recover_from_a_faulty_path(pulsar_broker: Pul
             for task in (producing, consuming):
                 task.cancel()
             await asyncio.gather(producing, consuming, return_exceptions=True)
+
+
+REFUSE_SECONDS = 3.0
+BACKOFF_MAX = 0.3
+
+
+async def test_reconnects_back_off_while_the_broker_refuses(pulsar_broker: PulsarBroker) -> None:
+    topic = f"persistent://public/default/proxy-refuse-{uuid.uuid4().hex[:8]}"
+    loop = asyncio.get_running_loop()
+    async with (
+        FaultProxy(pulsar_broker.host, pulsar_broker.port) as proxy,
+        pulsarwire.connect(
+            f"pulsar://127.0.0.1:{proxy.port}",
+            keepalive_interval=1.0,
+            operation_timeout=3.0,
+            connect_timeout=2.0,
+            initial_backoff_interval=0.05,
+            max_backoff_interval=BACKOFF_MAX,
+        ) as client,
+        client.producer(topic, send_timeout_ms=0) as producer,
+    ):
+        await producer.send(b"before")
+        proxy.refuse()
+        start = loop.time()
+        seen = len(proxy.arrivals)
+        await asyncio.sleep(REFUSE_SECONDS)
+        attempts = [t - start for t in proxy.arrivals[seen:]]
+        proxy.heal()
+        await asyncio.wait_for(producer.send(b"after"), 60)
+    # One producer: one reconnection loop.
+    assert_backed_off(attempts, window=REFUSE_SECONDS, maximum=BACKOFF_MAX, retriers=1)

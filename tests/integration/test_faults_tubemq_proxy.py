@@ -15,7 +15,7 @@ import pytest
 
 import tubemqwire
 from mqwire.testing.endpoints import TubeMQBroker
-from tests.integration.faultproxy import FaultProxy
+from tests.integration.faultproxy import FaultProxy, assert_backed_off
 
 pytestmark = pytest.mark.integration
 
@@ -72,3 +72,33 @@ async def test_the_master_session_survives_a_faulty_path(tubemq_broker: TubeMQBr
             await round_trip(producer, consumer, "after")
             if fault == "drop":
                 assert 1 <= proxy.accepted - before <= 5
+
+
+REFUSE_SECONDS = 3.0
+HEARTBEAT_MS = 500
+
+
+async def test_reconnects_back_off_while_the_master_refuses(tubemq_broker: TubeMQBroker) -> None:
+    host, port = tubemq_broker.url.removeprefix("tubemq://").split(":")
+    loop = asyncio.get_running_loop()
+    async with (
+        FaultProxy(host, int(port)) as proxy,
+        tubemqwire.connect(
+            f"tubemq://127.0.0.1:{proxy.port}",
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            request_timeout_ms=2_000,
+            connect_timeout_ms=2_000,
+        ) as client,
+        client.producer(TOPIC) as producer,
+    ):
+        await producer.send(b"before")
+        proxy.refuse()
+        start = loop.time()
+        seen = len(proxy.arrivals)
+        await asyncio.sleep(REFUSE_SECONDS)
+        attempts = [t - start for t in proxy.arrivals[seen:]]
+        proxy.heal()
+    # The producer's heartbeat loop is what reconnects to the master: after a failure it waits its backoff
+    # capped at the heartbeat interval, and each heartbeat tries the master twice (the second after the
+    # master link's own short backoff).
+    assert_backed_off(attempts, window=REFUSE_SECONDS, maximum=HEARTBEAT_MS / 1000, retriers=1, per_retry=2)
