@@ -81,6 +81,7 @@ async def test_unsigned_consumer_is_refused_at_once(secured_tubemq: OwnBroker) -
         with pytest.raises(tubemqwire.CertificateFailureError):
             async with client.client_balance_consumer(TOPIC, group=f"unsigned_cb_{secrets.token_hex(3)}"):
                 pytest.fail("an unsigned client-balanced consumer was registered")
+    # Each refusal is one answer from the master (well under a second); the bound is liveness only.
     assert time.monotonic() - started < 20, "a refusal no retry can fix was retried"
 
 
@@ -114,4 +115,5 @@ async def test_an_untrusted_certificate_is_refused(secured_tubemq: OwnBroker) ->
         ):
             pytest.fail("a connection to an untrusted server was made")
     assert "certificate" in str(caught.value).lower() or isinstance(caught.value.__cause__, ssl.SSLError)
+    # The handshake fails at once (well under a second); the bound is liveness only.
     assert time.monotonic() - started < 30

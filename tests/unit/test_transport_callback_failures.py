@@ -38,9 +38,11 @@ async def test_a_failure_in_connection_made_fails_the_open_with_connect_error(
     async for address in serve(echo):
         started = time.monotonic()
         with pytest.raises(ConnectError, match="connection_made failed") as caught:
-            await open_channel(address)
+            await open_channel(address, connect_timeout=120)
         assert isinstance(caught.value.__cause__, ValueError)
-        assert time.monotonic() - started < 5  # at once, not after a request timeout
+        # At once, not when the connect timeout ran out: liveness bound far below it and far above a
+        # loaded machine's scheduling delay.
+        assert time.monotonic() - started < 30
 
 
 async def test_a_failure_in_get_buffer_fails_the_waiting_request_with_connection_lost() -> None:
