@@ -75,7 +75,7 @@ def traces() -> Iterator[Traces]:
     made.meter_provider.shutdown()
 
 
-def check_round_trip(traces: Traces, system: str, topic: str) -> None:
+def check_round_trip(traces: Traces, system: str, topic: str, *, partitioned: bool = True) -> None:
     spans = traces.finished()
     sends = [s for s in spans if s.kind == SpanKind.PRODUCER and s.name == f"send {topic}"]
     receives = [s for s in spans if s.kind == SpanKind.CONSUMER and s.name == f"receive {topic}"]
@@ -86,10 +86,11 @@ def check_round_trip(traces: Traces, system: str, topic: str) -> None:
         assert span.context.trace_id == by_id[span.parent.span_id].context.trace_id
         assert span.attributes is not None and span.attributes["messaging.system"] == system
         assert span.attributes["messaging.destination.name"] == topic
+        assert ("messaging.destination.partition.id" in span.attributes) is partitioned
     assert {s.parent.span_id for s in receives if s.parent} == set(by_id)
     for span in sends:
         assert span.attributes is not None and span.attributes["messaging.operation.type"] == "send"
-        assert "messaging.destination.partition.id" in span.attributes
+        assert ("messaging.destination.partition.id" in span.attributes) is partitioned
     sent = traces.metric("messaging.client.sent.messages")
     assert sent[(("messaging.destination.name", topic), ("messaging.system", system))] == COUNT
     consumed = traces.metric("messaging.client.consumed.messages")
@@ -119,16 +120,24 @@ async def test_kafka_spans_and_metrics(kafka_broker: KafkaBroker, traces: Traces
 
 
 async def test_pulsar_spans_and_metrics(pulsar_broker: PulsarBroker, traces: Traces) -> None:
-    topic = f"persistent://public/default/otel-{secrets.token_hex(4)}"
+    # Given by its short name to the consumer and by tenant/namespace to the producer: spans and metrics all
+    # say the complete name, and nothing names a partition of this topic without partitions.
+    short = f"otel-{secrets.token_hex(4)}"
+    topic = f"persistent://public/default/{short}"
     async with pulsarwire.connect(pulsar_broker.url) as client:
         traces.telemetry.observe(client)
-        consumer = traces.telemetry.consumer(client.consumer(topic, subscription="otel"))
-        async with consumer, traces.telemetry.producer(client.producer(topic)) as producer:
+        consumer = traces.telemetry.consumer(client.consumer(short, subscription="otel"))
+        async with consumer, traces.telemetry.producer(client.producer(f"public/default/{short}")) as producer:
             for index in range(COUNT):
                 await producer.send(b"v%d" % index)
             for _ in range(COUNT):
                 await consumer.ack(await consumer.receive(10))
-            check_round_trip(traces, "pulsar", topic)
+            check_round_trip(traces, "pulsar", topic, partitioned=False)
+            consumed = traces.metric("messaging.client.consumed.messages")
+            assert consumed[(("messaging.destination.name", topic), ("messaging.system", "pulsar"))] == COUNT
+            for attributes in traces.metric("mqwire.consumer.lag"):
+                assert dict(attributes)["messaging.destination.name"] == topic
+                assert "messaging.destination.partition.id" not in dict(attributes)
 
 
 async def test_tubemq_spans_and_metrics(tubemq_broker: TubeMQBroker, traces: Traces) -> None:
