@@ -47,7 +47,12 @@ class SchemaResolutionError(FatalError, ValueError):
     """A payload's writer's schema cannot be resolved to the deserializer's reader schema.
 
     ``writer_id`` is the id in the payload; ``reader_id`` the registry's id of the reader schema, or None when
-    the reader schema is not registered under the deserializer's subject (or no subject was named).
+    the reader schema is not registered under the deserializer's subject (or no subject was named); ``reason``
+    says why. A deserializer sees the payload only, not where it is stored: a consumer reports this as the
+    ``__cause__`` of its DeserializationError, which has the position, and holds the message until ``skip``.
+    ``writer_version`` and ``reader_version`` are the ids again, under the names of
+    ``mqwire.common.errors.SchemaResolutionError`` (Pulsar's, which the consumer raises itself), so one
+    handler reads either.
     """
 
     def __init__(self, writer_id: int, reader_id: int | None, reason: str) -> None:
@@ -55,3 +60,14 @@ class SchemaResolutionError(FatalError, ValueError):
         super().__init__(f"writer schema id {writer_id} cannot be resolved to {reader}: {reason}")
         self.writer_id = writer_id
         self.reader_id = reader_id
+        self.reason = reason
+
+    @property
+    def writer_version(self) -> int:
+        """The writer's schema id (the name Pulsar's SchemaResolutionError gives it)."""
+        return self.writer_id
+
+    @property
+    def reader_version(self) -> int | None:
+        """The reader's schema id, None when not registered (the name Pulsar's SchemaResolutionError gives it)."""
+        return self.reader_id

@@ -35,6 +35,7 @@ from mqwire.registry import (
     ProtobufDeserializer,
     ProtobufSerializer,
     RegistryClient,
+    RegistryUnreachableError,
     SchemaNotFoundError,
     SchemaResolutionError,
     UnknownSchemaIdError,
@@ -223,6 +224,7 @@ async def test_avro_resolution_both_ways_reads_defaults_aliases_and_promotions(
         with pytest.raises(SchemaResolutionError) as caught:
             back(newer_writer(evo.values2[0]))
         assert (caught.value.writer_id, caught.value.reader_id) == (newer_writer.schema_id, writer.schema_id)
+        assert (caught.value.writer_version, caught.value.reader_version) == (newer_writer.schema_id, writer.schema_id)
         assert f"id {newer_writer.schema_id}" in str(caught.value) and f"id {writer.schema_id}" in str(caught.value)
 
 
@@ -325,3 +327,10 @@ async def test_unknown_ids_and_short_payloads_raise_typed_errors(schema_registry
     whole = json_writer({"id": "a", "qty": 1})
     with pytest.raises(WireFormatError):
         json_reader(whole[:-1])
+
+    silent = RegistryClient("http://127.0.0.1:9", timeout=5)  # nothing listens on the discard port
+    async with asyncio.timeout(15):
+        with pytest.raises(RegistryUnreachableError):
+            await AvroDeserializer(silent, evolution.v1, topic=topic).prepare()
+        with pytest.raises(RegistryUnreachableError):
+            await AvroDeserializer(silent).load(schema_id)
