@@ -14,7 +14,7 @@ from typing import Any
 
 from mqwire.common.errors import MqwireError, SchemaResolutionError
 from pulsarwire.message import Message
-from pulsarwire.schema import Schema, SchemaInfo, SchemaMismatchError, TopicSchema
+from pulsarwire.schema import Schema, SchemaInfo, SchemaMismatchError, SchemaType, TopicSchema
 from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
 from pulsarwire.topics import PARTITION_SUFFIX, partition_of
@@ -73,6 +73,8 @@ class WriterSchemas:
         waits = [self._fetch(key) for key in keys if key not in self._known]
         if waits:
             await asyncio.gather(*waits)
+        if self._reader.info.type is SchemaType.AUTO_CONSUME:
+            return  # every writer's schema is its own reader's: there is no reader's version to name
         topics = {topic for topic, version in keys if self._differs(self._known.get((topic, version)))}
         finds = [self._find_reader_version(topic) for topic in topics if topic not in self._reader_versions]
         if finds:

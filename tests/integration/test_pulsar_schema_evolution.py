@@ -24,7 +24,7 @@ import pulsarwire
 from mqwire.testing import rest
 from mqwire.testing.endpoints import PulsarBroker
 from mqwire.testing.pulsar_admin import create_namespace
-from pulsarwire.schema import AvroSchema, Int32, JsonSchema, Schema, avro_definition
+from pulsarwire.schema import AutoConsumeSchema, AvroSchema, Int32, JsonSchema, Schema, avro_definition
 
 pytestmark = pytest.mark.integration
 
@@ -212,6 +212,23 @@ async def test_writers_at_v1_and_v2_read_by_readers_of_each_version_as_pulsar_cl
         {"name": "four", "n": 4, "gone": "w"},
         ERROR,
     ]
+
+
+async def test_auto_consume_reads_each_message_with_its_own_writers_schema(
+    pulsar_broker: PulsarBroker, namespace: str
+) -> None:
+    name = topic(namespace)
+    url = pulsar_broker.url
+    second = {"title": "two", "n": 2, "extra": "e"}
+    async with (
+        pulsarwire.connect(url) as client,
+        client.consumer(name, group="g", start="earliest", schema=AutoConsumeSchema()) as consumer,
+    ):
+        async with client.producer(name, schema=AvroSchema(LineV1, definition=V1)) as producer:
+            await producer.send(LineV1("one", 1, "x"))
+        await asyncio.to_thread(their_write, url, name, TheirAvro(None, V2), [second])
+        got = [(await consumer.receive(timeout=30)).value for _ in range(2)]
+    assert got == [{"name": "one", "n": 1, "gone": "x"}, second]
 
 
 # ---------------------------------------------------------------------- JSON enums

@@ -13,11 +13,13 @@ from mqwire.common.serde import Deserializing
 from pulsarwire import writer_schemas
 from pulsarwire.message import Message, MessageId
 from pulsarwire.schema import (
+    AutoConsumeSchema,
     AvroSchema,
     Int32,
     JsonSchema,
     KeyValueSchema,
     SchemaInfo,
+    SchemaType,
     StringSchema,
     TopicSchema,
     avro_definition,
@@ -177,3 +179,15 @@ def test_key_value_resolves_each_part_to_the_readers() -> None:
     assert reader.decode_with(data, writer.info) == ("k", ItemAC("hello", "xyz"))
     with pytest.raises(pulsarwire.schema.SchemaMismatchError):
         KeyValueSchema(StringSchema(), AvroSchema(Needs)).decode_with(data, writer.info)
+
+
+def test_auto_consume_reads_each_value_with_its_own_writers_schema() -> None:
+    auto = AutoConsumeSchema()
+    assert auto.decode_with(AvroSchema(Item).encode(Item("a", 2, "c")), AvroSchema(Item).info) == {
+        "a": "a", "b": 2, "c": "c"}
+    assert auto.decode_with(JsonSchema(Paint).encode(Paint("p", Color.red)), JsonSchema(Paint).info) == {
+        "name": "p", "color": "red"}
+    pair = KeyValueSchema(StringSchema(), AvroSchema(Count))
+    assert auto.decode_with(pair.encode(("k", Count(5))), pair.info) == ("k", {"n": 5})
+    assert auto.decode_with(b"\x00\x00\x00\x07", SchemaInfo("INT32", SchemaType.INT32)) == 7
+    assert auto.decode(b"raw") == b"raw"
