@@ -101,24 +101,6 @@ async def test_batches_closed_by_size_lose_no_message(pulsar_broker: PulsarBroke
     assert len({(m.ledger_id, m.entry_id) for m in sent}) >= len(values) // 13  # closed by size, not by count
 
 
-@pytest.mark.parametrize("compression", COMPRESSIONS)
-async def test_each_compression_round_trips(pulsar_broker: PulsarBroker, compression: str) -> None:
-    topic = unique(f"compression-{compression.lower()}")
-    big = bytes(range(256)) * 4000  # compressible, above the 128 KiB batch limit: sent as a batch of one
-    async with (
-        pulsarwire.connect(pulsar_broker.url) as client,
-        client.consumer(topic, group="g", start="earliest") as consumer,
-    ):
-        async with client.producer(topic, compression_type=compression) as producer:
-            await produce_n(producer, 100)
-            await producer.send(big)
-        async with client.producer(topic, compression_type=compression, batching_enabled=False) as producer:
-            await producer.send(big, key=b"unbatched")
-        messages = await receive_n(consumer, 102)
-    assert [(m.value, m.key, m.headers) for m in messages[:100]] == [expected(i) for i in range(100)]
-    assert messages[100].value == big and messages[101].value == big and messages[101].key == b"unbatched"
-
-
 async def test_partitioned_topic_round_robin_spreads_and_consumer_merges(pulsar_broker: PulsarBroker) -> None:
     topic = pulsar_admin.create_partitioned_topic(pulsar_broker.admin_url, unique("partitioned"), 4)
     async with (
@@ -447,13 +429,14 @@ async def test_errors_are_typed(pulsar_broker: PulsarBroker) -> None:
     await client.close()
     topic = unique("busy")
     async with (
-        pulsarwire.connect(pulsar_broker.url) as client,
+        pulsarwire.connect(pulsar_broker.url, operation_timeout=120) as client,
         client.consumer(topic, group="exclusive"),
     ):
         started = time.monotonic()
         with pytest.raises(pulsarwire.ConsumerBusyError):
             await client.consumer(topic, group="exclusive").start()
-        assert time.monotonic() - started < 5  # fatal: not retried until the operation timeout
+        # Fatal: not retried until the operation timeout (120 s). The bound is liveness only, far under it.
+        assert time.monotonic() - started < 30
 
 
 # --------------------------------------------------------------------------------- pulsar-client interop

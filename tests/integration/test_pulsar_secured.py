@@ -302,13 +302,14 @@ async def test_a_refused_token_fails_fast_without_a_reconnect_storm(secured: Sec
     bad = token_for(os.urandom(32), SUPERUSER)
     async with FaultProxy(host, int(port)) as proxy:
         started = time.monotonic()
-        client = pulsarwire.Client(f"pulsar://127.0.0.1:{proxy.port}", auth_token=bad, operation_timeout=30)
+        client = pulsarwire.Client(f"pulsar://127.0.0.1:{proxy.port}", auth_token=bad, operation_timeout=120)
         with pytest.raises(AuthenticationError):
             await client.start()
         await client.close()
         elapsed = time.monotonic() - started
-    # Refused once, reported at once: no retry loop until the operation timeout, no burst of connections.
-    assert elapsed < 10, f"the refusal took {elapsed:.1f} s to surface"
+    # Refused once, reported at once: no retry loop until the operation timeout (120 s; the bound is
+    # liveness only, far under it), no burst of connections.
+    assert elapsed < 30, f"the refusal took {elapsed:.1f} s to surface"
     assert proxy.accepted <= 2, f"{proxy.accepted} connections for one refused token"
 
 
