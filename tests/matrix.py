@@ -44,7 +44,7 @@ HOME_VENV = ROOT / ".venv"
 OUTPUT_LOCK = threading.Lock()
 VERSIONS = ("3.12", "3.13")
 # What the unit tests and the contract suite import beyond the package: these extras ...
-EXTRAS = ("avro", "cli", "crypto", "otel", "spark", "telemetry", "testing", "uvloop")
+EXTRAS = ("avro", "cli", "crypto", "json", "otel", "spark", "telemetry", "testing", "uvloop")
 # ... and these development tools, with the versions the dev extra pins (test_typing runs mypy, the
 # OpenTelemetry tests use the SDK, the group protocol tests compare with kafka-python's structures).
 DEV_TOOLS = (
