@@ -1,6 +1,8 @@
 """One round trip per client, the same on the compiled speedups and on the pure-Python fallback (the runtime
 matrix runs this module with ``MQWIRE_PURE_PYTHON=1``): a few hundred records over several partitions, with
 keys, headers and every codec the protocol has, produced in batches and consumed back, every record checked.
+Kafka's also carries a null value in every codec and checks each partition's order; Pulsar's also carries a
+message larger than a batch in every codec, batched and not, and checks each partition's order.
 
 TubeMQ's protocol has no compression, so its round trip has none; its topic is deployed while the broker
 starts (``ROUND_TRIP_TUBEMQ_TOPICS`` in tests/matrix.py) or, if missing, here (~30 s).
@@ -33,8 +35,10 @@ KAFKA_CODECS = (None, "gzip", "snappy", "lz4", "zstd")
 PULSAR_CODECS = ("NONE", "LZ4", "ZLIB", "ZSTD", "SNAPPY")
 TUBEMQ_TOPIC = "roundtrip_runtime"
 TUBEMQ_COUNT = 300
+# Above the 128 KiB a Pulsar batch holds, and compressible: a batch of its own, compressed.
+LARGE = bytes(range(256)) * 4000
 
-Record = tuple[bytes | None, bytes, dict[str, bytes]]
+Record = tuple[bytes | None, bytes | None, dict[str, bytes]]
 
 
 def records(run: str, first: int, count: int, *, text_headers: bool = False) -> list[Record]:
@@ -55,6 +59,16 @@ def counted(items: list[Record]) -> Counter[str]:
     return Counter(repr((k, v, sorted(h.items()))) for k, v, h in items)
 
 
+def in_partition_order(positions: list[tuple[int, int]]) -> bool:
+    """Whether (partition, offset) pairs, in the order received, go forward within each partition."""
+    last: dict[int, int] = {}
+    for partition, offset in positions:
+        if offset <= last.get(partition, -1):
+            return False
+        last[partition] = offset
+    return True
+
+
 def keyed_partitions(pairs: list[tuple[bytes | None, int]]) -> dict[bytes, set[int]]:
     """The partitions each key's records landed in."""
     seen: dict[bytes, set[int]] = {}
@@ -73,7 +87,8 @@ async def test_kafka_round_trip(kafka_broker: KafkaBroker) -> None:
             await admin.create_topic(topic, partitions=PARTITIONS)
         receipts: list[Any] = []
         for n, codec in enumerate(KAFKA_CODECS):
-            batch = records(run, n * PER_CODEC, PER_CODEC)
+            # A null value (a tombstone) with an empty header value, in every codec's batches.
+            batch = [*records(run, n * PER_CODEC, PER_CODEC), (b"null-%d" % n, None, {"n": b""})]
             async with client.producer(topic, compression=codec, linger_ms=5) as producer:
                 futures = [await producer.enqueue(v, key=k, headers=h) for k, v, h in batch]
                 receipts += await asyncio.gather(*futures)
@@ -86,6 +101,8 @@ async def test_kafka_round_trip(kafka_broker: KafkaBroker) -> None:
             got += await consumer.getmany(timeout=0.5)
     assert len(got) == len(sent)
     assert counted([(m.key, m.value, m.headers) for m in got]) == counted(sent)
+    assert len({(r.partition, r.offset) for r in receipts}) == len(sent)
+    assert in_partition_order([(m.partition, m.offset) for m in got])
     by_position = {(m.partition, m.offset): m for m in got}
     for (key, value, headers), receipt in zip(sent, receipts, strict=True):
         message = by_position[(receipt.partition, receipt.offset)]
@@ -102,18 +119,23 @@ async def test_pulsar_round_trip(pulsar_broker: PulsarBroker) -> None:
     run = secrets.token_hex(4)
     topic = pulsar_admin.create_partitioned_topic(pulsar_broker.admin_url, f"roundtrip-{run}", PARTITIONS)
     sent: list[Record] = []
+    receipts: list[Any] = []
     got: list[Any] = []
     async with (
         pulsarwire.connect(pulsar_broker.url) as client,
         client.consumer(topic, group=f"roundtrip-{run}", start="earliest") as consumer,
     ):
         for n, codec in enumerate(PULSAR_CODECS):
-            batch = records(run, n * PER_CODEC, PER_CODEC, text_headers=True)
+            # A large message in every codec: after the small ones with batching on, then with batching off.
+            batch = [*records(run, n * PER_CODEC, PER_CODEC, text_headers=True), (b"large-batched-%d" % n, LARGE, {})]
             async with client.producer(topic, compression_type=codec, batching_max_publish_delay_ms=5) as producer:
                 futures = [await producer.enqueue(v, key=k, headers=h) for k, v, h in batch]
                 await producer.flush()
-                await asyncio.gather(*futures)
-            sent += batch
+                receipts += await asyncio.gather(*futures)
+            unbatched: Record = (b"large-unbatched-%d" % n, LARGE, {})
+            async with client.producer(topic, compression_type=codec, batching_enabled=False) as producer:
+                receipts.append(await producer.send(LARGE, key=unbatched[0]))
+            sent += [*batch, unbatched]
         # Until every record came or none came for 30 s; the comparison below then names what is missing.
         with contextlib.suppress(TimeoutError):
             while len(got) < len(sent):
@@ -124,8 +146,12 @@ async def test_pulsar_round_trip(pulsar_broker: PulsarBroker) -> None:
             extra = await consumer.receive(timeout=0.5)
             pytest.fail(f"a message more than was sent: {extra!r}")
     missing = counted(sent) - counted([(m.key, m.value, m.headers) for m in got])
-    assert not missing, f"{len(got)} of {len(sent)} came; missing: {sorted(missing)[:5]}"
+    assert not missing, f"{len(got)} of {len(sent)} came; missing: {[entry[:200] for entry in sorted(missing)[:5]]}"
     assert counted([(m.key, m.value, m.headers) for m in got]) == counted(sent)
+    # Each partition hands its messages out in the order they were stored.
+    for partition in range(PARTITIONS):
+        stored = [r for r in receipts if r.partition == partition]
+        assert [m.message_id for m in got if m.partition == partition] == stored, f"partition {partition}"
     keyed = keyed_partitions([(m.key, m.partition) for m in got])
     assert all(len(partitions) == 1 for partitions in keyed.values()), keyed
     assert {m.partition for m in got} == set(range(PARTITIONS))
