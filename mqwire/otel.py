@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("mqwire.otel needs OpenTelemetry: pip install 'mqwire[otel]'") from exc
 
 from mqwire import __version__
+from mqwire.common.errors import ConfigurationError
 from mqwire.common.stats import ClientStats, ConsumerStats, LatencyHistogram, ProducerStats
 
 __all__ = ["Telemetry", "TracedConsumer", "TracedProducer", "extract_context", "inject_context"]
@@ -232,7 +233,7 @@ class Telemetry:
         span_queue_size: int = 10_000,
     ) -> None:
         if isinstance(span_queue_size, bool) or not isinstance(span_queue_size, int) or span_queue_size < 1:
-            raise ValueError(f"option span_queue_size must be a positive int, got {span_queue_size!r}")
+            raise ConfigurationError(f"option span_queue_size must be a positive int, got {span_queue_size!r}")
         self.tracer = trace.get_tracer("mqwire", __version__, tracer_provider)
         self._tracer_provider = tracer_provider
         self._ender = _SpanEnder(span_queue_size)
