@@ -5,6 +5,7 @@ processors or exporters that raise or block without slowing or breaking sending.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import threading
@@ -36,6 +37,20 @@ from mqwire.testing.tubemq import create_topics
 pytestmark = pytest.mark.integration
 
 COUNT = 3
+
+
+@pytest.fixture(scope="module")
+def tubemq_topics(tubemq_broker: TubeMQBroker) -> dict[str, str]:
+    """A fresh TubeMQ topic for each event loop the test runs on, deployed together before the test starts: one
+    pass of the master's ~30 s publish delay for the module, which no event loop waits out."""
+    names = {loop: f"otel{secrets.token_hex(4)}" for loop in ("asyncio", "uvloop")}
+    create_topics(tubemq_broker, dict.fromkeys(names.values(), 1))
+    return names
+
+
+def running_loop_kind() -> str:
+    """``uvloop`` when the running event loop is uvloop's, else ``asyncio``."""
+    return "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
 
 
 class Traces:
@@ -140,9 +155,10 @@ async def test_pulsar_spans_and_metrics(pulsar_broker: PulsarBroker, traces: Tra
                 assert "messaging.destination.partition.id" not in dict(attributes)
 
 
-async def test_tubemq_spans_and_metrics(tubemq_broker: TubeMQBroker, traces: Traces) -> None:
-    topic = f"otel{secrets.token_hex(4)}"
-    create_topics(tubemq_broker, {topic: 1})
+async def test_tubemq_spans_and_metrics(
+    tubemq_broker: TubeMQBroker, tubemq_topics: dict[str, str], traces: Traces
+) -> None:
+    topic = tubemq_topics[running_loop_kind()]
     async with tubemqwire.connect(tubemq_broker.url, heartbeat_interval_ms=1000) as client:
         traces.telemetry.observe(client)
         consumer = traces.telemetry.consumer(client.consumer(topic, group=f"g{secrets.token_hex(3)}", start="earliest"))
