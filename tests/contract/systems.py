@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 from dataclasses import dataclass
@@ -22,9 +23,18 @@ TUBEMQ_SUFFIX = os.environ.get("MQWIRE_CONTRACT_TUBEMQ_SUFFIX", "")
 
 
 def tubemq_topic(purpose: str) -> str:
-    """The deployed TubeMQ topic of a contract test."""
+    """The deployed TubeMQ topic of a contract test; on uvloop another one (``_uv``), so that a test run on both
+    loops in one session never finds the other run's messages (``contract_<purpose>_uv`` is deployed too)."""
     assert purpose in TUBEMQ_TOPICS, f"add contract_{purpose} to mqwire_tubemq_topics"
-    return f"contract_{purpose}{TUBEMQ_SUFFIX}"
+    return f"contract_{purpose}{TUBEMQ_SUFFIX}{_loop_suffix()}"
+
+
+def _loop_suffix() -> str:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return ""
+    return "_uv" if type(loop).__module__.startswith("uvloop") else ""
 
 
 @dataclass(frozen=True)

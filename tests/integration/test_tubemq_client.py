@@ -35,12 +35,21 @@ PARTITIONS = {
 
 
 @pytest.fixture(scope="module")
-def topics(tubemq_broker: TubeMQBroker) -> dict[str, str]:
-    """Fresh topics for this module (deployed together: they share one ~30 s publish delay)."""
-    run = secrets.token_hex(3)
-    names = {role: f"mqw{run}_{role}" for role in PARTITIONS}
-    create_topics(tubemq_broker, {names[role]: count for role, count in PARTITIONS.items()})
+def topics_by_loop(tubemq_broker: TubeMQBroker) -> dict[str, dict[str, str]]:
+    """Fresh topics for this module, a set for each event loop the tests may run on (a test run on both
+    loops must not find the other run's messages); deployed together, they share one ~30 s publish delay."""
+    names = {
+        loop: {role: f"mqw{secrets.token_hex(3)}_{role}" for role in PARTITIONS} for loop in ("asyncio", "uvloop")
+    }
+    create_topics(tubemq_broker, {names[loop][role]: PARTITIONS[role] for loop in names for role in PARTITIONS})
     return names
+
+
+@pytest_asyncio.fixture(loop_scope="function")
+async def topics(topics_by_loop: dict[str, dict[str, str]]) -> dict[str, str]:
+    """This test's topics: the set of the event loop it runs on."""
+    kind = "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
+    return topics_by_loop[kind]
 
 
 @pytest_asyncio.fixture(loop_scope="function")
