@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The event loop of the async tests: both (each async test on asyncio's loop and on uvloop), asyncio or uvloop.
 TEST_LOOP ?= both
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak dist test-cluster docs spark-env
+.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak proof dist test-cluster docs spark-env sanitizers
 
 all: test
 
@@ -125,6 +125,11 @@ sanitizers:
 	@if ! command -v clang >/dev/null || [ ! -f "$$(clang -print-file-name=libclang_rt.asan-$$(uname -m).so)" ]; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libclang-rt-14-dev; \
 	fi
+
+# The long checks README cites, too slow for every CI run (nightly-style): every decoder's fuzz test at
+# FUZZ_EXAMPLES (100,000) cases and once more under ASan and UBSan, then the ten-minute soak per system. `make test`
+# runs the same fuzz tests at 200 cases each.
+proof: fuzz soak
 
 # Ten minutes of load per system against bounded buffers; peak memory against the bounds (not part of `make test`).
 SOAK_SECONDS ?= 600
