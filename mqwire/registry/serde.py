@@ -368,7 +368,9 @@ def _json_validator(schema_text: str) -> Any:
     try:
         jsonschema: Any = importlib.import_module("jsonschema")  # untyped: no stubs installed
     except ImportError:  # pragma: no cover - depends on the install
-        raise ImportError("JsonSchemaDeserializer(reader_schema=) needs jsonschema: pip install 'mqwire[json]'") from None
+        raise ImportError(
+            "JsonSchemaDeserializer(reader_schema=) needs jsonschema: pip install 'mqwire[json]'"
+        ) from None
     definition = json.loads(schema_text)
     return jsonschema.validators.validator_for(definition)(definition)
 
