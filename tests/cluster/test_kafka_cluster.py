@@ -331,6 +331,7 @@ def produce_with_librdkafka(bootstrap: str, topic: str, clock: AckClock, stop: t
     return outcome
 
 
+@pytest.mark.reference_pause
 async def test_failover_pause_of_the_reference_client(kafka_cluster: RunningCluster) -> None:
     """The same faults under librdkafka's idempotent producer, for the pause to compare with ours."""
     await asyncio.to_thread(kafka_cluster.ensure_all_up)

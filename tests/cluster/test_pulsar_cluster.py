@@ -243,6 +243,7 @@ def produce_with_pulsar_client(
     return outcome
 
 
+@pytest.mark.reference_pause
 async def test_failover_pause_of_the_reference_client(pulsar_cluster: RunningCluster) -> None:
     """The same faults under the reference client's producer, for the pause to compare with ours."""
     await asyncio.to_thread(pulsar_cluster.ensure_all_up)

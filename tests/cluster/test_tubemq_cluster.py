@@ -166,6 +166,7 @@ def reference_producer(cluster: RunningCluster, topic: str, folder: Path, stop_f
     )
 
 
+@pytest.mark.reference_pause
 async def test_failover_pause_of_the_reference_client(tubemq_cluster: RunningCluster, tmp_path: Path) -> None:
     """The same faults under the TubeMQ Java client's producer, for the pause to compare with ours."""
     await asyncio.to_thread(tubemq_cluster.ensure_all_up)
