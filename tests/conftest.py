@@ -48,6 +48,8 @@ def pytest_asyncio_loop_factories(
 ) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
     choice = chosen_loop(config)
     names = LOOPS if choice == "both" else (choice,)
+    if choice == "both" and item.get_closest_marker("asyncio_loop_only") is not None:
+        names = ("asyncio",)
     return {name: loop_factory(name) for name in names}
 
 

@@ -16,7 +16,10 @@ from mqwire.testing import pulsar_admin
 from pulsarwire.message import MessageId
 from tests.integration.crash import OwnBroker
 
-pytestmark = pytest.mark.integration
+# What these tests show is recovery from a broker's crash or freeze, through the clients' reconnects; how a connection
+# is lost and made again on each event loop is shown on both loops by the fault-proxy tests. They run on asyncio's
+# loop only, which keeps CI within its time.
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio_loop_only]
 
 COUNT = 4000
 
