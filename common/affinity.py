@@ -28,6 +28,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from threading import get_ident as _thread_id  # bound once: check() runs on every send
 from typing import Any
 
 from mqwire.common.errors import ForkedClientError, UnsupportedRuntimeError, WrongLoopError
@@ -87,7 +88,7 @@ class Affinity:
         # Asking for the running loop costs a getpid() system call per call on CPython 3.11, too much for
         # send(). The same answer, cheaper: on the client's own thread, with the client's loop running there,
         # the running loop is the client's (a thread runs one loop at a time, and only from inside it).
-        if self._generation != _generation or threading.get_ident() != self._thread or not self._loop_running():
+        if self._generation != _generation or _thread_id() != self._thread or not self._loop_running():
             self._mismatch(_running_loop())
 
     def check_connect(self) -> None:
