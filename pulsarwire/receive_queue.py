@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from itertools import repeat
 
 from mqwire.common.errors import MqwireError
 from pulsarwire.client_errors import ConsumerClosedError, ReceiveTimeoutError
@@ -42,7 +43,7 @@ class ReceiveQueue:
             share, rest = divmod(size, len(messages))
             sizes = self._sizes
             sizes.append(share + rest)
-            sizes.extend(share for _ in range(len(messages) - 1))
+            sizes.extend(repeat(share, len(messages) - 1))
             self.bytes += size
             budget.charge(size)
         self._wake()
@@ -63,9 +64,13 @@ class ReceiveQueue:
         return before - len(self._items)
 
     def _pop(self) -> Message:
+        # Once per message handed out: the release is written out here rather than through _release.
         message = self._items.popleft()
-        if self.budget is not None:
-            self._release(self._sizes.popleft())
+        budget = self.budget
+        if budget is not None:
+            size = self._sizes.popleft()
+            self.bytes -= size
+            budget.release(size)
         return message
 
     def _release(self, size: int) -> None:
