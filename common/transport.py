@@ -131,8 +131,8 @@ class Connection(asyncio.BufferedProtocol, Generic[F]):
             self._transport.set_write_buffer_limits(high=_TRANSPORT_HIGH_WATER, low=0)
             sock = transport.get_extra_info("socket")
             if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-                # uvloop sets TCP_NODELAY itself; asyncio's loop does too since 3.7, but not for TLS over a
-                # socket it was handed, so it is asked for here whatever the loop.
+                # asyncio's loop and uvloop both set TCP_NODELAY on TCP connections already; asked for here
+                # too, so that small frames never wait on Nagle whatever another loop's default is.
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except Exception as exc:
             # Raised here, the loop would only log it and the caller would wait for a timeout instead.
