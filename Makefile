@@ -45,13 +45,13 @@ docs: $(STAMP)
 test: $(STAMP) brokers-classpath docs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest --loop=$(TEST_LOOP) $(PYTEST_ARGS); rc=$$?; \
+	$(PY) -m pytest --loop=$(TEST_LOOP) --durations=40 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
 # Clusters (Kafka, Pulsar, TubeMQ) of the tests' own, with nodes killed under traffic: tests/cluster, run only here;
 # and the Spark data sources on a Spark standalone cluster whose executors get the packed environment: tests/spark_cluster.
 test-cluster: $(STAMP) brokers-classpath spark-env
-	$(PY) -m pytest tests/cluster tests/spark_cluster -m "not reference_pause" -p no:cacheprovider $(PYTEST_ARGS); rc=$$?; \
+	$(PY) -m pytest tests/cluster tests/spark_cluster -m "not reference_pause" -p no:cacheprovider --durations=20 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no cluster tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
 demo: $(STAMP) brokers-classpath

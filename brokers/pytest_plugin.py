@@ -4,7 +4,9 @@ registry (Apicurio Registry, started by the tests that ask for it).
 
 Installed with ``mqwire[testing]``, this plugin is registered through the ``pytest11`` entry point, so pytest
 loads it in any project without a conftest line (``examples/testing_conftest.py`` shows a conftest that uses
-it). TubeMQ topics are deployed when the broker starts: list them in the ``mqwire_tubemq_topics`` ini value.
+it). TubeMQ topics are deployed when the broker starts: list them in the ``mqwire_tubemq_topics`` ini value;
+``tubemq_fresh_topics`` hands out fresh ones from a stock of spares deployed at start as well
+(``mqwire_tubemq_spare_topics``), since a topic added later waits ~30 s before producers may use it.
 
 Choose where they come from with ``--brokers=local|testcontainers|external`` or ``MQWIRE_BROKERS``
 (default ``local``: JVMs started here on first use and stopped when the session ends). A broker
@@ -34,14 +36,17 @@ from mqwire.testing.errors import BrokerError
 from mqwire.testing.paths import DEFAULT_BROKERS
 from mqwire.testing.procs import log_tails
 from mqwire.testing.providers import PROVIDERS, Provider, make_provider, parse_topics
+from mqwire.testing.tubemq_spares import FreshTopics, parse_spares, spare_topic_names
 
 E = TypeVar("E", KafkaBroker, PulsarBroker, TubeMQBroker)
 
 _provider_key = pytest.StashKey[Provider]()
+_spares_key = pytest.StashKey[dict[str, int]]()
 _FIXTURE_BROKERS = {
     "kafka_broker": ("kafka",),
     "pulsar_broker": ("pulsar",),
     "tubemq_broker": ("tubemq",),
+    "tubemq_fresh_topics": ("tubemq",),
     "kafka3_broker": ("kafka3",),
     "broker_urls": DEFAULT_BROKERS,
 }
@@ -67,6 +72,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "mqwire_tubemq_topics",
         "TubeMQ topics (NAME[:PARTITIONS],...) deployed while the local TubeMQ starts",
+        default="",
+    )
+    parser.addini(
+        "mqwire_tubemq_spare_topics",
+        "spare TubeMQ topics (PARTITIONS:COUNT,...) deployed while the local TubeMQ starts, handed out by "
+        "the tubemq_fresh_topics fixture",
         default="",
     )
 
@@ -96,6 +107,12 @@ def mqwire_brokers(request: pytest.FixtureRequest) -> Iterator[Provider]:
         or os.environ.get("MQWIRE_TUBEMQ_TOPICS")
         or str(config.getini("mqwire_tubemq_topics"))
     )
+    try:
+        spares = spare_topic_names(parse_spares(str(config.getini("mqwire_tubemq_spare_topics"))))
+    except ValueError as err:
+        raise pytest.UsageError(f"mqwire_tubemq_spare_topics: {err}") from None
+    config.stash[_spares_key] = spares
+    topics = {**spares, **topics}
     provider = make_provider(_provider_name(config), topics)
     config.stash[_provider_key] = provider
     previous = signal.getsignal(signal.SIGTERM)
@@ -143,6 +160,14 @@ def pulsar_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> P
 def tubemq_broker(request: pytest.FixtureRequest, mqwire_brokers: Provider) -> TubeMQBroker:
     """A TubeMQ master and broker (``.url`` of the master, ``.admin_url``), started once per session."""
     return _get(request, mqwire_brokers, "tubemq", TubeMQBroker)
+
+
+@pytest.fixture(scope="session")
+def tubemq_fresh_topics(request: pytest.FixtureRequest, tubemq_broker: TubeMQBroker) -> FreshTopics:
+    """Fresh TubeMQ topics on ``tubemq_broker``: ``.take({"role": partitions, ...})`` gives role: topic name,
+    from the spares deployed at start while they last (at once), else deployed then (~30 s)."""
+    spares: dict[str, int] = request.config.stash.get(_spares_key, {})
+    return FreshTopics(tubemq_broker, spares)
 
 
 @pytest.fixture(scope="session")

@@ -68,6 +68,23 @@ class OwnBroker:
             for pid in pids:
                 os.kill(pid, signal.SIGCONT)
 
+    @classmethod
+    @contextlib.contextmanager
+    def for_module(cls, name: str, state_dir: Path, *start_options: str) -> Iterator[OwnBroker]:
+        """One broker for a module's tests, stopped after the last: each test takes it with :meth:`revived`."""
+        broker = cls(name, state_dir, *start_options)
+        broker.start()
+        try:
+            yield broker
+        finally:
+            broker.stop()
+
+    def revived(self) -> OwnBroker:
+        """This broker, up: a test that crashed it and failed before bringing it back leaves it down, and the
+        next test must not inherit that (``start`` leaves a running broker alone)."""
+        self.start()
+        return self
+
     async def crash_and_restart(self, down_seconds: float) -> None:
         """SIGKILL, stay down a while, then start again with the same ports and data."""
         before = self.url

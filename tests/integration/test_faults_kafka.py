@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,14 +24,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio_loop_only]
 PARTITIONS = 3
 
 
-@pytest.fixture
-def own_kafka(tmp_path: Path) -> Iterator[OwnBroker]:
-    broker = OwnBroker("kafka", tmp_path / "state")
-    broker.start()
-    try:
+@pytest.fixture(scope="module")
+def module_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    with OwnBroker.for_module("kafka", tmp_path_factory.mktemp("own-kafka") / "state") as broker:
         yield broker
-    finally:
-        broker.stop()
+
+
+@pytest.fixture
+def own_kafka(module_kafka: OwnBroker) -> OwnBroker:
+    """The module's own broker, up (each test uses topics and groups of its own on it)."""
+    return module_kafka.revived()
 
 
 async def read_all(url: str, topic: str, timeout: float = 90, partitions: int = PARTITIONS) -> list[bytes]:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,14 +21,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio_loop_only]
 KEEPALIVE = 1.0
 
 
-@pytest.fixture
-def own_pulsar(tmp_path: Path) -> Iterator[OwnBroker]:
-    broker = OwnBroker("pulsar", tmp_path / "state")
-    broker.start()
-    try:
+@pytest.fixture(scope="module")
+def module_pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    with OwnBroker.for_module("pulsar", tmp_path_factory.mktemp("own-pulsar") / "state") as broker:
         yield broker
-    finally:
-        broker.stop()
+
+
+@pytest.fixture
+def own_pulsar(module_pulsar: OwnBroker) -> OwnBroker:
+    """The module's own broker, up (each test uses topics and subscriptions of its own on it)."""
+    return module_pulsar.revived()
 
 
 async def receive_values(consumer: pulsarwire.Consumer, wanted: set[bytes], timeout: float) -> set[bytes]:

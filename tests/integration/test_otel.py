@@ -32,7 +32,7 @@ import pulsarwire
 import tubemqwire
 from mqwire.otel import Telemetry
 from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
-from mqwire.testing.tubemq import create_topics
+from mqwire.testing.tubemq_spares import FreshTopics
 
 pytestmark = pytest.mark.integration
 
@@ -40,12 +40,9 @@ COUNT = 3
 
 
 @pytest.fixture(scope="module")
-def tubemq_topics(tubemq_broker: TubeMQBroker) -> dict[str, str]:
-    """A fresh TubeMQ topic for each event loop the test runs on, deployed together before the test starts: one
-    pass of the master's ~30 s publish delay for the module, which no event loop waits out."""
-    names = {loop: f"otel{secrets.token_hex(4)}" for loop in ("asyncio", "uvloop")}
-    create_topics(tubemq_broker, dict.fromkeys(names.values(), 1))
-    return names
+def tubemq_topics(tubemq_fresh_topics: FreshTopics) -> dict[str, str]:
+    """A fresh TubeMQ topic for each event loop the test runs on."""
+    return tubemq_fresh_topics.take(dict.fromkeys(("asyncio", "uvloop"), 1))
 
 
 def running_loop_kind() -> str:

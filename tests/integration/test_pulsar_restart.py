@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,15 +23,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio_loop_only]
 COUNT = 4000
 
 
-@pytest.fixture
-def dedup_pulsar(tmp_path: Path) -> Iterator[OwnBroker]:
-    broker = OwnBroker("pulsar", tmp_path / "state")
-    broker.start()
-    try:
+@pytest.fixture(scope="module")
+def module_dedup_pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
+    with OwnBroker.for_module("pulsar", tmp_path_factory.mktemp("own-pulsar") / "state") as broker:
         pulsar_admin.set_namespace_deduplication(broker.info["admin_url"], "public/default", True)
         yield broker
-    finally:
-        broker.stop()
+
+
+@pytest.fixture
+def dedup_pulsar(module_dedup_pulsar: OwnBroker) -> OwnBroker:
+    """The module's own broker with deduplication on, up (each test uses a topic of its own on it)."""
+    return module_dedup_pulsar.revived()
 
 
 @pytest.mark.parametrize("batching", [True, False], ids=["batching", "no-batching"])

@@ -12,7 +12,7 @@ import pytest
 
 import tubemqwire
 from mqwire.testing.endpoints import TubeMQBroker
-from mqwire.testing.tubemq import create_topics
+from mqwire.testing.tubemq_spares import FreshTopics
 from tests.integration.spark_session import local_session
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -26,12 +26,9 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def topics(tubemq_broker: TubeMQBroker) -> dict[str, str]:
-    """Fresh topics for this module, deployed together (one pass of the master's publish delay)."""
-    run = secrets.token_hex(3)
-    names = {role: f"sw{run}_{role}" for role in PARTITIONS}
-    create_topics(tubemq_broker, {names[role]: count for role, count in PARTITIONS.items()})
-    return names
+def topics(tubemq_fresh_topics: FreshTopics) -> dict[str, str]:
+    """Fresh topics for this module."""
+    return tubemq_fresh_topics.take(PARTITIONS)
 
 
 async def produce(url: str, topic: str, count: int, prefix: str = "value") -> list[tubemqwire.Receipt]:

@@ -14,7 +14,7 @@ import tubemqwire
 from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
 from mqwire.testing import pulsar_admin
 from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
-from mqwire.testing.tubemq import create_topics
+from mqwire.testing.tubemq_spares import FreshTopics
 
 pytestmark = pytest.mark.integration
 
@@ -23,12 +23,9 @@ PAYLOAD = b"x" * 50
 
 
 @pytest.fixture(scope="module")
-def tubemq_topics(tubemq_broker: TubeMQBroker) -> dict[str, str]:
-    """A fresh TubeMQ topic for each event loop the test runs on, deployed together before the test starts: one
-    pass of the master's ~30 s publish delay for the module, which no event loop waits out."""
-    names = {loop: f"stats{secrets.token_hex(4)}" for loop in ("asyncio", "uvloop")}
-    create_topics(tubemq_broker, dict.fromkeys(names.values(), 2))
-    return names
+def tubemq_topics(tubemq_fresh_topics: FreshTopics) -> dict[str, str]:
+    """A fresh TubeMQ topic for each event loop the test runs on."""
+    return tubemq_fresh_topics.take(dict.fromkeys(("asyncio", "uvloop"), 2))
 
 
 def running_loop_kind() -> str:

@@ -22,7 +22,7 @@ import tubemqwire
 from mqwire.testing import classpath
 from mqwire.testing.endpoints import TubeMQBroker
 from mqwire.testing.java import find_java
-from mqwire.testing.tubemq import create_topics
+from mqwire.testing.tubemq_spares import FreshTopics
 
 pytestmark = pytest.mark.integration
 
@@ -35,14 +35,10 @@ PARTITIONS = {
 
 
 @pytest.fixture(scope="module")
-def topics_by_loop(tubemq_broker: TubeMQBroker) -> dict[str, dict[str, str]]:
+def topics_by_loop(tubemq_fresh_topics: FreshTopics) -> dict[str, dict[str, str]]:
     """Fresh topics for this module, a set for each event loop the tests may run on (a test run on both
-    loops must not find the other run's messages); deployed together, they share one ~30 s publish delay."""
-    names = {
-        loop: {role: f"mqw{secrets.token_hex(3)}_{role}" for role in PARTITIONS} for loop in ("asyncio", "uvloop")
-    }
-    create_topics(tubemq_broker, {names[loop][role]: PARTITIONS[role] for loop in names for role in PARTITIONS})
-    return names
+    loops must not find the other run's messages)."""
+    return {loop: tubemq_fresh_topics.take(PARTITIONS) for loop in ("asyncio", "uvloop")}
 
 
 @pytest_asyncio.fixture(loop_scope="function")

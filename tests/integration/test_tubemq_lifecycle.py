@@ -11,7 +11,7 @@ import pytest
 
 import tubemqwire
 from mqwire.testing.endpoints import TubeMQBroker
-from mqwire.testing.tubemq import create_topics
+from mqwire.testing.tubemq_spares import FreshTopics
 
 pytestmark = pytest.mark.integration
 
@@ -29,10 +29,8 @@ async def settled(before: set[asyncio.Task[object]]) -> set[asyncio.Task[object]
 
 
 @pytest.fixture(scope="module")
-def topic(tubemq_broker: TubeMQBroker) -> str:
-    name = f"mql{secrets.token_hex(3)}_life"
-    create_topics(tubemq_broker, {name: 2})
-    return name
+def topic(tubemq_fresh_topics: FreshTopics) -> str:
+    return tubemq_fresh_topics.take({"life": 2})["life"]
 
 
 async def test_no_task_outlives_close_after_normal_use(tubemq_broker: TubeMQBroker, topic: str) -> None:
