@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 10_000}
 PARTITIONS = {
     "roundtrip": 3, "filtered": 2, "shared": 4, "positions": 1, "keyed": 3, "to_java": 2, "from_java": 2,
-    "multi_a": 1, "multi_b": 1, "takeover": 2, "bound": 3, "bound_group": 2, "pause": 1,
+    "multi_a": 1, "multi_b": 1, "takeover": 2, "bound": 3, "bound_group": 2, "pause": 1, "confirm": 1,
 }
 
 
@@ -152,6 +152,61 @@ async def test_unacknowledged_messages_come_back(client: tubemqwire.Client, topi
         again = await consume(consumer, 5)
     assert first[0].value in {m.value for m in again}
     assert sorted(m.value for m in again) == [b"r%d" % i for i in range(5)]
+
+
+async def test_a_batch_not_acknowledged_within_confirm_timeout_ms_comes_back(
+    client: tubemqwire.Client, topics: dict[str, str]
+) -> None:
+    """``confirm_timeout_ms`` against the broker: with a short timeout a batch left unacknowledged comes back to
+    the same consumer, not before the timeout, acknowledged parts included, and once acknowledged it stays
+    away; with the default (60 s) it does not come back meanwhile, so the timeout is what brings it back."""
+    topic = topics["confirm"]
+    values = [b"c%d" % i for i in range(5)]
+    async with client.producer(topic) as producer:
+        for value in values:
+            await producer.send(value)
+
+    timeout = 2.0
+    async with client.consumer(
+        topic, group=group_name("confirm"), start="earliest", confirm_timeout_ms=int(timeout * 1000)
+    ) as consumer:
+        held = await consumer.getone(timeout=60)  # never acknowledged in its first delivery
+        held_at = time.monotonic()
+        delivered = [held.value]
+        async with asyncio.timeout(60):
+            while True:
+                message = await consumer.getone()
+                delivered.append(message.value)
+                if message.value == held.value:
+                    back_after = time.monotonic() - held_at
+                    await consumer.ack(message)
+                    break
+                await consumer.ack(message)
+        # The rest of the batch comes again with it; acknowledged whole, it is confirmed and comes no more.
+        while True:
+            try:
+                message = await consumer.getone(timeout=3.0)
+            except TimeoutError:
+                break
+            delivered.append(message.value)
+            await consumer.ack(message)
+    assert back_after >= timeout * 0.9, f"the batch came back after {back_after:.2f} s, before the timeout"
+    assert set(delivered) == set(values)
+    assert delivered.count(held.value) == 2, delivered
+    assert all(1 <= delivered.count(value) <= 2 for value in values), delivered
+
+    async with client.consumer(topic, group=group_name("confirm_default"), start="earliest") as consumer:
+        held = await consumer.getone(timeout=60)
+        seen_again: list[bytes] = []
+        deadline = time.monotonic() + 3 * timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                message = await consumer.getone(timeout=left)
+            except TimeoutError:
+                break
+            await consumer.ack(message)
+            seen_again.append(message.value)
+        assert held.value not in seen_again, "redelivered before the default confirm timeout"
 
 
 async def test_start_latest_skips_what_came_before(client: tubemqwire.Client, topics: dict[str, str]) -> None:
