@@ -3,6 +3,14 @@ master forgetting a client, partition retries, and a consumer fetching, acknowle
 
 The fake plays master and broker on one port (their method ids differ); its behaviour is the servers'
 as far as these tests need it.
+
+These are fault-injection cases: answers the real servers give only in states that cannot be brought about on
+demand against one master and one broker here (a send error on one partition and not on the others, a 400 or
+419 from the broker, a 411 on a live link, a 450 heartbeat answer, a partition dropped by its broker while the
+master still assigns it). They show how the client reacts to each answer. The reactions that real faults
+cause are shown against real servers elsewhere: sends retried on the other broker's partitions and the
+producer and group registering again after the active master is killed (tests/cluster/test_tubemq_cluster.py),
+a batch given back after ``confirm_timeout_ms`` (tests/integration/test_tubemq_client.py).
 """
 
 from __future__ import annotations
