@@ -66,7 +66,9 @@ async def test_the_master_session_survives_a_faulty_path(tubemq_broker: TubeMQBr
                 during = proxy.accepted - before
                 # The silence was noticed and the client went looking for the master again ...
                 assert during >= 1, "the client never noticed the dead master connection"
-                # ... with backoff: a handful of attempts in 8 s, not a storm.
+                # ... a handful of times. A sanity bound only: through this proxy every attempt is slowed by a
+                # request timeout, so even a client without backoff stays under it. Backoff itself is measured
+                # by test_reconnects_back_off_while_the_master_refuses.
                 assert during <= 10, f"{during} connections in 8 s"
                 proxy.heal()
             await round_trip(producer, consumer, "after")
