@@ -91,6 +91,11 @@ class LocalProvider:
         self._topics = dict(tubemq_topics or {})
         self._memo = _Memo()
 
+    @property
+    def work_root(self) -> Path:
+        """The folder of the brokers' work folders (data, logs), removed by :meth:`close`."""
+        return self._root
+
     def _start(self, broker: str) -> Endpoint:
         return self.launcher.start(broker, self._topics).endpoint
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-pytest_plugins = ["mqwire.testing.pytest_plugin", "mqwire.testing.cluster_fixtures"]
+pytest_plugins = ["mqwire.testing.pytest_plugin", "mqwire.testing.cluster_fixtures", "tests.secret_scan"]
 
 LOOPS = ("asyncio", "uvloop")
 CHOICES = (*LOOPS, "both")

@@ -11,6 +11,7 @@ import ipaddress
 import json
 import logging
 import os
+import secrets
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ import pulsarwire
 from mqwire.common.errors import AuthenticationError, ConnectError, ConnectionLostError
 from mqwire.testing.pulsar import SecuredPulsar, Security, start_secured
 from tests.integration.faultproxy import FaultProxy
+from tests.secret_scan import remember_secret, secret_input
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +49,11 @@ def token_for(secret: bytes, subject: str, expires_in: float | None = None) -> s
     signed = f"{part(json.dumps({'alg': 'HS256'}).encode())}.{part(json.dumps(claims).encode())}"
     signature = hmac.new(secret, signed.encode(), hashlib.sha256).digest()
     return f"{signed}.{part(signature)}"
+
+
+def client_token(secret: bytes, subject: str, expires_in: float | None = None) -> str:
+    """:func:`token_for`, for a client: registered with the run's secret scan."""
+    return str(remember_secret(token_for(secret, subject, expires_in)))
 
 
 def _name(common_name: str) -> x509.Name:
@@ -120,7 +127,9 @@ class Secured:
         self.tmp = tmp
 
     def token(self, subject: str = "app") -> str:
-        return token_for(self.secret, subject)
+        """A client's token: registered with the secret scan (the broker's own token is the server's business,
+        and Pulsar prints it with its configuration)."""
+        return client_token(self.secret, subject)
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +184,7 @@ async def test_an_expiring_token_is_refreshed_through_the_callback_without_recon
 
     async def short_lived_token() -> str:
         issued.append(time.monotonic())
-        return token_for(secured.secret, "app", expires_in=2)
+        return client_token(secured.secret, "app", expires_in=2)
 
     async with (
         pulsarwire.connect(secured.broker.url, auth_token=short_lived_token) as client,
@@ -194,7 +203,7 @@ async def test_an_expiring_token_is_refreshed_through_the_callback_without_recon
 @pytest.mark.parametrize("token", [None, "not-a-token", "signed-by-another-key"])
 async def test_missing_or_bad_token_is_refused(secured: Secured, token: str | None) -> None:
     if token == "signed-by-another-key":
-        token = token_for(os.urandom(32), SUPERUSER)
+        token = client_token(os.urandom(32), SUPERUSER)
     client = pulsarwire.Client(secured.broker.url, auth_token=token, operation_timeout=5)
     with pytest.raises(AuthenticationError):
         await client.start()
@@ -262,7 +271,7 @@ async def test_no_token_in_logs_reprs_or_errors(secured: Secured, caplog: pytest
     async with pulsarwire.connect(secured.broker.url, auth_token=token) as client:
         assert await round_trip(client, "no-secret-in-logs") == b"secret payload"
         shown = [repr(client), str(client)]
-    bad = token_for(os.urandom(32), SUPERUSER)
+    bad = client_token(os.urandom(32), SUPERUSER)
     refused = pulsarwire.Client(secured.broker.url, auth_token=bad, operation_timeout=5)
     with pytest.raises(AuthenticationError) as caught:
         await refused.start()
@@ -299,7 +308,7 @@ async def test_a_token_callback_returning_bytes_is_refused_without_showing_the_t
 
 async def test_a_refused_token_fails_fast_without_a_reconnect_storm(secured: Secured) -> None:
     host, port = secured.broker.url.removeprefix("pulsar://").rsplit(":", 1)
-    bad = token_for(os.urandom(32), SUPERUSER)
+    bad = client_token(os.urandom(32), SUPERUSER)
     async with FaultProxy(host, int(port)) as proxy:
         started = time.monotonic()
         client = pulsarwire.Client(f"pulsar://127.0.0.1:{proxy.port}", auth_token=bad, operation_timeout=120)
@@ -366,15 +375,16 @@ class TokenEndpoint:
             return 401, {"error": "invalid_client", "error_description": "unknown client"}
         now = time.time()
         self.issued.append((now, now + self.lifetime))
-        token = token_for(self.secret, form["client_id"], expires_in=self.lifetime)
+        token = client_token(self.secret, form["client_id"], expires_in=self.lifetime)
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime}
 
 
 async def test_oauth2_client_credentials_refreshed_before_expiry(secured: Secured) -> None:
-    credentials = secured.tmp / "oauth2-credentials.json"
+    credentials = secret_input(secured.tmp / "oauth2-credentials.json")
+    client_secret = str(remember_secret("oauth-" + secrets.token_hex(8)))
     credentials.write_text(json.dumps({"type": "client_credentials", "client_id": "svc-orders",
-                                       "client_secret": "s3cret", "issuer_url": "unused"}))
-    async with TokenEndpoint(secured.secret, "svc-orders", "s3cret", lifetime=3) as endpoint:
+                                       "client_secret": client_secret, "issuer_url": "unused"}))
+    async with TokenEndpoint(secured.secret, "svc-orders", client_secret, lifetime=3) as endpoint:
         oauth2 = pulsarwire.OAuth2ClientCredentials(
             endpoint.issuer_url, private_key=f"file://{credentials}", audience="urn:pulsar", scope="produce",
             early_token_refresh_percent=0.5, allow_insecure_http=True,
@@ -394,7 +404,7 @@ async def test_oauth2_client_credentials_refreshed_before_expiry(secured: Secure
         finally:
             await oauth2.aclose()
     assert endpoint.grants[0] == {"grant_type": "client_credentials", "client_id": "svc-orders",
-                                  "client_secret": "s3cret", "audience": "urn:pulsar", "scope": "produce"}
+                                  "client_secret": client_secret, "audience": "urn:pulsar", "scope": "produce"}
     assert len(endpoint.issued) >= 4, endpoint.issued
     # Each token was fetched while the one before was still valid.
     for (_, expiry), (issued_at, _) in zip(endpoint.issued, endpoint.issued[1:], strict=False):

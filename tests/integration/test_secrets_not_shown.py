@@ -18,6 +18,7 @@ from mqwire.testing.endpoints import KafkaBroker
 from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
 from sparkwire.options import kafka_url
 from sparkwire.security import kafka_connect
+from tests.secret_scan import remember_secret
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def test_a_secured_run_shows_no_password(
 ) -> None:
     assert kafka_broker.sasl_port is not None and kafka_broker.sasl_ssl_port is not None and kafka_broker.ssl_cafile
     caplog.set_level(logging.DEBUG)
-    wrong = f"wrong-{uuid.uuid4().hex}"
+    wrong = str(remember_secret(f"wrong-{uuid.uuid4().hex}"))
     url = f"kafka://{kafka_broker.host}:{kafka_broker.sasl_port}"
     topic = f"no-secrets-{uuid.uuid4().hex[:8]}"
     lines = tmp_path / "lines.txt"

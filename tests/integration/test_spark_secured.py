@@ -25,7 +25,8 @@ from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
 from mqwire.testing.pulsar import SecuredPulsar, Security, start_secured
 from tests.integration.crash import OwnBroker
 from tests.integration.spark_session import local_session
-from tests.integration.test_pulsar_secured import make_certificates, token_for
+from tests.integration.test_pulsar_secured import client_token, make_certificates, token_for
+from tests.secret_scan import remember_secret
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -168,7 +169,7 @@ def test_an_unknown_option_fails_at_planning_naming_it(spark: Any, kafka_broker:
 
 
 def test_a_wrong_password_fails_without_the_secret(spark: Any, kafka_broker: KafkaBroker) -> None:
-    wrong = f"not-the-password-{uuid.uuid4().hex[:6]}"
+    wrong = str(remember_secret(f"not-the-password-{uuid.uuid4().hex[:6]}"))
     with pytest.raises(Exception) as caught:
         spark.read.format("kafkawire").options(**sasl_ssl(kafka_broker, wrong)).option(
             "subscribe", "any"
@@ -215,7 +216,7 @@ def secured_tubemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBrok
 def test_tubemq_over_tls_with_signed_clients(spark: Any, secured_tubemq: OwnBroker, tmp_path: Path) -> None:
     info = secured_tubemq.info
     assert info["tls_url"] and info["ssl_cafile"], "the broker was not started with TLS"
-    password = "tube-" + uuid.uuid4().hex[:10]
+    password = str(remember_secret("tube-" + uuid.uuid4().hex[:10]))
     options = {
         "url": info["tls_url"],
         "tubemq.username": "mqwire",
@@ -274,12 +275,12 @@ def test_pulsar_over_tls_with_a_token_without_the_token_in_the_plan(
     spark: Any, secured_pulsar: tuple[SecuredPulsar, bytes, str], tmp_path: Path
 ) -> None:
     broker, secret, ca_file = secured_pulsar
-    token = token_for(secret, "spark-app")
+    token = client_token(secret, "spark-app")
     topic = f"spark-secured-{uuid.uuid4().hex[:8]}"
     options = {"url": broker.tls_url, "pulsar.authToken": token, "pulsar.tlsTrustCertsFilePath": ca_file}
     # A token signed with another key is refused: reads and writes fail (a write in its tasks, which the
     # executor logs) without the token in what they report.
-    forged = token_for(os.urandom(32), "spark-app")
+    forged = client_token(os.urandom(32), "spark-app")
     with SparkOutput(spark, tmp_path / "spark.log") as output:
         data = [(b"token-%d" % i,) for i in range(300)]
         spark.createDataFrame(data, "value binary").write.format("pulsarwire").options(**options).option(

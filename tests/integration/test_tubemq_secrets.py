@@ -12,12 +12,13 @@ import pytest
 
 import tubemqwire
 from mqwire.testing.endpoints import TubeMQBroker
+from tests.secret_scan import remember_secret
 from tubemqwire import auth
 
 pytestmark = pytest.mark.integration
 
 TOPIC = "handshake"  # deployed when the session's TubeMQ starts (see mqwire_tubemq_topics)
-PASSWORD = "tube-" + secrets.token_hex(8)
+PASSWORD = str(remember_secret("tube-" + secrets.token_hex(8)))
 
 
 async def test_no_password_or_signature_in_logs_or_reprs(

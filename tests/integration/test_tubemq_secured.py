@@ -22,12 +22,13 @@ import pytest
 
 import tubemqwire
 from tests.integration.crash import OwnBroker
+from tests.secret_scan import remember_secret
 
 pytestmark = pytest.mark.integration
 
 TOPIC = "signed"
 OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 10_000}
-CREDENTIALS = {"username": "mqwire", "password": "tube-" + secrets.token_hex(8)}
+CREDENTIALS = {"username": "mqwire", "password": str(remember_secret("tube-" + secrets.token_hex(8)))}
 
 
 @pytest.fixture(scope="module")
