@@ -19,7 +19,7 @@ class KafkaBroker:
     controller_port: int | None = None
     # A SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512, unsecured OAUTHBEARER) when the launcher made one.
     sasl_port: int | None = None
-    # A TLS listener (on every address) and the PEM certificate that signs it.
+    # A TLS listener (on loopback) and the PEM certificate that signs it.
     ssl_port: int | None = None
     ssl_cafile: str | None = None
     # SASL (the same users and mechanisms) over TLS with the same certificate.

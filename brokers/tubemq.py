@@ -11,6 +11,7 @@ from mqwire.testing import tubemq_admin
 from mqwire.testing.endpoints import Endpoint, TubeMQBroker
 from mqwire.testing.kafka import KEYSTORE_PASSWORD, make_client_certificate, make_keystore
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
+from mqwire.testing.loopback import loopback_only, loopback_preload
 from mqwire.testing.net import LOOPBACK, free_ports
 from mqwire.testing.plan import Plan, Spawner, marker
 from mqwire.testing.procs import ProcSpec, wait_until
@@ -118,6 +119,7 @@ class TubeMQKind:
             encoding="utf-8",
         )
         procs = []
+        preload = loopback_preload()  # the servers bind the wildcard address: see mqwire.testing.loopback
         for role, main, flags, ini in (
             ("tubemq-master", MASTER_CLASS, MASTER_FLAGS, master_ini),
             ("tubemq-broker", BROKER_CLASS, BROKER_FLAGS, broker_ini),
@@ -127,6 +129,7 @@ class TubeMQKind:
             log_conf = write_log4j2(conf / f"log4j2-{short}.properties", log_file)
             mark = marker(self.name, role, instance)
             argv = (java, *flags, *COMMON_FLAGS, *log4j2_flags(log_conf), mark, "-cp", classpath, main, "-f", str(ini))
+            argv = loopback_only(argv, preload)
             procs.append(ProcSpec(role, argv, str(work_dir), str(logs / f"{short}.stdout.log"), str(log_file), mark))
         ports = {
             "master": master_port,
@@ -238,12 +241,12 @@ def enable_tls(plan: Plan, java: str) -> None:
     ``tlsTwoWayAuthEnable=false`` it ignores the trust store setting and then fails every handshake
     opening a trust store at an empty path.)
 
-    These TLS ports, like the plain RPC ports, listen on every address of the machine, not on loopback
-    only: the server's RPC listener (``NettyRpcServer.start(int listenPort)`` in tubemq-core) binds
-    ``new InetSocketAddress(listenPort)``, the wildcard address, and takes no host. ``hostName`` in
-    master.ini and broker.ini is only the address announced to clients and peers, and neither a
-    ``[tlsSetting]`` key nor a JVM system property changes the bind. Run the launcher on a machine whose
-    firewall keeps these ports private."""
+    The servers bind these TLS ports, like the plain RPC ports, to the wildcard address: the RPC listener
+    (``NettyRpcServer.start(int listenPort)`` in tubemq-core) binds ``new InetSocketAddress(listenPort)`` and
+    takes no host, ``hostName`` in master.ini and broker.ini is only the address announced to clients and
+    peers, and neither a ``[tlsSetting]`` key nor a JVM system property changes the bind. The launcher starts
+    both servers with a shim preloaded that makes such binds loopback ones (:mod:`mqwire.testing.loopback`);
+    without a C compiler to build it, the ports listen on every address."""
     conf = Path(plan.work_dir) / "conf"
     keystore, certificate = make_keystore(java, conf)
     client_cert, client_key, truststore = make_client_certificate(java, conf)

@@ -22,6 +22,7 @@ from mqwire.testing import tubemq_admin
 from mqwire.testing.cluster import _each
 from mqwire.testing.errors import BrokerStartError
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
+from mqwire.testing.loopback import loopback_only, loopback_preload
 from mqwire.testing.net import LOOPBACK, free_ports
 from mqwire.testing.plan import Plan, Spawner, marker
 from mqwire.testing.procs import ProcSpec, wait_until
@@ -115,6 +116,7 @@ class TubeMQClusterKind:
         specs: list[ProcSpec] = []
         plan_ports: dict[str, int] = {}
         node_ports: dict[str, list[int]] = {}
+        preload = loopback_preload()  # the servers bind the wildcard address: see mqwire.testing.loopback
 
         def spec(node: str, main: str, flags: tuple[str, ...], sections: dict[str, dict[str, object]]) -> None:
             conf, logs = work_dir / node / "conf", work_dir / node / "logs"
@@ -126,6 +128,7 @@ class TubeMQClusterKind:
             log_conf = write_log4j2(conf / "log4j2.properties", log_file)
             mark = marker(self.name, node, instance)
             argv = (java, *flags, *COMMON_FLAGS, *log4j2_flags(log_conf), mark, "-cp", classpath, main, "-f", str(ini))
+            argv = loopback_only(argv, preload)
             specs.append(ProcSpec(node, argv, str(work_dir), str(logs / "stdout.log"), str(log_file), mark))
 
         for i, (port, web_port, rep_port, prom_port) in enumerate(masters):

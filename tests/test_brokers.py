@@ -23,9 +23,10 @@ from mqwire.testing.kafka import KafkaKind
 from mqwire.testing.net import LOOPBACK, free_ports, port_is_free, port_is_open
 from mqwire.testing.paths import BROKER_NAMES, DEFAULT_BROKERS
 from mqwire.testing.procs import ProcSpec
-from mqwire.testing.providers import ExternalProvider, TestcontainersProvider, parse_topics
+from mqwire.testing.providers import ExternalProvider, LocalProvider, Provider, TestcontainersProvider, parse_topics
 from mqwire.testing.pulsar_admin import topic_path
 from mqwire.testing.tubemq import create_topics
+from tests.listening import is_loopback, listening
 
 # --- helpers, no broker needed ---------------------------------------------------------------
 
@@ -250,6 +251,22 @@ def test_kafka_answers_api_versions_and_creates_topics(kafka_broker: KafkaBroker
     KafkaKind().create_topic(kafka_broker, "brokers-test-topic", 3)
     leaders = kafka_wire.partition_leaders(kafka_broker.port, "brokers-test-topic", kafka_broker.host)
     assert leaders is not None and sorted(leaders) == [0, 1, 2]
+
+
+@pytest.mark.integration
+def test_every_launched_server_listens_on_loopback_only(
+    mqwire_brokers: Provider, kafka_broker: KafkaBroker, pulsar_broker: PulsarBroker, tubemq_broker: TubeMQBroker
+) -> None:
+    # TubeMQ's servers bind the wildcard address whatever they are told: the launcher preloads a shim
+    # (mqwire.testing.loopback), and this fails without it.
+    assert isinstance(mqwire_brokers, LocalProvider), "the launcher's own brokers are checked here"
+    for name in ("kafka", "pulsar", "tubemq"):
+        record = mqwire_brokers.launcher.state.load(name)
+        assert record is not None and record.pids, f"no running {name}"
+        sockets = listening(record.pids.values())
+        assert sockets, f"{name}: no listening socket found"
+        exposed = [(address, port) for address, port in sockets if not is_loopback(address)]
+        assert not exposed, f"{name} listens beyond loopback: {exposed}"
 
 
 @pytest.mark.integration

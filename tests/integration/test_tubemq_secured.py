@@ -22,6 +22,7 @@ import pytest
 
 import tubemqwire
 from tests.integration.crash import OwnBroker
+from tests.listening import is_loopback, listening
 from tests.secret_scan import remember_secret
 
 pytestmark = pytest.mark.integration
@@ -108,6 +109,15 @@ async def test_round_trip_over_tls_with_the_certificate_checked(secured_tubemq: 
                 message = await consumer.getone()
                 got.add(message.value)  # the topic also holds the other tests' messages
                 await consumer.ack(message)
+
+
+def test_every_listener_including_tls_is_on_loopback_only(secured_tubemq: OwnBroker) -> None:
+    """The TLS ports too: the servers bind them to the wildcard address, the launcher's shim to loopback."""
+    sockets = listening(secured_tubemq.pids())
+    tls_port = int(secured_tubemq.info["tls_url"].rsplit(":", 1)[1])
+    assert tls_port in {port for _, port in sockets}, f"the master's TLS port {tls_port} is not listening: {sockets}"
+    exposed = [(address, port) for address, port in sockets if not is_loopback(address)]
+    assert not exposed, f"listening beyond loopback: {exposed}"
 
 
 async def test_an_untrusted_certificate_is_refused(secured_tubemq: OwnBroker) -> None:
