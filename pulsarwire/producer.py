@@ -366,10 +366,16 @@ def _ordering_key(value: bytes | str) -> bytes:
 
 def _millis(name: str, value: int | datetime) -> int:
     if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise TypeError(f"{name} must be a datetime or non-negative milliseconds since the epoch, not {value!r}")
+        value = int(value.timestamp() * 1000)
+    elif not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be a datetime or non-negative milliseconds since the epoch, not {value!r}")
+    # Java reads these fields as a long: a larger value would come out negative there.
+    if not 0 <= value <= _MAX_MILLIS:
+        raise ValueError(f"{name} must be 0 to {_MAX_MILLIS} milliseconds since the epoch, not {value!r}")
+    return value
+
+
+_MAX_MILLIS = (1 << 63) - 1
 
 
 def _deliver_at(at: int | datetime | None, after: float | timedelta | None) -> int | None:

@@ -88,6 +88,9 @@ def encode_entry(
     ``properties`` are KeyValue entries already encoded under :data:`PROPERTIES_TAG`
     (``wire.key_values(PROPERTIES_TAG, pairs)``); ``partition_key`` is UTF-8.
     """
+    if event_time < 0 or (sequence_id is not None and sequence_id < 0):
+        # Unsigned fields: refused as the compiled encoder refuses them, not written as two's complement.
+        raise OverflowError("can't convert negative int to unsigned")
     # Plain concatenation: cheaper than a list and a join for the three or four pieces of most entries.
     metadata = properties
     if partition_key is not None:

@@ -18,12 +18,18 @@ FIXED32 = 5
 
 _SMALL = [bytes((value,)) for value in range(128)]
 _UINT64 = (1 << 64) - 1
+_INT64_MIN = -(1 << 63)
 
 
 def varint(value: int) -> bytes:
-    """An unsigned varint; a negative value is written as its 64-bit two's complement, as protobuf does."""
+    """An unsigned varint; a negative value is written as its 64-bit two's complement, as protobuf does.
+
+    A value that fits in no 64-bit field raises OverflowError (as the compiled encoders do): it is never
+    cut down to its low 64 bits."""
     if 0 <= value < 128:
         return _SMALL[value]
+    if not _INT64_MIN <= value <= _UINT64:
+        raise OverflowError(f"{value} does not fit in 64 bits")
     value &= _UINT64
     out = bytearray()
     while value >= 0x80:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,3 +107,22 @@ def test_keyword_encoder_matches() -> None:
     assert encode_entry(b"p", sequence_id=3, event_time=9) == batch.encode_entry_fast(
         b"p", b"", None, False, None, 9, 3, False
     )
+
+
+@pytest.mark.parametrize("field", ["event_time", "sequence_id"])
+@pytest.mark.parametrize("value", [-1, -(2**63), 2**64, 2**70])
+def test_values_outside_an_unsigned_64_bit_field_are_refused_on_both_paths(field: str, value: int) -> None:
+    fields: dict[str, int] = {"event_time": 0, "sequence_id": 3, field: value}
+    with pytest.raises(OverflowError):
+        encode_entry(b"p", **fields)  # type: ignore[arg-type]
+    with pytest.raises(OverflowError):
+        batch.encode_entry_fast(b"p", b"", None, False, None, fields["event_time"], fields["sequence_id"], False)
+
+
+@pytest.mark.parametrize("value", [0, 1, 2**63, 2**64 - 1])
+def test_both_paths_agree_up_to_the_unsigned_64_bit_limit(value: int) -> None:
+    expected = encode_entry(b"p", event_time=value, sequence_id=value)
+    assert batch.encode_entry_fast(b"p", b"", None, False, None, value, value, False) == expected
+    for decode in (decode_batch, decode_batch_py):
+        entry = decode(expected, 1)[0]
+        assert (entry.event_time, entry.sequence_id) == (value, value)
