@@ -1,0 +1,246 @@
+"""The blocking client, producer and consumer, written once over the async ones (the contract's shape).
+
+Each package's ``sync`` module subclasses these, adding its own methods with the async ones' arguments
+(``same_arguments`` gives a blocking method the type of an async one's parameters). Every call runs on the
+client's ``Bridge``; the async objects live on its loop, where they are made.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Iterator
+from types import TracebackType
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
+
+from mqwire.common.blocking import Bridge, bound
+from mqwire.common.blocking_enqueue import EnqueueQueue
+from mqwire.common.errors import ReceiveTimeoutError
+from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
+
+__all__ = ["BlockingClient", "BlockingConsumer", "BlockingProducer", "same_arguments", "same_function_arguments"]
+
+P = ParamSpec("P")
+S = TypeVar("S")
+T = TypeVar("T")
+R = TypeVar("R")
+M = TypeVar("M")
+A = TypeVar("A")
+
+
+def same_arguments(
+    source: Callable[Concatenate[Any, P], Any],
+) -> Callable[[Callable[Concatenate[S, ...], T]], Callable[Concatenate[S, P], T]]:
+    """Give the decorated method the parameters of the async method ``source`` (for the type checker and for
+    ``help``), keeping its own return type: a blocking twin takes exactly what the async call takes."""
+
+    def take(target: Callable[Concatenate[S, ...], T]) -> Callable[Concatenate[S, P], T]:
+        signature = inspect.signature(source)
+        target.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation=inspect.signature(target).return_annotation
+        )
+        return cast("Callable[Concatenate[S, P], T]", target)
+
+    return take
+
+
+def same_function_arguments(source: Callable[P, Any]) -> Callable[[Callable[..., T]], Callable[P, T]]:
+    """``same_arguments`` for a plain function: the decorated function takes what ``source`` takes."""
+
+    def take(target: Callable[..., T]) -> Callable[P, T]:
+        target.__signature__ = inspect.signature(source).replace(  # type: ignore[attr-defined]
+            return_annotation=inspect.signature(target).return_annotation
+        )
+        return cast("Callable[P, T]", target)
+
+    return take
+
+
+class _Closable:
+    """A context manager whose exit is ``close()``."""
+
+    def close(self) -> None:
+        """Release what the object holds."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class BlockingProducer(_Closable, Generic[R]):
+    """A blocking producer: ``send`` returns the receipt, ``enqueue`` a ``concurrent.futures.Future`` of it.
+
+    Records of ``enqueue`` (and ``send``) reach the async producer in their order of arrival, in bursts; a
+    record the async producer refuses (a serializer, a wrong option) fails its future. Threads may share one.
+    """
+
+    def __init__(self, bridge: Bridge, producer: Any, what: str) -> None:
+        """Wrap ``producer``, an async producer already started on ``bridge``'s loop."""
+        self._bridge = bridge
+        self._async = producer
+        self._queue: EnqueueQueue[R] = EnqueueQueue(bridge, producer.enqueue, what=what)
+        self._closed = False
+
+    def _enqueue(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> concurrent.futures.Future[R]:
+        return self._queue.put(args, kwargs)
+
+    def _send(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
+        return self._bridge.wait(self._queue.put(args, kwargs))
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until everything enqueued so far is acknowledged or failed.
+
+        After ``timeout`` seconds (None: as long as it takes) ``RequestTimeoutError`` is raised and the records
+        go on being sent."""
+        self._bridge.call(self._flush, timeout, timeout=bound(timeout))
+
+    async def _flush(self, timeout: float | None) -> None:
+        await self._queue.drained()
+        await self._async.flush(timeout)
+
+    def stats(self) -> ProducerStats:
+        """What the producer has sent so far and holds now (see ``mqwire.common.stats``)."""
+        return cast(ProducerStats, self._bridge.run_sync(self._async.stats))
+
+    def close(self) -> None:
+        """Send what is enqueued, flush, and close the async producer. Idempotent."""
+        if self._closed or self._bridge.closed:
+            self._closed = True
+            self._queue.close()
+            return
+        self._closed = True
+        try:
+            self._bridge.call(self._close)
+        finally:
+            self._queue.close()
+
+    async def _close(self) -> None:
+        await self._queue.drained()
+        await self._async.close()
+
+
+class BlockingConsumer(_Closable, Generic[M]):
+    """A blocking consumer: ``receive``, ``getmany``, ``ack``, seeks, and iteration over its messages."""
+
+    def __init__(self, bridge: Bridge, consumer: Any) -> None:
+        """Wrap ``consumer``, an async consumer already started on ``bridge``'s loop."""
+        self._bridge = bridge
+        self._async = consumer
+        self._iterator: Any = None
+        self._closed = False
+
+    def _call(self, method: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        return self._bridge.call(functools.partial(method, *args, **kwargs))
+
+    def receive(self, timeout: float | None = None) -> M:
+        """The next message; ``ReceiveTimeoutError`` (a ``TimeoutError``) after ``timeout`` seconds."""
+        return cast(M, self._bridge.call(
+            self._async.receive, timeout, timeout=bound(timeout), timeout_error=ReceiveTimeoutError
+        ))
+
+    def getmany(self, *, timeout: float = 0, max_records: int | None = None) -> list[M]:
+        """The messages ready within ``timeout`` seconds (at most ``max_records``); ``[]`` when none came."""
+        return self._getmany(timeout, functools.partial(self._async.getmany, timeout=timeout, max_records=max_records))
+
+    def _getmany(self, timeout: float | None, call: Callable[[], Awaitable[Any]]) -> list[M]:
+        try:
+            return list(self._bridge.call(call, timeout=bound(timeout), timeout_error=ReceiveTimeoutError))
+        except ReceiveTimeoutError:  # only the bridge's own bound raises it: nothing came in time
+            return []
+
+    def ack(self, message: M, /) -> None:
+        """Mark the message processed (Kafka: its offset; Pulsar: an ack; TubeMQ: a confirm)."""
+        self._call(self._async.ack, message)
+
+    def skip(self, message: M, /) -> None:
+        """Go on past a message whose deserializer failed (``DeserializationError.message``)."""
+        self._bridge.run_sync(self._async.skip, message)
+
+    def seek_to_beginning(self) -> None:
+        """Read the assigned partitions again from their first retained message."""
+        self._call(self._async.seek_to_beginning)
+
+    def seek_to_end(self) -> None:
+        """Skip to the end of the assigned partitions: only messages written later are received."""
+        self._call(self._async.seek_to_end)
+
+    def stats(self) -> ConsumerStats:
+        """What the consumer has received so far, holds now, and its lag (see ``mqwire.common.stats``)."""
+        return cast(ConsumerStats, self._bridge.run_sync(self._async.stats))
+
+    def __iter__(self) -> Iterator[M]:
+        return self
+
+    def __next__(self) -> M:
+        if self._iterator is None:
+            self._iterator = self._bridge.run_sync(self._async.__aiter__)
+        try:
+            return cast(M, self._bridge.call(self._iterator.__anext__))
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        """Stop receiving and close the async consumer. Idempotent."""
+        if self._closed or self._bridge.closed:
+            self._closed = True
+            return
+        self._closed = True
+        self._bridge.call(self._async.close)
+
+
+class BlockingClient(_Closable, Generic[A]):
+    """A blocking client: one event-loop thread running the async client ``A``, stopped by ``close``."""
+
+    def __init__(self, make: Callable[[], A], *, what: str) -> None:
+        """Start a bridge, make the async client there with ``make()`` and connect it."""
+        self._what = what
+        self._bridge = Bridge(f"{what}-blocking")
+        self._made: list[_Closable] = []
+        try:
+            self._async: A = self._bridge.run_sync(make)
+            self._bridge.call(cast(Any, self._async).__aenter__)
+        except BaseException:
+            self._bridge.stop()
+            raise
+
+    @property
+    def bridge(self) -> Bridge:
+        """The event-loop thread the client runs on."""
+        return self._bridge
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun."""
+        return self._bridge.closed
+
+    def _start(self, make: Callable[[A], Any]) -> Any:
+        """Make an async producer or consumer with ``make(client)`` on the loop, and start it there."""
+        made = self._bridge.run_sync(make, self._async)
+        self._bridge.call(made.__aenter__)
+        return made
+
+    def _adopt(self, wrapper: T) -> T:
+        self._made.append(cast(_Closable, wrapper))
+        return wrapper
+
+    def stats(self) -> ClientStats:
+        """Connections, and the statistics of every producer and consumer open now."""
+        return cast(ClientStats, self._bridge.run_sync(cast(Any, self._async).stats))
+
+    def close(self) -> None:
+        """Close the producers (sending what they hold) and consumers made here, then the async client, then
+        the loop thread. Idempotent."""
+        if self._bridge.closed:
+            return
+        try:
+            for made in reversed(self._made):
+                made.close()
+            self._bridge.call(cast(Any, self._async).close)
+        finally:
+            self._made.clear()
+            self._bridge.stop()

@@ -1,0 +1,152 @@
+"""Records handed from blocking threads to a producer on the bridge's loop, in bursts.
+
+A cross-thread call per record would cost a loop wake-up and two thread switches each. Instead ``put`` appends
+the record to a deque in the caller's thread and returns a ``concurrent.futures.Future`` at once; the first
+record of a burst schedules one drain task on the loop, which calls the async ``enqueue`` for every record
+queued meanwhile (in order: one drain at a time) and resolves each record's future from the loop when the
+broker acknowledges it. Callers of many threads may share one ``EnqueueQueue``.
+
+The deque is bounded (``limit`` records): a caller that outruns the loop waits for room (Ctrl-C interrupts
+the wait), as the async ``enqueue`` waits while the producer's buffer is full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from mqwire.common.blocking import Bridge
+from mqwire.common.errors import ClosedError
+
+__all__ = ["EnqueueQueue"]
+
+R = TypeVar("R")
+
+_Record = tuple[tuple[Any, ...], Mapping[str, Any], "concurrent.futures.Future[Any]"]
+
+
+class EnqueueQueue(Generic[R]):
+    """The records waiting for the loop thread, and the one task at a time that hands them to ``enqueue``."""
+
+    def __init__(
+        self, bridge: Bridge, enqueue: Callable[..., Awaitable[Awaitable[R]]], *, what: str, limit: int = 16384
+    ) -> None:
+        """``enqueue`` is the async producer's (its result is the awaitable of the record's receipt)."""
+        self._bridge = bridge
+        self._enqueue = enqueue
+        self._what = what
+        self._limit = limit
+        self._records: deque[_Record] = deque()
+        self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
+        self._waiting = 0  # callers waiting for room
+        self._scheduled = False  # a drain task is scheduled or running
+        self._closed = False
+        self._order: asyncio.Lock | None = None  # made on the loop, which owns it
+
+    def put(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> concurrent.futures.Future[R]:
+        """Queue one record (``enqueue(*args, **kwargs)``); the future is its receipt or its error."""
+        future: concurrent.futures.Future[R] = concurrent.futures.Future()
+        with self._lock:
+            while len(self._records) >= self._limit and not self._closed:
+                self._waiting += 1
+                try:
+                    self._room.wait()
+                finally:
+                    self._waiting -= 1
+            if self._closed:
+                raise ClosedError(f"{self._what} is closed")
+            self._records.append((args, kwargs, future))
+            if self._scheduled:
+                return future
+            self._scheduled = True
+        try:
+            self._bridge.submit(self._drain)
+        except BaseException:
+            with self._lock:
+                self._scheduled = False
+            self._fail_queued(ClosedError(f"{self._what} is closed"))
+            raise
+        return future
+
+    async def drained(self) -> None:
+        """On the loop: hand every record queued so far to ``enqueue`` (``flush`` waits on them next).
+
+        Shielded: a flush that times out or is interrupted leaves the records being handed over."""
+        await asyncio.shield(asyncio.ensure_future(self._drain_once()))
+
+    async def _drain_once(self) -> None:
+        async with self._ordering():
+            await self._hand_over()
+
+    def close(self) -> None:
+        """Refuse further records, wake callers waiting for room, and fail the records never handed over."""
+        with self._lock:
+            self._closed = True
+            self._room.notify_all()
+        self._fail_queued(ClosedError(f"{self._what} closed before the record was sent"))
+
+    def _ordering(self) -> asyncio.Lock:
+        if self._order is None:
+            self._order = asyncio.Lock()
+        return self._order
+
+    async def _drain(self) -> None:
+        async with self._ordering():
+            while True:
+                await self._hand_over()
+                with self._lock:
+                    if not self._records:
+                        self._scheduled = False
+                        return
+
+    async def _hand_over(self) -> None:
+        records = self._records
+        enqueue = self._enqueue
+        while records:
+            args, kwargs, future = records.popleft()
+            if self._waiting and len(records) < self._limit // 2:
+                with self._lock:
+                    self._room.notify_all()
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled by the caller before it was handed over
+            try:
+                pending = await enqueue(*args, **kwargs)
+            except asyncio.CancelledError:
+                future.set_exception(ClosedError(f"{self._what} closed before the record was sent"))
+                raise
+            except Exception as error:  # refused (a serializer, a closed producer): its future says why
+                future.set_exception(error)
+                continue
+            _settle_when_done(pending, future)
+
+    def _fail_queued(self, error: BaseException) -> None:
+        while True:
+            try:
+                _, _, future = self._records.popleft()
+            except IndexError:
+                return
+            if future.set_running_or_notify_cancel():
+                future.set_exception(error)
+
+
+def _settle_when_done(pending: Awaitable[Any], future: concurrent.futures.Future[Any]) -> None:
+    """Resolve ``future`` with the outcome of the receipt awaitable ``pending`` (on the loop, when it is done)."""
+    add_done_callback = getattr(pending, "add_done_callback", None)
+    if add_done_callback is None:  # a bare awaitable: a task waits on it
+        pending = asyncio.ensure_future(pending)
+        add_done_callback = pending.add_done_callback
+
+    def settle(done: Any) -> None:
+        if done.cancelled():
+            future.set_exception(ClosedError("the record was cancelled before the broker acknowledged it"))
+        elif (error := done.exception()) is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result())
+
+    add_done_callback(settle)

@@ -1,0 +1,76 @@
+"""The blocking TubeMQ client, for scripts, notebooks and synchronous frameworks.
+
+The same shape as the async API, without ``await``::
+
+    with tubemqwire.sync.connect("tubemq://127.0.0.1:8715") as client:
+        with client.producer("orders") as producer:
+            receipt = producer.send(b"v", key=b"k", headers={"h": "v"})
+            future = producer.enqueue(b"w")      # a concurrent.futures.Future of the Receipt
+            producer.flush(timeout=10)
+        with client.consumer("orders", group="billing", start="earliest") as consumer:
+            message = consumer.receive(timeout=5)
+            consumer.ack(message)
+
+It runs the async client of ``tubemqwire`` in an event loop of its own (one thread per client, stopped by
+``close``); options (those of ``tubemqwire.connect``, ``Client.producer`` and ``Client.consumer``) and errors
+are the async ones'. Client-balanced consumers are not offered here yet.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any
+
+from mqwire.common.blocking_clients import (
+    BlockingClient,
+    BlockingConsumer,
+    BlockingProducer,
+    same_arguments,
+    same_function_arguments,
+)
+from tubemqwire.client import Client as AsyncClient
+from tubemqwire.client import connect as async_connect
+from tubemqwire.producer import Producer as AsyncProducer
+from tubemqwire.records import Message, Receipt
+
+__all__ = ["Client", "Consumer", "Producer", "connect"]
+
+
+class Producer(BlockingProducer[Receipt]):
+    """A blocking TubeMQ producer; threads may share one."""
+
+    @same_arguments(AsyncProducer.enqueue)
+    def send(self, *args: Any, **kwargs: Any) -> Receipt:
+        """Send one message and wait for its ``Receipt`` (the arguments of ``enqueue``)."""
+        return self._send(args, kwargs)
+
+    @same_arguments(AsyncProducer.enqueue)
+    def enqueue(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Receipt]:
+        """Start sending one message; the future resolves with its ``Receipt`` once the broker accepts it."""
+        return self._enqueue(args, kwargs)
+
+
+class Consumer(BlockingConsumer[Message]):
+    """A blocking TubeMQ consumer, its partitions assigned by the master; ``ack`` confirms a message."""
+
+
+class Client(BlockingClient[AsyncClient]):
+    """A blocking TubeMQ client; ``close`` (or leaving ``with``) closes what it made and its loop thread."""
+
+    @same_arguments(AsyncClient.producer)
+    def producer(self, *args: Any, **kwargs: Any) -> Producer:
+        """A started producer publishing ``topics``; the options are those of ``tubemqwire.Client.producer``."""
+        made = self._start(lambda client: client.producer(*args, **kwargs))
+        return self._adopt(Producer(self.bridge, made, "tubemqwire producer"))
+
+    @same_arguments(AsyncClient.consumer)
+    def consumer(self, *args: Any, **kwargs: Any) -> Consumer:
+        """A started consumer of ``topics`` in ``group``; the options are those of ``tubemqwire.Client.consumer``."""
+        made = self._start(lambda client: client.consumer(*args, **kwargs))
+        return self._adopt(Consumer(self.bridge, made))
+
+
+@same_function_arguments(async_connect)
+def connect(*args: Any, **kwargs: Any) -> Client:
+    """A connected blocking client for the cluster at ``url``; the options are those of ``tubemqwire.connect``."""
+    return Client(lambda: async_connect(*args, **kwargs), what="tubemqwire")
