@@ -1,0 +1,167 @@
+"""The blocking API (``kafkawire.sync``, ``pulsarwire.sync``, ``tubemqwire.sync``) against the session's real
+brokers: a round trip with exact contents, a producer shared by a pool of 8 threads with every delivery
+checked, a receive on an empty topic ending in the typed timeout, and Ctrl-C during a blocking receive.
+
+The tests are plain functions (the blocking API is for code without an event loop), so they run once, not per
+event loop.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import secrets
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import kafkawire.sync
+import pulsarwire.sync
+import tubemqwire.sync
+from mqwire.common.errors import ReceiveTimeoutError
+from mqwire.testing.tubemq_spares import FreshTopics
+
+pytestmark = pytest.mark.integration
+
+# Liveness bounds only (generous, for a loaded machine): a first message may wait for a group's assignment
+# (TubeMQ: the master's balancing round); nothing here measures speed.
+FIRST_MESSAGE = {"kafka": 30.0, "pulsar": 30.0, "tubemq": 60.0}
+OPTIONS: dict[str, dict[str, Any]] = {"tubemq": {"heartbeat_interval_ms": 1000}}
+
+
+@dataclass
+class System:
+    """One system: its blocking module, its broker's URL and fresh topics."""
+
+    name: str
+    sync: ModuleType
+    url: str
+    tubemq_topics: dict[str, str] = field(default_factory=dict)
+
+    def topic(self, role: str) -> str:
+        """A topic no other test uses (TubeMQ: one of the fresh deployed topics taken for this module)."""
+        if self.name == "tubemq":
+            return self.tubemq_topics[role]
+        return f"sync-{role}-{secrets.token_hex(4)}"
+
+    def connect(self) -> Any:
+        return self.sync.connect(self.url, **OPTIONS.get(self.name, {}))
+
+
+@pytest.fixture(scope="module")
+def tubemq_topics(request: pytest.FixtureRequest) -> dict[str, str]:
+    """This module's TubeMQ topics, taken only when a TubeMQ test runs."""
+    fresh: FreshTopics = request.getfixturevalue("tubemq_fresh_topics")
+    return fresh.take({"roundtrip": 2, "shared": 2, "empty": 1, "interrupt": 1})
+
+
+@pytest.fixture(params=["kafka", "pulsar", "tubemq"])
+def system(request: pytest.FixtureRequest) -> System:
+    name: str = request.param
+    broker = request.getfixturevalue(f"{name}_broker")
+    module = {"kafka": kafkawire.sync, "pulsar": pulsarwire.sync, "tubemq": tubemqwire.sync}[name]
+    topics = request.getfixturevalue("tubemq_topics") if name == "tubemq" else {}
+    return System(name, module, broker.url, topics)
+
+
+@pytest.fixture
+def client(system: System) -> Iterator[Any]:
+    before = set(threading.enumerate())
+    with system.connect() as connected:
+        yield connected
+    assert set(threading.enumerate()) <= before  # closing the client ended its loop thread
+
+
+def _group() -> str:
+    return f"sync_{secrets.token_hex(4)}"
+
+
+def test_round_trip_keeps_values_keys_and_headers(system: System, client: Any) -> None:
+    topic = system.topic("roundtrip")
+    sent = [(b"v%d" % i, b"k%d" % (i % 2), {"h": b"x%d" % i}) for i in range(6)]
+    with client.consumer(topic, group=_group(), start="earliest") as consumer:
+        with client.producer(topic) as producer:
+            receipts = [producer.send(value, key=key, headers=headers) for value, key, headers in sent[:3]]
+            futures = [producer.enqueue(value, key=key, headers=headers) for value, key, headers in sent[3:]]
+            producer.flush(timeout=30)
+            assert all(future.done() for future in futures)
+            receipts += [future.result() for future in futures]
+        assert all(receipt.topic.endswith(topic) for receipt in receipts)  # Pulsar: the complete name
+        got = [consumer.receive(timeout=FIRST_MESSAGE[system.name])]
+        while len(got) < len(sent):
+            got.append(consumer.receive(timeout=30))
+        for message in got:
+            consumer.ack(message)
+        if system.name == "kafka":
+            consumer.commit()
+    # Order is kept per key (partition); across partitions it is not, so compare per key and as a whole.
+    received = sorted((m.value, m.key, dict(m.headers)) for m in got)
+    assert received == sorted(sent)
+    for key in (b"k0", b"k1"):
+        assert [m.value for m in got if m.key == key] == [v for v, k, _ in sent if k == key]
+
+
+def test_eight_threads_share_one_producer_and_every_delivery_is_checked(system: System, client: Any) -> None:
+    topic = system.topic("shared")
+    threads, per_thread = 8, 100
+    with client.consumer(topic, group=_group(), start="earliest") as consumer:
+        with client.producer(topic) as producer:
+
+            def produce(thread: int) -> list[tuple[bytes, Any]]:
+                values = [b"%d-%d" % (thread, i) for i in range(per_thread)]
+                futures = [producer.enqueue(value) for value in values]
+                return [(value, future.result(timeout=60)) for value, future in zip(values, futures, strict=True)]
+
+            with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+                delivered = [pair for batch in pool.map(produce, range(threads)) for pair in batch]
+        expected = {b"%d-%d" % (t, i) for t in range(threads) for i in range(per_thread)}
+        assert {value for value, _ in delivered} == expected
+        assert all(receipt.topic.endswith(topic) for _, receipt in delivered)
+        got: list[bytes] = []
+        deadline = FIRST_MESSAGE[system.name]
+        while len(got) < len(expected):
+            batch = consumer.getmany(timeout=deadline, max_records=500)
+            assert batch, f"{len(got)} of {len(expected)} received"
+            got += [message.value for message in batch]
+            for message in batch:
+                consumer.ack(message)
+            deadline = 30
+    assert sorted(got) == sorted(expected)
+    for thread in range(threads):  # one thread's records keep their order (one partition per key-less burst
+        # is not promised, so only the values' set is compared across partitions)
+        assert {v for v in got if v.startswith(b"%d-" % thread)} == {b"%d-%d" % (thread, i) for i in range(per_thread)}
+
+
+def test_receive_on_an_empty_topic_raises_the_typed_timeout(system: System, client: Any) -> None:
+    with client.consumer(system.topic("empty"), group=_group(), start="latest") as consumer:
+        started = time.monotonic()
+        with pytest.raises(ReceiveTimeoutError):
+            consumer.receive(timeout=1)
+        waited = time.monotonic() - started
+        assert consumer.getmany(timeout=0.2) == []
+    assert isinstance(ReceiveTimeoutError("x"), TimeoutError)
+    # It waited the timeout, and it ended: the upper bound is liveness only (generous for a loaded machine).
+    assert 0.9 <= waited < 30
+
+
+def test_ctrl_c_interrupts_a_blocking_receive_and_the_consumer_goes_on(system: System, client: Any) -> None:
+    topic = system.topic("interrupt")
+    main = threading.get_ident()
+    assert main == threading.main_thread().ident  # SIGINT is handled in the main thread, where pytest runs tests
+    with client.consumer(topic, group=_group(), start="earliest") as consumer, client.producer(topic) as producer:
+        timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                consumer.receive()  # no timeout: only the interrupt ends it
+        finally:
+            timer.cancel()
+        producer.send(b"after the interrupt")
+        message = consumer.receive(timeout=FIRST_MESSAGE[system.name])
+        assert message.value == b"after the interrupt"
+        consumer.ack(message)
