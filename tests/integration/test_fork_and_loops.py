@@ -51,6 +51,9 @@ async def round_trip(producer: Any, consumer: Any, label: str) -> None:
             try:
                 while True:
                     message = await consumer.receive(timeout=1)
+                    # Acknowledged, or a TubeMQ partition would hand out nothing more until its batch's
+                    # confirm timeout (60 s) ran out.
+                    await consumer.ack(message)
                     if bytes(message.value).startswith(prefix):
                         return
             except ReceiveTimeoutError:
