@@ -37,6 +37,18 @@ __all__ = ["GRACE", "Bridge", "bound"]
 
 T = TypeVar("T")
 
+# Forks seen by this process, counted in each child: a bridge started before a fork has no loop thread there.
+_generation = 0
+
+
+def _forked() -> None:
+    global _generation
+    _generation += 1
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forked)
+
 GRACE = 0.5
 """Seconds a blocking call whose async side has a timeout of its own (``receive``, ``getmany``, ``flush``)
 waits beyond it for the loop to hand the outcome back, before cancelling the call itself."""
@@ -55,6 +67,7 @@ class Bridge:
         """Start the loop thread (named ``name``); it runs until ``stop``."""
         self._name = name
         self._pid = os.getpid()
+        self._generation = _generation
         self._lock = threading.Lock()
         self._closed = False
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] = start_blocking_portal(
@@ -125,7 +138,7 @@ class Bridge:
     def _schedule(self, fn: Callable[[], Awaitable[T]], future: concurrent.futures.Future[T]) -> None:
         # Not the portal's start_task_soon, which waits until the task exists: the caller holds the future
         # before anything runs, so a Ctrl-C at any point can cancel the call.
-        self._check()
+        self.check()
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         try:
@@ -162,8 +175,10 @@ class Bridge:
         future.add_done_callback(cancelled)
         task.add_done_callback(finished)
 
-    def _check(self) -> None:
-        if os.getpid() != self._pid:
+    def check(self) -> None:
+        """Raise unless a blocking call may be made here: ``WrongLoopError`` in the loop thread itself,
+        ``ForkedClientError`` in a forked child, ``ClosedError`` once stopped. Cheap: called once per record."""
+        if self._generation != _generation:
             raise ForkedClientError(
                 f"{self._name} was started in process {self._pid}, before the fork that made process"
                 f" {os.getpid()}; its event loop thread does not exist here. Connect a new client in the child"
@@ -179,7 +194,7 @@ class Bridge:
 
     def stop(self) -> None:
         """Stop the loop (cancelling what still runs there) and wait for its thread to end. Idempotent."""
-        if os.getpid() != self._pid:
+        if self._generation != _generation:
             self._closed = True  # the child has no loop thread to stop
             return
         if threading.get_ident() == self._thread_id:

@@ -50,6 +50,7 @@ class EnqueueQueue(Generic[R]):
 
     def put(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> concurrent.futures.Future[R]:
         """Queue one record (``enqueue(*args, **kwargs)``); the future is its receipt or its error."""
+        self._bridge.check()  # from the loop thread a full queue would wait forever
         future: concurrent.futures.Future[R] = concurrent.futures.Future()
         with self._lock:
             while len(self._records) >= self._limit and not self._closed:
@@ -109,7 +110,7 @@ class EnqueueQueue(Generic[R]):
         enqueue = self._enqueue
         while records:
             args, kwargs, future = records.popleft()
-            if self._waiting and len(records) < self._limit // 2:
+            if self._waiting and len(records) <= self._limit // 2:
                 with self._lock:
                     self._room.notify_all()
             if not future.set_running_or_notify_cancel():

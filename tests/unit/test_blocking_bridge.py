@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -19,6 +21,9 @@ from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_enqueue import EnqueueQueue
 from mqwire.common.errors import (
     ClosedError,
+    ConfigurationError,
+    ConnectError,
+    ForkedClientError,
     ReceiveTimeoutError,
     RequestTimeoutError,
     SerializationError,
@@ -220,3 +225,48 @@ def test_enqueue_from_threads_sharing_one_queue_loses_nothing(bridge: Bridge) ->
     for thread in range(8):  # each thread's records kept its order
         mine = [v for v in recorder.values if v.startswith(f"{thread}-".encode())]
         assert mine == [f"{thread}-{i}".encode() for i in range(500)]
+
+
+def test_enqueue_from_the_loop_thread_is_refused_even_when_the_queue_is_full(bridge: Bridge) -> None:
+    gate = threading.Event()
+    queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder(gate).enqueue, what="test producer", limit=1)
+    first = queue.put((b"held",), {})  # its hand-over waits on the gate: the queue stays full after the next
+    queue.put((b"queued",), {})
+
+    async def from_the_loop() -> None:
+        queue.put((b"would wait forever",), {})
+
+    with pytest.raises(WrongLoopError):
+        bridge.call(from_the_loop, timeout=LIVENESS)
+    gate.set()
+    assert first.result(LIVENESS) == 0
+
+
+def test_a_bridge_used_in_a_forked_child_raises_instead_of_waiting_forever(bridge: Bridge) -> None:
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            bridge.call(_echo, 1, timeout=LIVENESS)
+        except ForkedClientError:
+            code = 0
+        except BaseException:
+            code = 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert bridge.call(_echo, "parent") == "parent"
+
+
+@pytest.mark.parametrize("package", ["kafkawire", "tubemqwire"])
+def test_a_failed_connect_raises_the_typed_error_and_leaves_no_thread(package: str) -> None:
+    sync = importlib.import_module(f"{package}.sync")
+    scheme = package.removesuffix("wire")
+    before = set(threading.enumerate())
+    with pytest.raises(ConnectError):
+        sync.connect(f"{scheme}://127.0.0.1:1")  # nothing listens on port 1: refused at once
+    if package == "kafkawire":  # tubemqwire's async connect takes declared parameters only (a TypeError)
+        with pytest.raises(ConfigurationError, match="did you mean"):
+            sync.connect(f"{scheme}://127.0.0.1:1", request_timeout_mss=1)
+    assert set(threading.enumerate()) == before
