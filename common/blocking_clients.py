@@ -60,6 +60,13 @@ def same_function_arguments(source: Callable[P, Any]) -> Callable[[Callable[...,
 class _Closable:
     """A context manager whose exit is ``close()``."""
 
+    _closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun."""
+        return self._closed
+
     def close(self) -> None:
         """Release what the object holds."""
 
@@ -225,6 +232,7 @@ class BlockingClient(_Closable, Generic[A]):
         return made
 
     def _adopt(self, wrapper: T) -> T:
+        self._made = [made for made in self._made if not made.closed]  # a long-lived client makes many
         self._made.append(cast(_Closable, wrapper))
         return wrapper
 
@@ -242,5 +250,7 @@ class BlockingClient(_Closable, Generic[A]):
                 made.close()
             self._bridge.call(cast(Any, self._async).close)
         finally:
-            self._made.clear()
             self._bridge.stop()
+            for made in self._made:
+                made.close()  # with the loop gone: fails what a producer still held, so nothing waits forever
+            self._made.clear()

@@ -46,6 +46,7 @@ class EnqueueQueue(Generic[R]):
         self._waiting = 0  # callers waiting for room
         self._scheduled = False  # a drain task is scheduled or running
         self._closed = False
+        self._unsettled: set[concurrent.futures.Future[Any]] = set()  # handed over, not acknowledged yet
         self._order: asyncio.Lock | None = None  # made on the loop, which owns it
 
     def put(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> concurrent.futures.Future[R]:
@@ -85,11 +86,14 @@ class EnqueueQueue(Generic[R]):
             await self._hand_over()
 
     def close(self) -> None:
-        """Refuse further records, wake callers waiting for room, and fail the records never handed over."""
+        """Refuse further records, wake callers waiting for room, and fail the records not acknowledged yet
+        (never handed over, or left by a producer that closed without settling them): none waits forever."""
         with self._lock:
             self._closed = True
             self._room.notify_all()
         self._fail_queued(ClosedError(f"{self._what} closed before the record was sent"))
+        for future in list(self._unsettled):
+            _settle(future, error=ClosedError(f"{self._what} closed before the record was acknowledged"))
 
     def _ordering(self) -> asyncio.Lock:
         if self._order is None:
@@ -123,6 +127,8 @@ class EnqueueQueue(Generic[R]):
             except Exception as error:  # refused (a serializer, a closed producer): its future says why
                 future.set_exception(error)
                 continue
+            self._unsettled.add(future)
+            future.add_done_callback(self._unsettled.discard)
             _settle_when_done(pending, future)
 
     def _fail_queued(self, error: BaseException) -> None:
@@ -144,10 +150,21 @@ def _settle_when_done(pending: Awaitable[Any], future: concurrent.futures.Future
 
     def settle(done: Any) -> None:
         if done.cancelled():
-            future.set_exception(ClosedError("the record was cancelled before the broker acknowledged it"))
+            _settle(future, error=ClosedError("the record was cancelled before the broker acknowledged it"))
         elif (error := done.exception()) is not None:
-            future.set_exception(error)
+            _settle(future, error=error)
         else:
-            future.set_result(done.result())
+            _settle(future, result=done.result())
 
     add_done_callback(settle)
+
+
+def _settle(future: concurrent.futures.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
+    """Resolve ``future`` unless ``close`` (in another thread) or the loop did first."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except concurrent.futures.InvalidStateError:
+        pass

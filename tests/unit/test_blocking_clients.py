@@ -1,0 +1,138 @@
+"""The blocking client, producer and consumer written once in ``mqwire.common.blocking_clients``, over a fake
+async client (the real ones are run against brokers in tests/integration/test_sync_clients.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from typing import Any
+
+import pytest
+
+from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, BlockingProducer
+from mqwire.common.errors import ClosedError, SerializationError
+
+LIVENESS = 30.0  # a liveness bound only: every wait below ends long before it unless hung
+
+
+class FakeProducer:
+    def __init__(self, log: list[str], *, acknowledges: bool = True) -> None:
+        self.log = log
+        self.values: list[bytes] = []
+        self.loop_thread = 0
+        self.acknowledges = acknowledges
+        self.pending: list[asyncio.Future[int]] = []
+
+    async def __aenter__(self) -> FakeProducer:
+        self.loop_thread = threading.get_ident()
+        return self
+
+    async def enqueue(self, value: Any, /, *, key: Any = None) -> asyncio.Future[int]:
+        if not isinstance(value, bytes):
+            raise SerializationError("value is not bytes and no value_serializer was given")
+        await asyncio.sleep(0)
+        self.values.append(value)
+        future = asyncio.get_running_loop().create_future()
+        if self.acknowledges:
+            asyncio.get_running_loop().call_later(0.001, future.set_result, len(self.values) - 1)
+            self.pending.append(future)
+        return future
+
+    async def flush(self, timeout: float | None = None) -> None:
+        self.log.append(f"flush {len(self.values)}")
+
+    async def close(self) -> None:
+        await asyncio.gather(*self.pending)  # as a real producer flushes on close
+        self.log.append(f"producer close {len(self.values)}")
+
+
+class FakeConsumer:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.stalls = False
+
+    async def __aenter__(self) -> FakeConsumer:
+        return self
+
+    async def getmany(self, *, timeout: float = 0, max_records: int | None = None) -> list[bytes]:
+        if self.stalls:
+            threading.Event().wait(timeout + 1.0)  # holds the loop thread past the call's timeout: a stalled loop
+        return [b"m"]
+
+    async def close(self) -> None:
+        self.log.append("consumer close")
+
+
+class FakeClient:
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    async def __aenter__(self) -> FakeClient:
+        self.log.append("connected")
+        return self
+
+    async def close(self) -> None:
+        self.log.append("client close")
+
+
+class Producer(BlockingProducer[int]):
+    def enqueue(self, value: Any) -> concurrent.futures.Future[int]:
+        return self._enqueue((value,), {})
+
+
+class Client(BlockingClient[FakeClient]):
+    def producer(self, *, acknowledges: bool = True) -> Producer:
+        made = self._start(lambda client: FakeProducer(client.log, acknowledges=acknowledges))
+        return self._adopt(Producer(self.bridge, made, "fake producer"))
+
+    def consumer(self) -> BlockingConsumer[bytes]:
+        made = self._start(lambda client: FakeConsumer(client.log))
+        return self._adopt(BlockingConsumer(self.bridge, made))
+
+
+def test_close_sends_what_producers_hold_then_closes_consumers_client_and_thread() -> None:
+    before = set(threading.enumerate())
+    client = Client(FakeClient, what="fake")
+    fake = client._async
+    producer = client.producer()
+    consumer = client.consumer()
+    assert producer._async.loop_thread == client.bridge.thread_id  # made and started on the loop thread
+    futures = [producer.enqueue(b"%d" % i) for i in range(100)]
+    client.close()
+    assert [future.result(LIVENESS) for future in futures] == list(range(100))
+    assert fake.log == ["connected", "consumer close", "producer close 100", "client close"]
+    assert producer.closed and consumer.closed and client.closed
+    assert set(threading.enumerate()) == before
+    with pytest.raises(ClosedError):
+        producer.enqueue(b"late")
+    client.close()  # idempotent
+
+
+def test_records_never_acknowledged_fail_when_the_client_closes_instead_of_waiting_forever() -> None:
+    client = Client(FakeClient, what="fake")
+    producer = client.producer(acknowledges=False)
+    futures = [producer.enqueue(b"%d" % i) for i in range(10)]
+    client.close()
+    for future in futures:
+        with pytest.raises(ClosedError):
+            future.result(LIVENESS)
+
+
+def test_a_refused_record_fails_its_own_future_and_the_next_ones_go_on() -> None:
+    with Client(FakeClient, what="fake") as client, client.producer() as producer:
+        refused = producer.enqueue("not bytes")
+        accepted = producer.enqueue(b"ok")
+        with pytest.raises(SerializationError):
+            refused.result(LIVENESS)
+        assert accepted.result(LIVENESS) == 0
+        producer.flush(timeout=LIVENESS)
+
+
+def test_getmany_on_a_stalled_loop_returns_nothing_once_its_bound_passed() -> None:
+    with Client(FakeClient, what="fake") as client, client.consumer() as consumer:
+        assert consumer.getmany(timeout=0) == [b"m"]
+        consumer._async.stalls = True
+        assert consumer.getmany(timeout=0) == []  # the loop answered after timeout + GRACE: not waited for
+        consumer._async.stalls = False
+        assert consumer.getmany(timeout=0) == [b"m"]
