@@ -200,19 +200,6 @@ def test_an_unreachable_broker_fails_with_its_address_and_no_secret(spark: Any) 
 TUBEMQ_TOPIC = "sparksigned"
 
 
-@pytest.fixture(scope="module")
-def secured_tubemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
-    state = tmp_path_factory.mktemp("secured-tubemq") / "state"
-    broker = OwnBroker(
-        "tubemq", state, "--tubemq-topic", f"{TUBEMQ_TOPIC}:2", "--tubemq-authentication", "--tubemq-tls"
-    )
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
-
-
 def test_tubemq_over_tls_with_signed_clients(spark: Any, secured_tubemq: OwnBroker, tmp_path: Path) -> None:
     info = secured_tubemq.info
     assert info["tls_url"] and info["ssl_cafile"], "the broker was not started with TLS"

@@ -16,7 +16,6 @@ import asyncio
 import secrets
 import ssl
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -30,17 +29,6 @@ pytestmark = pytest.mark.integration
 TOPIC = "signed"
 OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 10_000}
 CREDENTIALS = {"username": "mqwire", "password": str(remember_secret("tube-" + secrets.token_hex(8)))}
-
-
-@pytest.fixture(scope="module")
-def secured_tubemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
-    state = tmp_path_factory.mktemp("secured") / "state"
-    broker = OwnBroker("tubemq", state, "--tubemq-topic", f"{TOPIC}:2", "--tubemq-authentication", "--tubemq-tls")
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
 
 
 async def test_signed_clients_produce_and_consume(secured_tubemq: OwnBroker) -> None:
