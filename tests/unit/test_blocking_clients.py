@@ -51,13 +51,14 @@ class FakeConsumer:
     def __init__(self, log: list[str]) -> None:
         self.log = log
         self.stalls = False
+        self.release = threading.Event()
 
     async def __aenter__(self) -> FakeConsumer:
         return self
 
     async def getmany(self, *, timeout: float = 0, max_records: int | None = None) -> list[bytes]:
         if self.stalls:
-            threading.Event().wait(timeout + 1.0)  # holds the loop thread past the call's timeout: a stalled loop
+            self.release.wait(LIVENESS)  # holds the loop thread past the call's timeout: a stalled loop
         return [b"m"]
 
     async def close(self) -> None:
@@ -131,8 +132,9 @@ def test_a_refused_record_fails_its_own_future_and_the_next_ones_go_on() -> None
 
 def test_getmany_on_a_stalled_loop_returns_nothing_once_its_bound_passed() -> None:
     with Client(FakeClient, what="fake") as client, client.consumer() as consumer:
-        assert consumer.getmany(timeout=0) == [b"m"]
+        assert consumer.getmany(timeout=5) == [b"m"]
         consumer._async.stalls = True
-        assert consumer.getmany(timeout=0) == []  # the loop answered after timeout + GRACE: not waited for
+        assert consumer.getmany(timeout=0) == []  # the loop did not answer within timeout + GRACE: not waited for
         consumer._async.stalls = False
-        assert consumer.getmany(timeout=0) == [b"m"]
+        consumer._async.release.set()
+        assert consumer.getmany(timeout=5) == [b"m"]
