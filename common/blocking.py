@@ -89,15 +89,17 @@ class Bridge:
         return self._thread_id
 
     def call(self, async_fn: Callable[..., Awaitable[T]], /, *args: Any, timeout: float | None = None,
-             timeout_error: type[BaseException] = RequestTimeoutError) -> T:
+             timeout_error: type[BaseException] = RequestTimeoutError, late: Callable[[T], None] | None = None) -> T:
         """Run ``async_fn(*args)`` on the loop and return its result (or raise its exception) here.
 
         With ``timeout`` (seconds) the wait ends after it: the call is cancelled on the loop and
-        ``timeout_error`` raised, unless the call finished meanwhile, whose outcome is then returned.
+        ``timeout_error`` raised, unless the call finished meanwhile, whose outcome is then returned. A result
+        that comes after the caller gave up (timeout, Ctrl-C) goes to ``late`` (called on the loop) instead of
+        being lost: a consumer keeps the messages for its next call.
         """
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         try:  # the future exists before the call is scheduled: a Ctrl-C anywhere from here on cancels it
-            self._schedule(functools.partial(async_fn, *args), future)
+            self._schedule(functools.partial(async_fn, *args), future, late)
             return self.wait(future, timeout=timeout, timeout_error=timeout_error)
         except KeyboardInterrupt:
             future.cancel()
@@ -135,20 +137,25 @@ class Bridge:
             future.cancel()  # the loop cancels the call: the client goes on with the next one
             raise
 
-    def _schedule(self, fn: Callable[[], Awaitable[T]], future: concurrent.futures.Future[T]) -> None:
+    def _schedule(
+        self, fn: Callable[[], Awaitable[T]], future: concurrent.futures.Future[T],
+        late: Callable[[T], None] | None = None,
+    ) -> None:
         # Not the portal's start_task_soon, which waits until the task exists: the caller holds the future
         # before anything runs, so a Ctrl-C at any point can cancel the call.
         self.check()
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         try:
-            self._loop.call_soon_threadsafe(self._spawn, fn, future)
+            self._loop.call_soon_threadsafe(self._spawn, fn, future, late)
         except RuntimeError as error:  # the loop closed between the check and the call
             if future.set_running_or_notify_cancel():
                 future.set_exception(ClosedError(f"{self._name} is closed"))
             raise ClosedError(f"{self._name} is closed") from error
 
-    def _spawn(self, fn: Callable[[], Awaitable[T]], future: concurrent.futures.Future[T]) -> None:
+    def _spawn(
+        self, fn: Callable[[], Awaitable[T]], future: concurrent.futures.Future[T], late: Callable[[T], None] | None
+    ) -> None:
         """On the loop: run the call as a task whose outcome goes to ``future``, cancelled with it."""
         if future.cancelled():
             return
@@ -166,6 +173,8 @@ class Bridge:
                 return
             error = done.exception()  # taken even when nobody waits any more, so asyncio does not log it
             if not future.set_running_or_notify_cancel():
+                if error is None and late is not None:
+                    late(done.result())  # finished as the caller gave up: kept, not dropped
                 return
             if error is not None:
                 future.set_exception(error)

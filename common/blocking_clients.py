@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import inspect
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
@@ -139,24 +140,41 @@ class BlockingConsumer(_Closable, Generic[M]):
         self._bridge = bridge
         self._async = consumer
         self._iterator: Any = None
+        self._late: deque[M] = deque()  # taken by calls whose caller had given up: handed out next
         self._closed = False
 
     def _call(self, method: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         return self._bridge.call(functools.partial(method, *args, **kwargs))
 
+    def _take_one(self, method: Callable[..., Awaitable[M]], *args: Any, **kwargs: Any) -> M:
+        """A call that takes one message (``getone``): one taken after the caller gave up is kept for later."""
+        if self._late:
+            return self._late.popleft()
+        return self._bridge.call(functools.partial(method, *args, **kwargs), late=self._late.append)
+
     def receive(self, timeout: float | None = None) -> M:
         """The next message; ``ReceiveTimeoutError`` (a ``TimeoutError``) after ``timeout`` seconds."""
+        if self._late:
+            return self._late.popleft()
         return cast(M, self._bridge.call(
-            self._async.receive, timeout, timeout=bound(timeout), timeout_error=ReceiveTimeoutError
+            self._async.receive, timeout, timeout=bound(timeout), timeout_error=ReceiveTimeoutError,
+            late=self._late.append,
         ))
 
     def getmany(self, *, timeout: float = 0, max_records: int | None = None) -> list[M]:
         """The messages ready within ``timeout`` seconds (at most ``max_records``); ``[]`` when none came."""
-        return self._getmany(timeout, functools.partial(self._async.getmany, timeout=timeout, max_records=max_records))
+        return self._getmany(
+            timeout, max_records, functools.partial(self._async.getmany, timeout=timeout, max_records=max_records)
+        )
 
-    def _getmany(self, timeout: float | None, call: Callable[[], Awaitable[Any]]) -> list[M]:
+    def _getmany(self, timeout: float | None, max_records: int | None, call: Callable[[], Awaitable[Any]]) -> list[M]:
+        if self._late:  # messages a call given up on (a stalled loop, Ctrl-C) took: they come first
+            count = len(self._late) if max_records is None else min(max_records, len(self._late))
+            return [self._late.popleft() for _ in range(count)]
         try:
-            return list(self._bridge.call(call, timeout=bound(timeout), timeout_error=ReceiveTimeoutError))
+            return list(self._bridge.call(
+                call, timeout=bound(timeout), timeout_error=ReceiveTimeoutError, late=self._late.extend
+            ))
         except ReceiveTimeoutError:  # only the bridge's own bound raises it: nothing came in time
             return []
 
@@ -184,10 +202,12 @@ class BlockingConsumer(_Closable, Generic[M]):
         return self
 
     def __next__(self) -> M:
+        if self._late:
+            return self._late.popleft()
         if self._iterator is None:
             self._iterator = self._bridge.run_sync(self._async.__aiter__)
         try:
-            return cast(M, self._bridge.call(self._iterator.__anext__))
+            return cast(M, self._bridge.call(self._iterator.__anext__, late=self._late.append))
         except StopAsyncIteration:
             raise StopIteration from None
 

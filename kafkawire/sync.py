@@ -51,7 +51,7 @@ class Consumer(BlockingConsumer[Message]):
     @same_arguments(AsyncConsumer.getone)
     def getone(self, *args: Any, **kwargs: Any) -> Message:
         """The next message (of the partitions given), waiting as long as it takes: aiokafka's ``getone``."""
-        return self._call(self._async.getone, *args, **kwargs)  # type: ignore[no-any-return]
+        return self._take_one(self._async.getone, *args, **kwargs)
 
     @same_arguments(AsyncConsumer.getmany)
     def getmany(self, *args: Any, **kwargs: Any) -> list[Message]:
@@ -59,7 +59,7 @@ class Consumer(BlockingConsumer[Message]):
         timeout = kwargs.get("timeout", 0)
         if kwargs.get("timeout_ms") is not None:
             timeout = kwargs["timeout_ms"] / 1000
-        return self._getmany(timeout, lambda: self._async.getmany(*args, **kwargs))
+        return self._getmany(timeout, kwargs.get("max_records"), lambda: self._async.getmany(*args, **kwargs))
 
     @same_arguments(AsyncConsumer.commit)
     def commit(self, *args: Any, **kwargs: Any) -> None:
