@@ -8,8 +8,9 @@ session's brokers are searched for each secret, as text and base64. A find fails
 the terminal summary says what was searched.
 
 Left out, because they must hold the secrets: the brokers' configuration folders (``conf``) and the launcher's
-state files (the servers' own credential stores and command lines), and the files a test writes to hand a
-secret to a client (marked with :func:`secret_input`).
+state files (the servers' own credential stores and command lines), the files a test writes to hand a
+secret to a client (marked with :func:`secret_input`), and source files (copies of the project, which holds
+the launcher's password as a constant).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ SERVER_CREDENTIAL_FOLDERS = frozenset({"conf", "state"})
 # A broker's message store (next to its "logs"): the payloads sent, not text anything printed.
 MESSAGE_STORE_FOLDERS = frozenset({"data", "meta"})
 SHORTEST_SECRET = 6
+# Source files: the copies of the project a packaging test builds from hold the launcher's own SASL password,
+# a constant of mqwire.testing.kafka; nothing a run writes as output is source.
+SOURCE_SUFFIXES = frozenset({".py", ".pyc", ".c"})
 
 _secrets: set[str] = {SASL_PASSWORD}
 _inputs: set[Path] = set()
@@ -110,7 +114,9 @@ class SecretScan:
                 skipped = SERVER_CREDENTIAL_FOLDERS | (MESSAGE_STORE_FOLDERS if "logs" in subfolders else set())
                 subfolders[:] = [s for s in subfolders if s not in skipped]
                 for name in names:
-                    yield Path(folder, name)
+                    path = Path(folder, name)
+                    if path.suffix not in SOURCE_SUFFIXES:
+                        yield path
 
     def search(self, secrets: Iterable[str], inputs: Iterable[Path] = ()) -> None:
         """Search every file but ``inputs`` for every secret; remember each find."""

@@ -243,12 +243,13 @@ def test_wheel_metadata(dist: Dist) -> None:
     assert "Apache License" in licence and "Version 2.0" in licence
     base = {value.split(";")[0] for name, value in fields if name == "Requires-Dist" and "extra ==" not in value}
     base_names = {requirement.split("<")[0].split(">")[0].split("=")[0].strip() for requirement in base}
-    assert base_names == {"protobuf", "crc32c", "lz4", "zstandard", "cramjam"}
+    assert base_names == {"anyio", "protobuf", "crc32c", "lz4", "zstandard", "cramjam"}
     extras = {value for name, value in fields if name == "Provides-Extra"}
     assert extras == {"avro", "cli", "crypto", "json", "otel", "spark", "telemetry", "testing", "uvloop", "dev"}
     testcontainers = [value for name, value in fields if name == "Requires-Dist" and value.startswith("testcontainers")]
     assert testcontainers and all('extra == "dev"' in value for value in testcontainers)
-    assert not any(value.startswith("anyio") for name, value in fields if name == "Requires-Dist")
+    anyio = [value for name, value in fields if name == "Requires-Dist" and value.startswith("anyio")]
+    assert anyio and not any("extra ==" in value for value in anyio), "the blocking API needs anyio everywhere"
     assert "[pytest11]\nmqwire.testing.pytest_plugin = mqwire.testing.pytest_plugin" in entry_points
     assert "mqwire = mqwire.cli:main" in entry_points
 

@@ -63,3 +63,11 @@ def test_credential_stores_message_stores_and_inputs_are_left_out(tmp_path: Path
 def test_a_secret_short_enough_to_be_found_by_chance_is_refused() -> None:
     with pytest.raises(ValueError, match="by chance"):
         remember_secret("abc")
+
+
+def test_source_files_are_left_out(tmp_path: Path) -> None:
+    (tmp_path / "build" / "src").mkdir(parents=True)
+    (tmp_path / "build" / "src" / "kafka.py").write_text(f'PASSWORD = "{SECRET}"')
+    (tmp_path / "build" / "out.log").write_text(SECRET)
+    found = scan_of(tmp_path).found
+    assert [Path(find.split(":")[0]).name for find in found] == ["out.log"]
