@@ -24,7 +24,7 @@ import tubemqwire
 from mqwire.testing import pulsar_admin
 from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker
 from mqwire.testing.spark_cluster import SparkCluster
-from mqwire.testing.tubemq import create_topics
+from mqwire.testing.tubemq_spares import FreshTopics
 from tests.spark_cluster.conftest import submit
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -155,10 +155,9 @@ async def _tubemq_read(url: str, topic: str, count: int) -> list[bytes]:
     return got
 
 
-def tubemq_system(broker: TubeMQBroker) -> System:
-    run = secrets.token_hex(3)
-    source, copy = f"swc{run}_src", f"swc{run}_copy"
-    create_topics(broker, {source: PARTITIONS, copy: PARTITIONS})
+def tubemq_system(broker: TubeMQBroker, fresh_topics: FreshTopics) -> System:
+    topics = fresh_topics.take({"source": PARTITIONS, "copy": PARTITIONS})
+    source, copy = topics["source"], topics["copy"]
     return System(
         "tubemq",
         broker.url,
@@ -239,6 +238,11 @@ def test_pulsar_pipeline_on_a_standalone_cluster(
 
 
 def test_tubemq_pipeline_on_a_standalone_cluster(
-    cluster: SparkCluster, driver_dir: Path, env_archive: Path, tubemq_broker: TubeMQBroker, tmp_path: Path
+    cluster: SparkCluster,
+    driver_dir: Path,
+    env_archive: Path,
+    tubemq_broker: TubeMQBroker,
+    tubemq_fresh_topics: FreshTopics,
+    tmp_path: Path,
 ) -> None:
-    check_pipeline(cluster, driver_dir, env_archive, tubemq_system(tubemq_broker), tmp_path)
+    check_pipeline(cluster, driver_dir, env_archive, tubemq_system(tubemq_broker, tubemq_fresh_topics), tmp_path)
