@@ -17,6 +17,7 @@ from mqwire.testing.kafka import SASL_PASSWORD, SASL_USER
 from sparkwire.options import kafka_url
 from sparkwire.security import kafka_connect
 from tests.integration.relay import Relay
+from tests.secret_scan import secret_input
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +36,7 @@ def assert_tls_only(relay: Relay) -> None:
 
 
 async def test_the_command_with_sasl_ssl_and_a_kafka_url_speaks_tls(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
-    config = tmp_path / "client.conf"
+    config = secret_input(tmp_path / "client.conf")  # where the password is meant to be
     config.write_text(f"sasl.username={SASL_USER}\nsasl.password={SASL_PASSWORD}\n")
     config.chmod(0o600)
     async with Relay(kafka_broker.host, sasl_ssl_port(kafka_broker)) as relay:
