@@ -48,9 +48,12 @@ def loopback_preload() -> Path | None:
     return target
 
 
-def loopback_only(argv: tuple[str, ...], preload: Path | None) -> tuple[str, ...]:
-    """``argv`` run with the shim preloaded (through ``env``, so the server keeps the process id)."""
-    return argv if preload is None else ("env", f"LD_PRELOAD={preload}", *argv)
+def loopback_only(argv: tuple[str, ...], preload: Path | None, address: str = "127.0.0.1") -> tuple[str, ...]:
+    """``argv`` run with the shim preloaded (through ``env``, so the server keeps the process id), its
+    wildcard binds made to ``address`` (a 127.0.0.0/8 address: a cluster node's own)."""
+    if preload is None:
+        return argv
+    return ("env", f"LD_PRELOAD={preload}", f"MQWIRE_BIND_ADDRESS={address}", *argv)
 
 
 __all__ = ["loopback_only", "loopback_preload"]

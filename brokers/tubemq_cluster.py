@@ -128,7 +128,10 @@ class TubeMQClusterKind:
             log_conf = write_log4j2(conf / "log4j2.properties", log_file)
             mark = marker(self.name, node, instance)
             argv = (java, *flags, *COMMON_FLAGS, *log4j2_flags(log_conf), mark, "-cp", classpath, main, "-f", str(ini))
-            argv = loopback_only(argv, preload)
+            # Each broker has an address of its own (TubeMQ tells brokers apart by address): its wildcard
+            # binds go there.
+            host = str(next(iter(sections.values())).get("hostName", LOOPBACK))
+            argv = loopback_only(argv, preload, host)
             specs.append(ProcSpec(node, argv, str(work_dir), str(logs / "stdout.log"), str(log_file), mark))
 
         for i, (port, web_port, rep_port, prom_port) in enumerate(masters):
