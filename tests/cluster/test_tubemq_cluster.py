@@ -25,6 +25,7 @@ from mqwire.testing.java import find_java
 from mqwire.testing.tubemq_cluster import TubeMQCluster
 from tests.cluster.pauses import AckClock
 from tests.cluster.tubemq_load import SENDS_PER_SECOND, Sent, consume, produce, read_topic, settle
+from tests.listening import is_loopback, listening
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -206,3 +207,13 @@ async def test_failover_pause_of_the_reference_client(tubemq_cluster: RunningClu
     )
     assert unanswered, "the Java producer did not finish"
     assert clock.acks
+
+
+def test_every_node_listens_on_loopback_only(tubemq_cluster: RunningCluster) -> None:
+    """The servers bind the wildcard address; the launcher's shim binds each to its own 127.0.0.x."""
+    tubemq_cluster.ensure_all_up()
+    status = tubemq_cluster.launcher.get(tubemq_cluster.name)
+    sockets = listening(status.pids.values())
+    assert len(sockets) >= len(status.pids), f"too few listening sockets: {sockets}"
+    exposed = [(address, port) for address, port in sockets if not is_loopback(address)]
+    assert not exposed, f"the cluster listens beyond loopback: {exposed}"
