@@ -25,6 +25,7 @@ import pulsarwire.sync
 import tubemqwire.sync
 from mqwire.common.errors import ReceiveTimeoutError
 from mqwire.testing.tubemq_spares import FreshTopics
+from tests.interrupts import ctrl_c_raises
 
 pytestmark = pytest.mark.integration
 
@@ -154,13 +155,14 @@ def test_ctrl_c_interrupts_a_blocking_receive_and_the_consumer_goes_on(system: S
     main = threading.get_ident()
     assert main == threading.main_thread().ident  # SIGINT is handled in the main thread, where pytest runs tests
     with client.consumer(topic, group=_group(), start="earliest") as consumer, client.producer(topic) as producer:
-        timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
-        timer.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                consumer.receive()  # no timeout: only the interrupt ends it
-        finally:
-            timer.cancel()
+        with ctrl_c_raises():
+            timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
+            timer.start()
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    consumer.receive()  # no timeout: only the interrupt ends it
+            finally:
+                timer.cancel()
         producer.send(b"after the interrupt")
         message = consumer.receive(timeout=FIRST_MESSAGE[system.name])
         assert message.value == b"after the interrupt"

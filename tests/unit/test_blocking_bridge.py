@@ -29,6 +29,7 @@ from mqwire.common.errors import (
     SerializationError,
     WrongLoopError,
 )
+from tests.interrupts import ctrl_c_raises
 
 # A liveness bound only (generous, for a loaded machine): every wait below ends long before it unless hung.
 LIVENESS = 30.0
@@ -127,13 +128,14 @@ def test_ctrl_c_cancels_the_pending_call_and_leaves_the_bridge_usable(bridge: Br
         if started.wait(LIVENESS):
             signal.pthread_kill(main, signal.SIGINT)
 
-    interrupter = threading.Thread(target=interrupt)
-    interrupter.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            bridge.call(waits)
-    finally:
-        interrupter.join()
+    with ctrl_c_raises():
+        interrupter = threading.Thread(target=interrupt)
+        interrupter.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                bridge.call(waits)
+        finally:
+            interrupter.join()
     assert cancelled.wait(LIVENESS)
     assert bridge.call(_echo, "after") == "after"
 
