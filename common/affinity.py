@@ -33,7 +33,7 @@ from typing import Any
 
 from mqwire.common.errors import ForkedClientError, UnsupportedRuntimeError, WrongLoopError
 
-__all__ = ["Affinity"]
+__all__ = ["Affinity", "fork_generation"]
 
 # Forks seen by this process: each child's copy of the module counts one more than its parent did.
 _generation = 0
@@ -46,6 +46,12 @@ def _forked() -> None:
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_forked)
+
+
+def fork_generation() -> int:
+    """How many forks made this process from the first one: a thread or loop recorded under another count
+    does not exist here."""
+    return _generation
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -31,23 +31,12 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from mqwire.common.affinity import fork_generation
 from mqwire.common.errors import ClosedError, ForkedClientError, RequestTimeoutError, WrongLoopError
 
 __all__ = ["GRACE", "Bridge", "bound"]
 
 T = TypeVar("T")
-
-# Forks seen by this process, counted in each child: a bridge started before a fork has no loop thread there.
-_generation = 0
-
-
-def _forked() -> None:
-    global _generation
-    _generation += 1
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(after_in_child=_forked)
 
 GRACE = 0.5
 """Seconds a blocking call whose async side has a timeout of its own (``receive``, ``getmany``, ``flush``)
@@ -67,7 +56,7 @@ class Bridge:
         """Start the loop thread (named ``name``); it runs until ``stop``."""
         self._name = name
         self._pid = os.getpid()
-        self._generation = _generation
+        self._generation = fork_generation()  # a bridge started before a fork has no loop thread after it
         self._lock = threading.Lock()
         self._closed = False
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] = start_blocking_portal(
@@ -187,7 +176,7 @@ class Bridge:
     def check(self) -> None:
         """Raise unless a blocking call may be made here: ``WrongLoopError`` in the loop thread itself,
         ``ForkedClientError`` in a forked child, ``ClosedError`` once stopped. Cheap: called once per record."""
-        if self._generation != _generation:
+        if self._generation != fork_generation():
             raise ForkedClientError(
                 f"{self._name} was started in process {self._pid}, before the fork that made process"
                 f" {os.getpid()}; its event loop thread does not exist here. Connect a new client in the child"
@@ -203,7 +192,7 @@ class Bridge:
 
     def stop(self) -> None:
         """Stop the loop (cancelling what still runs there) and wait for its thread to end. Idempotent."""
-        if self._generation != _generation:
+        if self._generation != fork_generation():
             self._closed = True  # the child has no loop thread to stop
             return
         if threading.get_ident() == self._thread_id:
