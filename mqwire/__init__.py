@@ -15,9 +15,18 @@ symbolic links to them. A link, rather than a build-time package mapping, becaus
 that the editable install, mypy, pytest and the wheel all see the same way (mypy cannot follow the import
 hook an editable install needs for a mapping); the wheel holds real files under ``mqwire/``.
 
-Importing ``mqwire`` is cheap: it imports none of its subpackages.
+Importing ``mqwire`` is cheap: it imports none of its subpackages until ``mqwire.__version__`` is read (the
+version lives in ``mqwire.common.version``, where the clients read it too).
 """
 
-__version__ = "0.2.0"
+from typing import Any
 
 __all__ = ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from mqwire.common.version import __version__
+
+        return __version__
+    raise AttributeError(f"module 'mqwire' has no attribute {name!r}")

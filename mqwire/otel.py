@@ -46,9 +46,9 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("mqwire.otel needs OpenTelemetry: pip install 'mqwire[otel]'") from exc
 
-from mqwire import __version__
 from mqwire.common.errors import ConfigurationError
 from mqwire.common.stats import ClientStats, ConsumerStats, LatencyHistogram, ProducerStats
+from mqwire.common.version import __version__
 
 __all__ = ["Telemetry", "TracedConsumer", "TracedProducer", "extract_context", "inject_context"]
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mqwire import __version__
+from mqwire.common.version import __version__
 from mqwire.common.channel import Channel
 from mqwire.common.errors import (
     AuthenticationError,

@@ -12,7 +12,7 @@ import ssl as _ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from mqwire import __version__
+from mqwire.common.version import __version__
 from mqwire.common.affinity import Affinity
 from mqwire.common.errors import AuthenticationError, ConfigurationError, ConnectError, RetriableError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle

@@ -10,7 +10,7 @@ import secrets
 import socket
 import time
 
-from mqwire import __version__
+from mqwire.common.version import __version__
 from tubemqwire.protocol.messages import ipv4_to_int32
 
 CLIENT_NAME = "mqwire"
