@@ -7,8 +7,8 @@ import io
 import pytest
 
 from mqwire.cli import build_parser, main
-from mqwire.formats import InputRecord, Template, parse_header, read_records
-from mqwire.systems import Row, UsageError, consumer_group, system_of
+from mqwire.cli.formats import InputRecord, Template, parse_header, read_records
+from mqwire.cli.systems import Row, UsageError, consumer_group, system_of
 
 
 def test_lines_and_jsonl_and_raw() -> None:

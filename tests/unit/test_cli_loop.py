@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from mqwire import cli, commands
+from mqwire import cli
+from mqwire.cli import commands
 
 # Fails inside the command's coroutine, before any connection: the loop has started by then.
 FAILS_FAST = ["topics", "create", "kafka://127.0.0.1:9"]

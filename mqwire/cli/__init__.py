@@ -25,11 +25,11 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a venv wit
         name="rich",
     ) from None  # the one line that matters, without the chained traceback
 
-from mqwire import commands
+from mqwire.cli import commands
+from mqwire.cli.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header
+from mqwire.cli.systems import SECRET_VARIABLES, UnsupportedError, UsageError, configure
 from mqwire.common.errors import MqwireError
 from mqwire.connect_options import read_config
-from mqwire.formats import DEFAULT_TEMPLATE, INPUT_FORMATS, TEMPLATE_FIELDS, Template, parse_header
-from mqwire.systems import SECRET_VARIABLES, UnsupportedError, UsageError, configure
 
 log = logging.getLogger("mqwire.cli")
 

@@ -12,11 +12,10 @@ from typing import IO
 
 import kafkawire
 from kafkawire import TopicPartition
-from mqwire.common.contract import Producer, Receipt
-from mqwire.formats import InputRecord, Template, read_records
-from mqwire.progress import Meter
-from mqwire.stats_view import write_stats
-from mqwire.systems import (
+from mqwire.cli.formats import InputRecord, Template, read_records
+from mqwire.cli.progress import Meter
+from mqwire.cli.stats_view import write_stats
+from mqwire.cli.systems import (
     ConsumerReceiver,
     UnsupportedError,
     connect,
@@ -25,6 +24,7 @@ from mqwire.systems import (
     system_of,
     url_for,
 )
+from mqwire.common.contract import Producer, Receipt
 
 # Exit codes (documented in --help).
 OK, FAILED, USAGE, UNSUPPORTED, INCOMPLETE = 0, 1, 2, 3, 4

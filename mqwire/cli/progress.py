@@ -14,7 +14,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised in a venv wit
     if exc.name is None or exc.name.partition(".")[0] != "rich":
         raise
     raise ModuleNotFoundError(
-        "mqwire.progress needs the 'cli' extra (rich is not installed): pip install 'mqwire[cli]'", name="rich"
+        "mqwire.cli.progress needs the 'cli' extra (rich is not installed): pip install 'mqwire[cli]'", name="rich"
     ) from None  # the one line that matters, without the chained traceback
 
 

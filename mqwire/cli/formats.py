@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from mqwire.systems import Row, UsageError
+from mqwire.cli.systems import Row, UsageError
 
 INPUT_FORMATS = ("lines", "jsonl", "raw")
 DEFAULT_TEMPLATE = "{value}"
