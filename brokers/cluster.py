@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,12 +21,16 @@ from typing import Any, Protocol
 from mqwire.testing import classpath, procs
 from mqwire.testing.errors import BrokerError, BrokerStartError
 from mqwire.testing.java import find_java
+from mqwire.testing.kafka_cluster import KafkaClusterKind
 from mqwire.testing.launcher import STOP_TIMEOUT, start_timeout
 from mqwire.testing.net import wait_ports_free
+from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.paths import default_state_dir
 from mqwire.testing.plan import Plan, Spawner
 from mqwire.testing.procs import ProcSpec
+from mqwire.testing.pulsar_cluster import PulsarClusterKind
 from mqwire.testing.state import Record, StateDir, end
+from mqwire.testing.tubemq_cluster import TubeMQClusterKind
 
 
 class ClusterKind(Protocol):
@@ -53,11 +57,6 @@ def node_ports(plan: Plan, node: str) -> list[int]:
 
 
 def _kinds() -> dict[str, ClusterKind]:
-    # Imported here: each cluster module imports this one for ``node_ports``.
-    from mqwire.testing.kafka_cluster import KafkaClusterKind
-    from mqwire.testing.pulsar_cluster import PulsarClusterKind
-    from mqwire.testing.tubemq_cluster import TubeMQClusterKind
-
     return {
         "kafka-cluster": KafkaClusterKind(),
         "pulsar-cluster": PulsarClusterKind(),
@@ -244,7 +243,7 @@ class ClusterLauncher:
             else:
                 procs.kill(pid, spec.marker)
 
-        _each(end, reversed(record.plan.procs))
+        each_in_parallel(end, reversed(record.plan.procs))
 
     def stop(self, name: str, keep_data: bool = False) -> bool:
         """Stop every node and forget the cluster; False when it was not known."""
@@ -302,27 +301,8 @@ class ClusterLauncher:
 
     def _start_nodes(self, kind: ClusterKind, name: str, record: Record, nodes: list[str]) -> None:
         spawn = self._spawner(name, record)
-        _each(lambda node: kind.start_node(record.plan, node, spawn, self.timeout), nodes)
+        each_in_parallel(lambda node: kind.start_node(record.plan, node, spawn, self.timeout), nodes)
         self.state.save(name, record)
-
-
-def _each(work: Any, items: Iterable[Any]) -> None:
-    """Run ``work(item)`` for every item in a thread of its own; raise the first failure after all ended."""
-    errors: list[BaseException] = []
-
-    def run(item: Any) -> None:
-        try:
-            work(item)
-        except BaseException as err:
-            errors.append(err)
-
-    threads = [threading.Thread(target=run, args=(item,)) for item in items]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
 
 
 class RunningCluster:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from mqwire.testing import kafka_wire
-from mqwire.testing.cluster import _each
 from mqwire.testing.errors import BrokerStartError
 from mqwire.testing.kafka import MAIN_CLASS, STORAGE_TOOL
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
 from mqwire.testing.net import LOOPBACK, free_ports
+from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.plan import Plan, Spawner, marker
 from mqwire.testing.procs import ProcSpec, tail, wait_until
 
@@ -147,9 +147,9 @@ class KafkaClusterKind:
     def launch(self, plan: Plan, spawn: Spawner, fresh: bool, timeout: float) -> None:
         nodes = [spec.role for spec in plan.procs]
         if fresh:
-            _each(lambda node: self._format(plan, node), nodes)
+            each_in_parallel(lambda node: self._format(plan, node), nodes)
         # All at once: a controller quorum needs two of the three voters before any broker is ready.
-        _each(lambda node: self.start_node(plan, node, spawn, timeout), nodes)
+        each_in_parallel(lambda node: self.start_node(plan, node, spawn, timeout), nodes)
 
     def start_node(self, plan: Plan, node: str, spawn: Spawner, timeout: float) -> None:
         spec = plan.proc(node)

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from mqwire.testing import pulsar_admin, rest
-from mqwire.testing.cluster import _each
 from mqwire.testing.errors import BrokerStartError
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
 from mqwire.testing.net import LOOPBACK, free_ports, loopback_interface, port_is_open
+from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.plan import Plan, Spawner, marker
 from mqwire.testing.procs import ProcSpec, tail, wait_until
 from mqwire.testing.pulsar import JVM_FLAGS
@@ -203,7 +203,7 @@ class PulsarClusterKind:
             self._setup(plan)
         self.start_node(plan, "bookie", spawn, left())
         brokers = [s.role for s in plan.procs if s.role.startswith("broker-")]
-        _each(lambda node: self.start_node(plan, node, spawn, left()), brokers)
+        each_in_parallel(lambda node: self.start_node(plan, node, spawn, left()), brokers)
 
     def start_node(self, plan: Plan, node: str, spawn: Spawner, timeout: float) -> None:
         spec = plan.proc(node)

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from mqwire.testing import tubemq_admin
-from mqwire.testing.cluster import _each
 from mqwire.testing.errors import BrokerStartError
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
 from mqwire.testing.loopback import loopback_only, loopback_preload
 from mqwire.testing.net import LOOPBACK, free_ports
+from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.plan import Plan, Spawner, marker
 from mqwire.testing.procs import ProcSpec, wait_until
 from mqwire.testing.tubemq import _TEMPLATES, BROKER_CLASS, COMMON_FLAGS, MASTER_CLASS, MASTER_FLAGS, _ini
@@ -226,7 +226,9 @@ class TubeMQClusterKind:
         if fresh:
             # The founder first: the others need it to join the replication group.
             self.start_node(plan, masters[0], spawn, timeout)
-            _each(lambda node: self.start_node(plan, node, spawn, max(deadline - time.monotonic(), 1.0)), masters[1:])
+            each_in_parallel(
+                lambda node: self.start_node(plan, node, spawn, max(deadline - time.monotonic(), 1.0)), masters[1:]
+            )
             endpoint = self.endpoint(plan)
             admin = endpoint.admin_urls[endpoint.wait_active_master(max(deadline - time.monotonic(), 1.0))]
             token = str(plan.settings["auth_token"])
@@ -240,8 +242,10 @@ class TubeMQClusterKind:
                 for topic, partitions in plan.settings.get("topics", {}).items():
                     tubemq_admin.add_topic(admin, token, ident, topic, int(partitions))
         else:
-            _each(lambda node: self.start_node(plan, node, spawn, max(deadline - time.monotonic(), 1.0)), masters)
-        _each(
+            each_in_parallel(
+                lambda node: self.start_node(plan, node, spawn, max(deadline - time.monotonic(), 1.0)), masters
+            )
+        each_in_parallel(
             lambda node: self.start_node(plan, node, spawn, max(deadline - time.monotonic(), 1.0)),
             self._brokers(plan),
         )
