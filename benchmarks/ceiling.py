@@ -21,7 +21,7 @@ import time
 from collections import deque
 from urllib.parse import urlsplit
 
-from clients import BATCH_BYTES, Clock, Latencies, Pace
+from measure import BATCH_BYTES, Clock, Latencies, Pace
 
 from kafkawire.protocol.framing import decode_response, encode_request
 from kafkawire.protocol.messages import (

@@ -48,14 +48,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from clients import (  # noqa: E402
-    BROKER_PIDS_VARIABLE,
-    CONSUME_ONLY,
-    PRODUCE_ONLY,
-    UNPACED,
-    latency_bin_top,
-    tubemq_in_flight,
-)
+from clients import CONSUME_ONLY, PRODUCE_ONLY, UNPACED, tubemq_in_flight  # noqa: E402
+from measure import BROKER_PIDS_VARIABLE, latency_bin_top  # noqa: E402
 
 from mqwire.testing import classpath, pulsar_admin  # noqa: E402
 from mqwire.testing.java import find_java  # noqa: E402
@@ -106,7 +100,7 @@ class Row:
     p50_ms: float | None = None
     p99_ms: float | None = None
     round: int = 0
-    # Send-to-acknowledgement samples in logarithmic bins (clients.latency_bin): pooled over the rounds.
+    # Send-to-acknowledgement samples in logarithmic bins (measure.latency_bin): pooled over the rounds.
     latency_bins: dict[str, int] | None = None
     # The brokers' CPU time over the measured interval (the Python clients' runs), with the client's it says
     # whether the machine's cores or the broker set the pace.

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from clients import Clock, cpu_seconds, process_cpu_seconds
+from measure import Clock, cpu_seconds, process_cpu_seconds
 from suite import Row, broker_pids, medians
 
 TICK = 1 / os.sysconf("SC_CLK_TCK")

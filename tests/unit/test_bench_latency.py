@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from clients import LATENCY_BIN, Latencies
+from measure import LATENCY_BIN, Latencies
 from suite import Row, medians, pooled_percentile
 
 

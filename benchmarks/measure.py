@@ -1,0 +1,135 @@
+"""What every run of the suite is measured with: the batch settings the Python clients share, the clock
+(wall time, the client's CPU time and the brokers'), the send-to-acknowledgement latencies and the pace of
+fixed-rate runs. The produce and consume loops (clients.py) and the Kafka ceiling (ceiling.py) both use them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+LINGER_MS = 5
+BATCH_BYTES = 256 * 1024
+
+
+# The broker processes (their pids, comma-separated) whose CPU time the suite reports next to the client's.
+BROKER_PIDS_VARIABLE = "BENCH_BROKER_PIDS"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def broker_pids() -> list[int]:
+    return [int(pid) for pid in os.environ.get(BROKER_PIDS_VARIABLE, "").split(",") if pid]
+
+
+def process_cpu_seconds(pids: list[int]) -> float | None:
+    """User and system CPU time of the processes ``pids`` (all their threads), or None if one cannot be read."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                # After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            return None
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+@dataclass
+class Clock:
+    """The measured interval: from ``start()`` (the first call counts) to ``stop()``; the brokers' CPU time
+    over the same interval when the suite names their processes."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+    broker_cpu: float | None = None
+    seconds: float = 0.0
+    cpu_used: float = 0.0
+    broker_cpu_used: float | None = None
+    _started: bool = False
+    _brokers: list[int] = field(default_factory=broker_pids)
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self.wall, self.cpu = time.perf_counter(), cpu_seconds()
+            self.broker_cpu = process_cpu_seconds(self._brokers) if self._brokers else None
+
+    def stop(self) -> None:
+        self.start()
+        self.seconds = time.perf_counter() - self.wall
+        self.cpu_used = cpu_seconds() - self.cpu
+        if self.broker_cpu is not None:
+            now = process_cpu_seconds(self._brokers)
+            self.broker_cpu_used = None if now is None else now - self.broker_cpu
+
+
+@dataclass
+class Latencies:
+    """Send-to-acknowledgement times of every ``every``-th send, in seconds."""
+
+    every: int = 10
+    samples: list[float] = field(default_factory=list)
+
+    def track(self, index: int) -> Callable[..., None] | None:
+        """A callback to run on acknowledgement when send ``index`` is sampled, else None."""
+        if index % self.every:
+            return None
+        begun = time.perf_counter()
+        return lambda *_: self.samples.append(time.perf_counter() - begun)
+
+    def percentile(self, q: float) -> float | None:
+        if not self.samples:
+            return None
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def histogram(self) -> dict[str, int]:
+        """The samples counted in LATENCY_BIN-wide logarithmic bins (see ``latency_bin``), so that the suite
+        can take percentiles over every round's samples together without keeping each sample."""
+        counts: dict[str, int] = {}
+        for seconds in self.samples:
+            key = str(latency_bin(seconds * 1000))
+            counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+# Latency histograms: bin k holds samples from LATENCY_FLOOR_MS * LATENCY_BIN**k up to the next bin's start.
+LATENCY_FLOOR_MS = 0.01
+LATENCY_BIN = 1.02
+
+
+def latency_bin(ms: float) -> int:
+    """The histogram bin of a latency in milliseconds (everything under the floor is bin 0)."""
+    return max(0, int(math.log(max(ms, LATENCY_FLOOR_MS) / LATENCY_FLOOR_MS) / math.log(LATENCY_BIN)))
+
+
+def latency_bin_top(index: int) -> float:
+    """The upper edge (ms) of a histogram bin: a percentile read from bins is never under the true one."""
+    return LATENCY_FLOOR_MS * LATENCY_BIN ** (index + 1)
+
+
+class Pace:
+    """How many sends are due so far: all of them at saturation (no rate), else ``rate`` per second from the
+    first call on. Sends go out in the small bursts a timer-driven service makes (about a millisecond's worth)."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.rate = rate
+        self._begun = 0.0
+
+    def due(self, sent: int, count: int) -> int:
+        if self.rate is None:
+            return count
+        now = time.perf_counter()
+        if sent == 0 and not self._begun:
+            self._begun = now
+        return min(count, int((now - self._begun) * self.rate) + 1)
