@@ -29,9 +29,11 @@ proto: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m grpc_tools.protoc -I pulsarwire/protocol --python_out=pulsarwire/protocol --mypy_out=pulsarwire/protocol pulsarwire/protocol/*.proto
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m grpc_tools.protoc -I tubemqwire/protocol --python_out=tubemqwire/protocol --mypy_out=tubemqwire/protocol tubemqwire/protocol/*.proto
 
+# ruff, mypy strict, and the import contract of pyproject.toml's [tool.importlinter] (the layers call one way).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 unit: $(STAMP)
 	$(PY) -m pytest -m "not integration" --loop=$(TEST_LOOP) $(PYTEST_ARGS)
@@ -40,11 +42,12 @@ unit: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m sphinx -b html -q -W --keep-going docs build/docs
 
-# The whole suite: lint, types and the documentation, unit tests, then integration tests against real brokers
+# The whole suite: lint, types, the import contract and the documentation, unit tests, then integration tests against real brokers
 # started by the tests; every async test runs on asyncio's loop and again on uvloop (TEST_LOOP), in one session.
 test: $(STAMP) brokers-classpath docs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest --loop=$(TEST_LOOP) --durations=40 $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: the suite is broken" >&2; exit 1; fi; exit $$rc
 
