@@ -1,4 +1,4 @@
-"""Cluster administration: topics, partitions, records, configs, groups.
+"""Session administration: topics, partitions, records, configs, groups.
 
 Topic changes go to the controller named in the metadata (in KRaft clusters any broker forwards them).
 ``create_topics`` returns once the metadata shows a leader for every new partition, so a producer started
@@ -43,7 +43,7 @@ from mqwire.common.errors import ClosedError, RetriableError
 from mqwire.common.options import check_positive
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -157,14 +157,14 @@ class GroupDescription:
 class Admin:
     """Use as ``async with client.admin() as admin``."""
 
-    def __init__(self, client: Cluster, *, timeout_ms: float = 60_000) -> None:
-        self._cluster = client
+    def __init__(self, session: Session, *, timeout_ms: float = 60_000) -> None:
+        self._session = session
         self.timeout = check_positive("timeout_ms", timeout_ms) / 1000
         self._closed = False
 
     async def __aenter__(self) -> Admin:
         self._check_open()
-        self._cluster.adopt(self)
+        self._session.adopt(self)
         return self
 
     async def __aexit__(
@@ -177,30 +177,30 @@ class Admin:
         client's."""
         if not self._closed:
             self._closed = True
-            self._cluster.release(self)
+            self._session.release(self)
 
     def _check_open(self) -> None:
-        self._cluster.affinity.check()
+        self._session.affinity.check()
         if self._closed:
             raise ClosedError("admin is closed")
 
     async def _controller(self, body: Any) -> Any:
         """Send ``body`` to the controller, retrying (with fresh metadata) when it moved or was unreachable."""
         self._check_open()
-        backoff = self._cluster.new_backoff()
+        backoff = self._session.new_backoff()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         while True:
-            controller = self._cluster.metadata.controller_id
+            controller = self._session.metadata.controller_id
             try:
                 if controller < 0:
-                    return await self._cluster.request_any(body, timeout=self.timeout)
-                return await self._cluster.request(controller, body, timeout=self.timeout)
+                    return await self._session.request_any(body, timeout=self.timeout)
+                return await self._session.request(controller, body, timeout=self.timeout)
             except RetriableError:
                 if loop.time() > deadline:
                     raise
                 await asyncio.sleep(backoff.next_delay())
-                await self._cluster.refresh_metadata([])
+                await self._session.refresh_metadata([])
 
     # ---------------------------------------------------------------------------------- topics
     async def create_topic(
@@ -243,7 +243,7 @@ class Admin:
 
     async def _wait_for_leaders(self, names: list[str]) -> None:
         for name in names:
-            await self._cluster.partitions_for(name, timeout=self.timeout)
+            await self._session.partitions_for(name, timeout=self.timeout)
 
     async def delete_topics(self, names: Iterable[str]) -> None:
         """Delete topics by name; raises the first error after all were tried, and waits until they are gone."""
@@ -269,9 +269,9 @@ class Admin:
         gone = set(names)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
-        backoff = self._cluster.new_backoff()
+        backoff = self._session.new_backoff()
         while names and loop.time() < deadline:
-            response = await self._cluster.request_any(
+            response = await self._session.request_any(
                 MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=False)
             )
             names = {t.name for t in response.topics if t.error_code == 0 and t.name in names}
@@ -279,19 +279,19 @@ class Admin:
                 await asyncio.sleep(backoff.next_delay())
         for name in gone:
             # Forgotten without asking the broker: a Metadata request may auto-create the topic again.
-            self._cluster.metadata.forget_topic(name)
+            self._session.metadata.forget_topic(name)
 
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
         """The names of the cluster's topics, sorted."""
         self._check_open()
-        metadata = await self._cluster.refresh_metadata(None)
+        metadata = await self._session.refresh_metadata(None)
         return sorted(t for t in metadata.leaders if include_internal or t not in metadata.internal_topics)
 
     async def describe_topics(self, names: Iterable[str] | None = None) -> list[TopicDescription]:
         """Partitions, leaders and replicas of ``names`` (or every topic); unknown topics raise."""
         self._check_open()
         wanted = None if names is None else list(names)
-        response = await self._cluster.request_any(
+        response = await self._session.request_any(
             MetadataRequest(
                 topics=None if wanted is None else [MetadataRequestTopic(name=n) for n in wanted],
                 allow_auto_topic_creation=False,
@@ -330,23 +330,23 @@ class Admin:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         for name, count in new_totals.items():
-            while len(await self._cluster.partitions_for(name, timeout=self.timeout)) < count:
+            while len(await self._session.partitions_for(name, timeout=self.timeout)) < count:
                 if loop.time() > deadline:
                     raise errors.LeaderNotAvailableError(f"topic {name!r} did not reach {count} partitions in time")
-                await asyncio.sleep(self._cluster.retry_backoff)
+                await asyncio.sleep(self._session.retry_backoff)
 
     # ---------------------------------------------------------------------------------- cluster
     async def describe_cluster(self) -> ClusterDescription:
         """The cluster's id, controller and brokers (DescribeCluster, or the metadata on older brokers)."""
         self._check_open()
-        connection = await self._cluster.any_connection()
+        connection = await self._session.any_connection()
         if connection.offers(DESCRIBE_CLUSTER_KEY):
             response = await connection.request(DescribeClusterRequest())
             if response.error_code:
                 raise errors.error_for(response.error_code, response.error_message)
             brokers = [BrokerNode(b.broker_id, b.host, b.port, b.rack) for b in response.brokers]
             return ClusterDescription(response.cluster_id, response.controller_id, sorted(brokers, key=_node_id))
-        metadata = await self._cluster.refresh_metadata([])
+        metadata = await self._session.refresh_metadata([])
         return ClusterDescription(
             metadata.cluster_id, metadata.controller_id, sorted(metadata.brokers.values(), key=_node_id)
         )
@@ -374,9 +374,9 @@ class Admin:
         for target, requested in by_target.items():
             body = DescribeConfigsRequest(resources=requested)
             if target is None:
-                response = await self._cluster.request_any(body)
+                response = await self._session.request_any(body)
             else:
-                response = await self._cluster.request(target, body)
+                response = await self._session.request(target, body)
             for result in response.results:
                 if result.error_code:
                     raise errors.error_for(result.error_code, result.error_message or result.resource_name)
@@ -409,17 +409,17 @@ class Admin:
         if isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError("isolation_level must be 'read_uncommitted' or 'read_committed'")
         return await list_offsets(
-            self._cluster, converted, isolation_level=1 if isolation_level == "read_committed" else 0
+            self._session, converted, isolation_level=1 if isolation_level == "read_committed" else 0
         )
 
     async def delete_records(self, before: Mapping[TopicPartition | tuple[str, int], int]) -> dict[TopicPartition, int]:
         """Delete records before the given offsets (-1: the high watermark); returns the new low watermarks."""
         self._check_open()
         wanted = {TopicPartition(*tp): offset for tp, offset in before.items()}
-        await self._cluster.refresh_metadata({tp.topic for tp in wanted})
+        await self._session.refresh_metadata({tp.topic for tp in wanted})
         by_leader: dict[int, dict[str, list[DeleteRecordsPartition]]] = {}
         for tp, offset in wanted.items():
-            leader = self._cluster.metadata.leader_id(*tp)
+            leader = self._session.metadata.leader_id(*tp)
             if leader < 0:
                 raise errors.LeaderNotAvailableError(f"no leader for {tp.topic}-{tp.partition}")
             by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
@@ -431,7 +431,7 @@ class Admin:
                 topics=[DeleteRecordsTopic(name=name, partitions=parts) for name, parts in topics.items()],
                 timeout_ms=int(self.timeout * 1000),
             )
-            response = await self._cluster.request(leader, body, timeout=self.timeout)
+            response = await self._session.request(leader, body, timeout=self.timeout)
             for topic in response.topics:
                 for partition in topic.partitions:
                     if partition.error_code:
@@ -443,10 +443,10 @@ class Admin:
     async def list_groups(self) -> list[GroupListing]:
         """Groups known to every broker (each coordinates some of them)."""
         self._check_open()
-        await self._cluster.refresh_metadata([])
+        await self._session.refresh_metadata([])
         listings: dict[str, GroupListing] = {}
-        for node in list(self._cluster.metadata.brokers):
-            response = await self._cluster.request(node, ListGroupsRequest())
+        for node in list(self._session.metadata.brokers):
+            response = await self._session.request(node, ListGroupsRequest())
             if response.error_code:
                 raise errors.error_for(response.error_code, f"list groups at broker {node}")
             for g in response.groups:
@@ -458,12 +458,12 @@ class Admin:
         self._check_open()
         out = []
         for group in group_ids:
-            out += await self._cluster.with_coordinator(group, partial(self._describe_group, group))
+            out += await self._session.with_coordinator(group, partial(self._describe_group, group))
         return out
 
     async def _describe_group(self, group: str) -> list[GroupDescription]:
-        response = await self._cluster.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
-        coordinator = await self._cluster.coordinator(group)  # the node just asked, remembered
+        response = await self._session.request_coordinator(group, DescribeGroupsRequest(groups=[group]))
+        coordinator = await self._session.coordinator(group)  # the node just asked, remembered
         out = []
         for g in response.groups:
             if g.error_code:
@@ -481,21 +481,21 @@ class Admin:
     ) -> dict[TopicPartition, int | None]:
         """The offsets ``group`` committed for ``partitions`` (None where it committed none)."""
         self._check_open()
-        found = await fetch_committed(self._cluster, group, [TopicPartition(*tp) for tp in partitions])
+        found = await fetch_committed(self._session, group, [TopicPartition(*tp) for tp in partitions])
         return {tp: None if v is None else v.offset for tp, v in found.items()}
 
     # ---------------------------------------------------------------------------------- share groups
     async def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
         """State, epoch and members (with their assignments) of each share group in ``group_ids``."""
         self._check_open()
-        return await share_admin.describe_share_groups(self._cluster, group_ids)
+        return await share_admin.describe_share_groups(self._session, group_ids)
 
     async def list_share_group_offsets(
         self, group: str, topics: Mapping[str, Iterable[int]] | None = None
     ) -> dict[TopicPartition, int | None]:
         """The start offsets of share group ``group`` (in ``topics``: name -> partitions; None: all it has)."""
         self._check_open()
-        return await share_admin.list_share_group_offsets(self._cluster, group, topics)
+        return await share_admin.list_share_group_offsets(self._session, group, topics)
 
     async def alter_share_group_offsets(
         self, group: str, offsets: Mapping[TopicPartition | tuple[str, int], int]
@@ -503,18 +503,18 @@ class Admin:
         """Set the start offsets of share group ``group``, which must have no members."""
         self._check_open()
         await share_admin.alter_share_group_offsets(
-            self._cluster, group, {TopicPartition(*tp): offset for tp, offset in offsets.items()}
+            self._session, group, {TopicPartition(*tp): offset for tp, offset in offsets.items()}
         )
 
     async def delete_share_group_offsets(self, group: str, topics: Iterable[str]) -> None:
         """Forget share group ``group``'s state in ``topics`` (no members allowed)."""
         self._check_open()
-        await share_admin.delete_share_group_offsets(self._cluster, group, topics)
+        await share_admin.delete_share_group_offsets(self._session, group, topics)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
         """Delete groups that have no members: consumer groups and share groups alike."""
         self._check_open()
-        await share_admin.delete_groups(self._cluster, group_ids)
+        await share_admin.delete_groups(self._session, group_ids)
 
 
 def _node_id(node: BrokerNode) -> int:

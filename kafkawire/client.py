@@ -1,6 +1,6 @@
 """The public Kafka client: ``connect(url, ...)`` and the factories of producers, consumers and admins.
 
-A ``Client`` is a thin face over a ``Cluster`` (``kafkawire.cluster``), the session that holds the
+A ``Client`` is a thin face over a ``Session`` (``kafkawire.session``), the session that holds the
 connections, the metadata and the coordinators. Every option is declared (``ClientOptions``,
 ``ProducerOptions``, ``ConsumerOptions``), so a misspelled one is a type error in the caller's code and a
 ``ConfigurationError`` naming it at run time.
@@ -17,11 +17,11 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypedDict, TypeVar, Unpack
 
 from kafkawire.admin import Admin
-from kafkawire.cluster import Cluster
 from kafkawire.consumer import Consumer, PartitionsCallback, PartitionSpec
 from kafkawire.metadata import ClusterMetadata
 from kafkawire.producer import Partitioner, Producer
 from kafkawire.sasl import TokenProvider
+from kafkawire.session import Session
 from kafkawire.share.consumer import AcknowledgementMode, AcquireMode, ShareConsumer
 from mqwire.common.contract import Deserializer, Serializer, Start
 from mqwire.common.errors import ConfigurationError
@@ -334,7 +334,7 @@ class Client:
     """A Kafka cluster. Use ``async with kafkawire.connect(url) as client``."""
 
     def __init__(self, url: str, **options: Unpack[ClientOptions]) -> None:
-        self._cluster = _build(Cluster, "connect", url, **options)
+        self._session = _build(Session, "connect", url, **options)
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -348,60 +348,60 @@ class Client:
     @property
     def closed(self) -> bool:
         """Whether ``close`` has begun."""
-        return self._cluster.closed
+        return self._session.closed
 
     @property
     def client_id(self) -> str:
         """The ``client_id`` sent with every request."""
-        return self._cluster.client_id
+        return self._session.client_id
 
     @property
     def metadata(self) -> ClusterMetadata:
         """What the client knows of the cluster: brokers, topics, partitions and their leaders."""
-        return self._cluster.metadata
+        return self._session.metadata
 
     async def start(self) -> None:
         """Connect to a bootstrap server and load the cluster metadata."""
-        self._cluster.affinity.check_connect()
-        await self._cluster.start()
+        self._session.affinity.check_connect()
+        await self._session.start()
 
     async def close(self) -> None:
         """Close the producers, consumers and admins made by this client (producers flush), then the connections.
 
         In a process forked after the client was made it does nothing: the connections are the parent's."""
-        if not self._cluster.affinity.may_close():
+        if not self._session.affinity.may_close():
             return
-        await self._cluster.close()
+        await self._session.close()
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
         """Reload metadata for ``topics`` (None: every topic; []: brokers only)."""
-        self._cluster.affinity.check()
-        return await self._cluster.refresh_metadata(topics)
+        self._session.affinity.check()
+        return await self._session.refresh_metadata(topics)
 
     async def partitions_for(self, topic: str) -> list[int]:
         """The partition ids of ``topic`` (waiting, bounded, while a new topic gets its leaders)."""
-        self._cluster.affinity.check()
-        return await self._cluster.partitions_for(topic)
+        self._session.affinity.check()
+        return await self._session.partitions_for(topic)
 
     def stats(self) -> ClientStats:
         """Connections, reconnects and errors, with the stats of each producer and consumer open now."""
-        return self._cluster.stats()
+        return self._session.stats()
 
     def producer(self, topic: str | None = None, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A producer to ``topic`` (or to the ``topic=`` of each send); start it with ``async with``.
 
         The options are those of ``ProducerOptions``.
         """
-        self._cluster.affinity.check()
-        return _build(Producer, "producer", self._cluster, topic, **options)
+        self._session.affinity.check()
+        return _build(Producer, "producer", self._session, topic, **options)
 
     def consumer(self, topics: str | Iterable[str] = (), /, **options: Unpack[ConsumerOptions]) -> Consumer:
         """A consumer of ``topics`` (or of a ``pattern=``, or of ``partitions=``); start it with ``async with``.
 
         The options are those of ``ConsumerOptions``.
         """
-        self._cluster.affinity.check()
-        return _build(Consumer, "consumer", self._cluster, topics, **options)
+        self._session.affinity.check()
+        return _build(Consumer, "consumer", self._session, topics, **options)
 
     def share_consumer(self, topics: str | Iterable[str], /, **options: Unpack[ShareConsumerOptions]) -> ShareConsumer:
         """A member of the share group ``group=`` reading ``topics`` (KIP-932); start it with ``async with``.
@@ -410,19 +410,19 @@ class Client:
         """
         if "group" not in options:
             raise ConfigurationError("share_consumer: the group option is required")
-        self._cluster.affinity.check()
-        return _build(ShareConsumer, "share_consumer", self._cluster, topics, **options)
+        self._session.affinity.check()
+        return _build(ShareConsumer, "share_consumer", self._session, topics, **options)
 
     def admin(self, **options: Unpack[AdminOptions]) -> Admin:
         """The administration client (topics, configs, groups); use it with ``async with``.
 
         The options are those of ``AdminOptions``.
         """
-        self._cluster.affinity.check()
-        return _build(Admin, "admin", self._cluster, **options)
+        self._session.affinity.check()
+        return _build(Admin, "admin", self._session, **options)
 
     def __repr__(self) -> str:
-        return f"Client(client_id={self._cluster.client_id!r})"
+        return f"Client(client_id={self._session.client_id!r})"
 
 
 def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:

@@ -49,7 +49,7 @@ from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerStats, PartitionLag
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Consumer:
 
     def __init__(
         self,
-        client: Cluster,
+        session: Session,
         topics: str | Iterable[str] = (),
         *,
         group: str | None = None,
@@ -105,7 +105,7 @@ class Consumer:
         on_revoked: PartitionsCallback | None = None,
         on_lost: PartitionsCallback | None = None,
     ) -> None:
-        self._cluster = client
+        self._session = session
         self.topics = _topics(topics)
         if group is not None and (not isinstance(group, str) or not group):
             raise TypeError("option group must be a non-empty str or None")
@@ -141,8 +141,8 @@ class Consumer:
             isolation_level=isolation,
             reset=self.start_from,
             check_crcs=check_bool("check_crcs", check_crcs),
-            request_timeout=client.request_timeout,
-            retry_backoff=client.retry_backoff,
+            request_timeout=session.request_timeout,
+            retry_backoff=session.retry_backoff,
             max_decompressed_bytes=check_int_range(
                 "fetch_max_decompressed_bytes", fetch_max_decompressed_bytes, 1, INT32_MAX
             ),
@@ -182,7 +182,7 @@ class Consumer:
         self._plain = False
         self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
         self._states: dict[TopicPartition, PartitionState] = {}
-        self._fetcher = Fetcher(client, self._states, self._queue, self._config)
+        self._fetcher = Fetcher(session, self._states, self._queue, self._config)
         self._acked: dict[TopicPartition, OffsetAndMetadata] = {}
         self._committed: dict[TopicPartition, OffsetAndMetadata] = {}
         # Records delivered through the deserializing gate (the queue tracks them itself otherwise).
@@ -194,7 +194,7 @@ class Consumer:
         self._failure: BaseException | None = None
         self._subscribing: asyncio.Lock | None = None
         self._lifecycle = Lifecycle("kafka consumer")
-        self._affinity = client.affinity
+        self._affinity = session.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Self:
@@ -216,7 +216,7 @@ class Consumer:
             raise
 
     async def _start(self) -> None:
-        self._cluster.adopt(self)
+        self._session.adopt(self)
         self._fetcher.start()
         await self._apply_subscription()
         if self.enable_auto_commit:
@@ -248,9 +248,9 @@ class Consumer:
                     await self._commit(self._auto_offsets())
             except MqwireError as exc:
                 log.warning("final commit for group %r failed: %s", self.group, exc)
-        self._cluster.untrack(self._tracked)
+        self._session.untrack(self._tracked)
         self._tracked = []
-        self._cluster.release(self)
+        self._session.release(self)
 
     @property
     def closed(self) -> bool:
@@ -320,7 +320,7 @@ class Consumer:
                     log.warning("commit for group %r failed: %s", self.group, exc)
             for tp in list(self._states):
                 self._forget(tp)
-        self._cluster.untrack(self._tracked)
+        self._session.untrack(self._tracked)
         self._tracked = []
 
     async def _take_up(self) -> None:
@@ -330,7 +330,7 @@ class Consumer:
         else:
             topics = list(self.topics)
         self._tracked = topics
-        self._cluster.track(topics)
+        self._session.track(topics)
         if self.group is not None and self._requested is None:
             if topics or self._pattern is not None:
                 self._membership = self._new_membership(self.group, topics)
@@ -351,7 +351,7 @@ class Consumer:
         added = {tp: PartitionState(tp, reset=self.start_from) for tp in assignment if tp not in self._states}
         if self.group is not None and added:
             committed = await fetch_committed(
-                self._cluster, self.group, list(added), require_stable=self._config.isolation_level == READ_COMMITTED
+                self._session, self.group, list(added), require_stable=self._config.isolation_level == READ_COMMITTED
             )
             for tp, value in committed.items():
                 if value is not None and tp in added:
@@ -365,7 +365,7 @@ class Consumer:
         if self._group_protocol == "consumer":
             # KIP-848: the broker assigns (and, for a pattern, matches topics); the member heartbeats and follows.
             return HeartbeatMembership(
-                self._cluster,
+                self._session,
                 group,
                 topics,
                 pattern=None if self._pattern is None else self._pattern.pattern,
@@ -379,7 +379,7 @@ class Consumer:
                 poll_watch=self._poll_watch,
             )
         return GroupMembership(
-            self._cluster,
+            self._session,
             group,
             topics,
             self._assignors,
@@ -396,13 +396,13 @@ class Consumer:
 
     async def _matching_topics(self) -> list[str]:
         assert self._pattern is not None
-        metadata = await self._cluster.refresh_metadata(None)
+        metadata = await self._session.refresh_metadata(None)
         return sorted(t for t in metadata.topic_names.values() if self._pattern.fullmatch(t))
 
     async def _watch_pattern(self, pattern: re.Pattern[str]) -> None:
         """Follow the topics matching ``pattern`` as they are created and deleted (every ``metadata_max_age_ms``)."""
         while self._pattern is pattern:
-            await asyncio.sleep(self._cluster.metadata_max_age)
+            await asyncio.sleep(self._session.metadata_max_age)
             if self._pattern is not pattern:
                 return
             try:
@@ -413,9 +413,9 @@ class Consumer:
             if topics == self._tracked:
                 continue
             log.info("pattern subscription %r now matches %s", pattern.pattern, topics)
-            self._cluster.untrack(self._tracked)
+            self._session.untrack(self._tracked)
             self._tracked = topics
-            self._cluster.track(topics)
+            self._session.track(topics)
             membership = self._membership
             if isinstance(membership, GroupMembership):
                 membership.set_topics(topics)
@@ -425,7 +425,7 @@ class Consumer:
     async def _all_partitions(self, topics: Iterable[str]) -> list[TopicPartition]:
         found: list[TopicPartition] = []
         for topic in topics:
-            found.extend(TopicPartition(topic, p) for p in await self._cluster.partitions_for(topic))
+            found.extend(TopicPartition(topic, p) for p in await self._session.partitions_for(topic))
         return found
 
     def _fail(self, error: BaseException) -> None:
@@ -568,7 +568,7 @@ class Consumer:
             if watch is not None:
                 watch.waiting -= 1
             # The poll's idle time, for client telemetry's poll idle ratio.
-            self._cluster.measures.poll_idle += time.monotonic() - began
+            self._session.measures.poll_idle += time.monotonic() - began
 
     def _check_open(self) -> None:
         self._lifecycle.check_open()
@@ -616,7 +616,7 @@ class Consumer:
         if self.group is None:
             raise ConfigurationError("seek_to_committed needs a consumer created with group=")
         states = self._states_of(tps)
-        found = await fetch_committed(self._cluster, self.group, [state.tp for state in states])
+        found = await fetch_committed(self._session, self.group, [state.tp for state in states])
         result: dict[TopicPartition, int | None] = {}
         for state in states:
             value = found.get(state.tp)
@@ -638,7 +638,7 @@ class Consumer:
                 raise ValueError(f"timestamp for {tp} must be non-negative milliseconds, got {timestamp!r}")
             specs[TopicPartition(*tp)] = timestamp
         isolation = ISOLATION_LEVELS[self.isolation_level]
-        found = await list_offsets(self._cluster, specs, isolation_level=isolation)
+        found = await list_offsets(self._session, specs, isolation_level=isolation)
         return {tp: None if found[tp].offset < 0 else found[tp] for tp in specs}
 
     async def seek_to_timestamp(self, timestamp_ms: int, *tps: TopicPartition | tuple[str, int]) -> None:
@@ -765,8 +765,8 @@ class Consumer:
         if self._membership is not None and self._membership.member_id:
             await self._commit_as_member(changed)
         else:
-            await commit_offsets(self._cluster, self.group, changed)
-        self._cluster.measures.commit_latency.observe(time.monotonic() - began)
+            await commit_offsets(self._session, self.group, changed)
+        self._session.measures.commit_latency.observe(time.monotonic() - began)
         self._committed.update(changed)
 
     async def _commit_as_member(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
@@ -775,12 +775,12 @@ class Consumer:
         new epoch, as the Java consumer does, until the request timeout."""
         assert self.group is not None and self._membership is not None
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._cluster.request_timeout
+        deadline = loop.time() + self._session.request_timeout
         while True:
             member = self._membership.metadata
             try:
                 await commit_offsets(
-                    self._cluster, self.group, offsets, generation=member.generation_id, member_id=member.member_id,
+                    self._session, self.group, offsets, generation=member.generation_id, member_id=member.member_id,
                     group_instance_id=member.group_instance_id,
                 )
                 return
@@ -796,7 +796,7 @@ class Consumer:
         self._affinity.check()
         if self.group is None:
             raise ConfigurationError("committed needs a consumer created with group=")
-        found = await fetch_committed(self._cluster, self.group, [TopicPartition(*tp)])
+        found = await fetch_committed(self._session, self.group, [TopicPartition(*tp)])
         value = found.get(TopicPartition(*tp))
         return None if value is None else value.offset
 

@@ -44,7 +44,7 @@ from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError,
 from mqwire.common.stats import ConsumerCounters
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -303,9 +303,9 @@ def batches_to_messages(
 
 class Fetcher:
     def __init__(
-        self, client: Cluster, states: dict[TopicPartition, PartitionState], queue: RecordQueue, config: FetchConfig
+        self, session: Session, states: dict[TopicPartition, PartitionState], queue: RecordQueue, config: FetchConfig
     ) -> None:
-        self.client = client
+        self.session = session
         self.states = states
         self.queue = queue
         self.config = config
@@ -337,7 +337,7 @@ class Fetcher:
 
     # ---------------------------------------------------------------------------------- supervisor
     async def _supervise(self) -> None:
-        backoff = self.client.new_backoff()
+        backoff = self.session.new_backoff()
         while not self._closed:
             self.waker.clear()
             trouble = False
@@ -368,7 +368,7 @@ class Fetcher:
         if not pending:
             return False
         specs = {tp: EARLIEST if how == "earliest" else LATEST for tp, how in pending.items()}
-        found = await list_offsets(self.client, specs, isolation_level=self.config.isolation_level)
+        found = await list_offsets(self.session, specs, isolation_level=self.config.isolation_level)
         for tp, value in found.items():
             state = self.states.get(tp)
             if state is not None and state.reset == pending[tp]:
@@ -378,11 +378,11 @@ class Fetcher:
         return any(state.reset is not None for state in self.states.values())
 
     async def _update_leaders(self) -> bool:
-        metadata = self.client.metadata
+        metadata = self.session.metadata
         # A partition whose fetch failed (leader = -1) asks for fresh metadata too: the leader may have moved.
         missing = [s for s in self.states.values() if s.leader < 0 or metadata.leader_id(*s.tp) < 0]
         if missing:
-            await self.client.refresh_metadata({s.tp.topic for s in self.states.values()})
+            await self.session.refresh_metadata({s.tp.topic for s in self.states.values()})
         lost = False
         for state in self.states.values():
             state.leader = metadata.leader_id(*state.tp)
@@ -424,8 +424,8 @@ class Fetcher:
         config = self.config
         connection = None
         try:
-            connection = await self.client.connection(node)
-            metadata = self.client.metadata
+            connection = await self.session.connection(node)
+            metadata = self.session.metadata
             version = connection.version_for(FETCH_KEY)
             if version > FETCH_BY_NAME_MAX and any(metadata.topic_id(s.tp.topic) is None for s in partitions):
                 version = connection.version_for(FETCH_KEY, at_most=FETCH_BY_NAME_MAX)
@@ -436,12 +436,12 @@ class Fetcher:
             response = await connection.request(
                 body, version=version, timeout=config.request_timeout + config.max_wait_ms / 1000
             )
-            self.client.measures.fetch_request(node, time.monotonic() - began)
+            self.session.measures.fetch_request(node, time.monotonic() - began)
         except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
             log.debug("fetch from broker %d failed: %s", node, exc)
             self.counters.error(exc)
             if connection is not None:
-                self.client.discard(connection, exc)
+                self.session.discard(connection, exc)
             self._lose_leader(partitions)
             return False
         if response.error_code:
@@ -454,7 +454,7 @@ class Fetcher:
 
     def _request(self, partitions: list[PartitionState], version: int) -> FetchRequest:
         config = self.config
-        metadata = self.client.metadata
+        metadata = self.session.metadata
         by_topic: dict[str, list[FetchPartition]] = {}
         for state in partitions:
             assert state.position is not None
@@ -483,7 +483,7 @@ class Fetcher:
         )
 
     def _handle_response(self, response: Any, sent: dict[TopicPartition, tuple[int, int | None]]) -> bool:
-        names = self.client.metadata.topic_names
+        names = self.session.metadata.topic_names
         read_committed = self.config.isolation_level == READ_COMMITTED
         budget = DecompressionBudget(self.config.max_decompressed_bytes)
         healthy = True
@@ -535,7 +535,7 @@ class Fetcher:
                     counters.batches += 1
                 self.queue.put(tp, messages)
         if stale:
-            self.client.request_update(stale)
+            self.session.request_update(stale)
             self.waker.wake()
         return healthy
 
@@ -579,7 +579,7 @@ class Fetcher:
             return True
         if error.retriable or error.refresh_metadata:
             state.leader = -1
-            self.client.metadata.forget_leader(*state.tp)
+            self.session.metadata.forget_leader(*state.tp)
             stale.add(state.tp.topic)
             return False
         state.failed = True

@@ -1,5 +1,5 @@
 """Offsets: log offsets from partition leaders (ListOffsets) and a group's committed offsets (OffsetFetch,
-OffsetCommit at its coordinator). Shared by the consumer and the admin client.
+OffsetCommit at its coordinator). Shared by the consumer and the admin session.
 
 Each function retries what a retry can fix (leader moved, coordinator moved or loading) within the
 client's request timeout, and raises the named Kafka error otherwise.
@@ -30,7 +30,7 @@ from kafkawire.protocol.messages import (
 from mqwire.common.errors import ConnectError, ConnectionLostError, RequestTimeoutError, RetriableError
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +71,11 @@ class OffsetAndMetadata:
     leader_epoch: int | None = None
 
 
-async def _retrying(client: Cluster, what: str, attempt: Callable[[], Any]) -> T:
+async def _retrying(session: Session, what: str, attempt: Callable[[], Any]) -> T:
     """Run ``attempt`` until it returns, retrying retriable errors with backoff within the request timeout."""
-    backoff = client.new_backoff()
+    backoff = session.new_backoff()
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + client.request_timeout
+    deadline = loop.time() + session.request_timeout
     while True:
         try:
             result: T = await attempt()
@@ -89,7 +89,7 @@ async def _retrying(client: Cluster, what: str, attempt: Callable[[], Any]) -> T
 
 # ------------------------------------------------------------------------------------ list offsets
 async def list_offsets(
-    client: Cluster, specs: Mapping[TopicPartition, int], *, isolation_level: int = READ_UNCOMMITTED
+    session: Session, specs: Mapping[TopicPartition, int], *, isolation_level: int = READ_UNCOMMITTED
 ) -> dict[TopicPartition, OffsetAndTimestamp]:
     """For each partition, the offset for a timestamp spec: EARLIEST, LATEST, MAX_TIMESTAMP or a time in ms.
 
@@ -99,23 +99,23 @@ async def list_offsets(
     remaining = dict(specs)
 
     async def attempt() -> dict[TopicPartition, OffsetAndTimestamp]:
-        await _list_offsets_once(client, remaining, result, isolation_level)
+        await _list_offsets_once(session, remaining, result, isolation_level)
         return result
 
-    return await _retrying(client, "ListOffsets", attempt)
+    return await _retrying(session, "ListOffsets", attempt)
 
 
 async def _list_offsets_once(
-    client: Cluster,
+    session: Session,
     remaining: dict[TopicPartition, int],
     result: dict[TopicPartition, OffsetAndTimestamp],
     isolation_level: int,
 ) -> None:
-    metadata = client.metadata
+    metadata = session.metadata
     by_leader: dict[int, list[TopicPartition]] = {}
     unknown = [tp for tp in remaining if metadata.leader_id(*tp) < 0]
     if unknown:
-        await client.refresh_metadata({tp.topic for tp in remaining})
+        await session.refresh_metadata({tp.topic for tp in remaining})
     for tp in remaining:
         node = metadata.leader_id(*tp)
         if node < 0:
@@ -123,7 +123,7 @@ async def _list_offsets_once(
         by_leader.setdefault(node, []).append(tp)
     failures: list[errors.KafkaError] = []
     results = await asyncio.gather(
-        *(_list_offsets_at(client, node, tps, remaining, isolation_level) for node, tps in by_leader.items()),
+        *(_list_offsets_at(session, node, tps, remaining, isolation_level) for node, tps in by_leader.items()),
         return_exceptions=True,
     )
     for outcome in results:
@@ -145,9 +145,9 @@ async def _list_offsets_once(
 
 
 async def _list_offsets_at(
-    client: Cluster, node: int, tps: list[TopicPartition], specs: Mapping[TopicPartition, int], isolation_level: int
+    session: Session, node: int, tps: list[TopicPartition], specs: Mapping[TopicPartition, int], isolation_level: int
 ) -> dict[TopicPartition, OffsetAndTimestamp | errors.KafkaError]:
-    metadata = client.metadata
+    metadata = session.metadata
     by_topic: dict[str, list[ListOffsetsPartition]] = {}
     for tp in tps:
         by_topic.setdefault(tp.topic, []).append(
@@ -161,9 +161,9 @@ async def _list_offsets_at(
         replica_id=-1,
         isolation_level=isolation_level,
         topics=[ListOffsetsTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
-        timeout_ms=int(client.request_timeout * 1000),
+        timeout_ms=int(session.request_timeout * 1000),
     )
-    response = await client.request(node, body)
+    response = await session.request(node, body)
     out: dict[TopicPartition, OffsetAndTimestamp | errors.KafkaError] = {}
     for topic in response.topics:
         for partition in topic.partitions:
@@ -178,23 +178,23 @@ async def _list_offsets_at(
 
 # ---------------------------------------------------------------------------------- group offsets
 async def fetch_committed(
-    client: Cluster, group: str, partitions: Iterable[TopicPartition], *, require_stable: bool = False
+    session: Session, group: str, partitions: Iterable[TopicPartition], *, require_stable: bool = False
 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
     """The offsets ``group`` committed for ``partitions`` (None where nothing was committed)."""
     wanted = sorted(set(partitions))
 
     async def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
-        return await _fetch_committed_once(client, group, wanted, require_stable)
+        return await _fetch_committed_once(session, group, wanted, require_stable)
 
-    return await _retrying(client, f"OffsetFetch for group {group!r}", attempt)
+    return await _retrying(session, f"OffsetFetch for group {group!r}", attempt)
 
 
 async def _fetch_committed_once(
-    client: Cluster, group: str, wanted: list[TopicPartition], require_stable: bool
+    session: Session, group: str, wanted: list[TopicPartition], require_stable: bool
 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-    node = await client.coordinator(group)
-    connection = await _coordinator_connection(client, group, node)
-    metadata = client.metadata
+    node = await session.coordinator(group)
+    connection = await _coordinator_connection(session, group, node)
+    metadata = session.metadata
     version = connection.version_for(OFFSET_FETCH_KEY)
     if version > OFFSET_FETCH_BY_NAME_MAX and any(metadata.topic_id(tp.topic) is None for tp in wanted):
         version = connection.version_for(OFFSET_FETCH_KEY, at_most=OFFSET_FETCH_BY_NAME_MAX)
@@ -215,7 +215,7 @@ async def _fetch_committed_once(
             topics=[OffsetFetchRequestTopic(name=name, partition_indexes=p) for name, p in by_topic.items()],
             require_stable=require_stable,
         )
-    response = await _coordinator_request(client, group, node, connection, body, version)
+    response = await _coordinator_request(session, group, node, connection, body, version)
     if version >= OFFSET_FETCH_GROUPS_MIN:
         found = next((g for g in response.groups if g.group_id == group), None)
         if found is None:
@@ -223,13 +223,13 @@ async def _fetch_committed_once(
         group_code, topics_out = found.error_code, found.topics
     else:
         group_code, topics_out = response.error_code, response.topics
-    _check_coordinator_error(client, group, group_code)
+    _check_coordinator_error(session, group, group_code)
     result: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in wanted}
     for topic in topics_out:
         name = topic.name or metadata.topic_names.get(getattr(topic, "topic_id", ZERO_UUID), "")
         for partition in topic.partitions:
             tp = TopicPartition(name, partition.partition_index)
-            _check_coordinator_error(client, group, partition.error_code)
+            _check_coordinator_error(session, group, partition.error_code)
             if partition.committed_offset >= 0:
                 epoch = partition.committed_leader_epoch if partition.committed_leader_epoch >= 0 else None
                 result[tp] = OffsetAndMetadata(partition.committed_offset, partition.metadata or "", epoch)
@@ -237,7 +237,7 @@ async def _fetch_committed_once(
 
 
 async def commit_offsets(
-    client: Cluster,
+    session: Session,
     group: str,
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
     *,
@@ -251,22 +251,22 @@ async def commit_offsets(
         return
 
     async def attempt() -> None:
-        await _commit_once(client, group, offsets, generation, member_id, group_instance_id)
+        await _commit_once(session, group, offsets, generation, member_id, group_instance_id)
 
-    await _retrying(client, f"OffsetCommit for group {group!r}", attempt)
+    await _retrying(session, f"OffsetCommit for group {group!r}", attempt)
 
 
 async def _commit_once(
-    client: Cluster,
+    session: Session,
     group: str,
     offsets: Mapping[TopicPartition, OffsetAndMetadata],
     generation: int,
     member_id: str,
     group_instance_id: str | None,
 ) -> None:
-    node = await client.coordinator(group)
-    connection = await _coordinator_connection(client, group, node)
-    metadata = client.metadata
+    node = await session.coordinator(group)
+    connection = await _coordinator_connection(session, group, node)
+    metadata = session.metadata
     version = connection.version_for(OFFSET_COMMIT_KEY)
     if version > OFFSET_COMMIT_BY_NAME_MAX and any(metadata.topic_id(tp.topic) is None for tp in offsets):
         version = connection.version_for(OFFSET_COMMIT_KEY, at_most=OFFSET_COMMIT_BY_NAME_MAX)
@@ -290,42 +290,42 @@ async def _commit_once(
             for name, parts in by_topic.items()
         ],
     )
-    response = await _coordinator_request(client, group, node, connection, body, version)
+    response = await _coordinator_request(session, group, node, connection, body, version)
     first_error: errors.KafkaError | None = None
     for topic in response.topics:
         for partition in topic.partitions:
             if partition.error_code:
                 error = errors.error_for(partition.error_code, f"OffsetCommit for group {group!r}")
                 if error.refresh_coordinator:
-                    client.forget_coordinator(group)
+                    session.forget_coordinator(group)
                 if first_error is None or (first_error.retriable and not error.retriable):
                     first_error = error
     if first_error is not None:
         raise first_error
 
 
-async def _coordinator_connection(client: Cluster, group: str, node: Any) -> Any:
+async def _coordinator_connection(session: Session, group: str, node: Any) -> Any:
     try:
-        return await client.connection_to(node)
+        return await session.connection_to(node)
     except ConnectError:
-        client.forget_coordinator(group)
+        session.forget_coordinator(group)
         raise
 
 
 async def _coordinator_request(
-    client: Cluster, group: str, node: Any, connection: Any, body: Any, version: int
+    session: Session, group: str, node: Any, connection: Any, body: Any, version: int
 ) -> Any:
     try:
         return await connection.request(body, version=version)
     except (ConnectionLostError, RequestTimeoutError) as exc:
-        client.forget_coordinator(group)
-        client.discard(connection, exc)
+        session.forget_coordinator(group)
+        session.discard(connection, exc)
         raise
 
 
-def _check_coordinator_error(client: Cluster, group: str, code: int) -> None:
+def _check_coordinator_error(session: Session, group: str, code: int) -> None:
     if code:
         error = errors.error_for(code, f"group {group!r}")
         if error.refresh_coordinator:
-            client.forget_coordinator(group)
+            session.forget_coordinator(group)
         raise error

@@ -35,7 +35,7 @@ from mqwire.common.serde import check_serializer, to_bytes
 from mqwire.common.stats import ProducerStats
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Producer:
 
     def __init__(
         self,
-        client: Cluster,
+        session: Session,
         topic: str | None = None,
         *,
         key_serializer: Serializer | None = None,
@@ -91,7 +91,7 @@ class Producer:
     ) -> None:
         if topic is not None and (not isinstance(topic, str) or not topic):
             raise TypeError("topic must be a non-empty str or None")
-        self._cluster = client
+        self._session = session
         self.topic = topic
         self._key_serializer = check_serializer("key_serializer", key_serializer)
         self._value_serializer = check_serializer("value_serializer", value_serializer)
@@ -143,7 +143,7 @@ class Producer:
             transactional=transactional_id is not None,
         )
         self._sender = Sender(
-            client,
+            session,
             self._accumulator,
             SenderConfig(
                 acks=self.acks,
@@ -162,14 +162,14 @@ class Producer:
         if transactional_id is not None:
             assert self._sender.idempotence is not None
             self._transaction = TransactionManager(
-                client, transactional_id, self.transaction_timeout_ms, self._sender.idempotence, waker.wake
+                session, transactional_id, self.transaction_timeout_ms, self._sender.idempotence, waker.wake
             )
             self._sender.transaction = self._transaction
         # topic -> (metadata version, partition ids, partitions with a leader)
         self._topics: dict[str, tuple[int, list[int], list[int]]] = {}
         self._tracked: set[str] = set()
         self._lifecycle = Lifecycle("kafka producer")
-        self._affinity = client.affinity
+        self._affinity = session.affinity
         self._running = False  # the sender runs (from start, or from the first send)
         # The short way of ``enqueue`` (see there): possible without serializers, a partitioner or a
         # transaction; the open batch it appends to, set by the full way.
@@ -231,7 +231,7 @@ class Producer:
         """Start the sender at once (a send before ``start`` needs no await to begin)."""
         self._lifecycle.check_open()
         if not self._running:
-            self._cluster.adopt(self)
+            self._session.adopt(self)
             self._running = True
             self._sender.start()
 
@@ -262,8 +262,8 @@ class Producer:
             finally:
                 if self._transaction is not None:
                     await self._transaction.close()
-            self._cluster.untrack(self._tracked)
-            self._cluster.release(self)
+            self._session.untrack(self._tracked)
+            self._session.release(self)
 
     @property
     def closed(self) -> bool:
@@ -408,7 +408,7 @@ class Producer:
         if accumulator.used >= self.buffer_memory:
             await accumulator.wait_for_space(self.max_block)
         cached = self._topics.get(topic)
-        if cached is None or cached[0] != self._cluster.metadata.version:
+        if cached is None or cached[0] != self._session.metadata.version:
             await self._partitions(topic)
             cached = self._topics[topic]
         _, partitions, available = cached
@@ -512,7 +512,7 @@ class Producer:
         if accumulator.closing:
             raise ClosedError("producer is closed")
         cached = self._topics.get(topic)
-        if cached is None or cached[0] != self._cluster.metadata.version:
+        if cached is None or cached[0] != self._session.metadata.version:
             await self._partitions(topic)
             cached = self._topics[topic]
         _, partitions, available = cached
@@ -756,13 +756,13 @@ class Producer:
         return topic
 
     async def _partitions(self, topic: str) -> None:
-        metadata = self._cluster.metadata
+        metadata = self._session.metadata
         partitions = metadata.partitions(topic)
         if not partitions:
-            partitions = await self._cluster.partitions_for(topic, timeout=self.max_block)
+            partitions = await self._session.partitions_for(topic, timeout=self.max_block)
             if topic not in self._tracked:
                 self._tracked.add(topic)
-                self._cluster.track([topic])
+                self._session.track([topic])
         self._topics[topic] = (metadata.version, partitions, metadata.available_partitions(topic))
 
     def __repr__(self) -> str:

@@ -38,7 +38,7 @@ from mqwire.common.errors import (
 from mqwire.common.stats import ProducerCounters
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
     from kafkawire.transaction import TransactionManager
 
 log = logging.getLogger(__name__)
@@ -120,9 +120,9 @@ class IdempotenceState:
 
 class Sender:
     def __init__(
-        self, client: Cluster, accumulator: Accumulator, config: SenderConfig, waker: Waker | None = None
+        self, session: Session, accumulator: Accumulator, config: SenderConfig, waker: Waker | None = None
     ) -> None:
-        self.client = client
+        self.session = session
         self.accumulator = accumulator
         self.config = config
         # The accumulator's on_ready must call this waker's wake.
@@ -210,7 +210,7 @@ class Sender:
         self.accumulator.abort_all(error)
 
     def _send_ready(self, now: float) -> float | None:
-        metadata = self.client.metadata
+        metadata = self.session.metadata
         max_in_flight = self.config.max_in_flight
         node_in_flight = self._node_in_flight
 
@@ -221,7 +221,7 @@ class Sender:
             now, lambda tp: metadata.leader_id(tp.topic, tp.partition), can_send, self._partition_ready
         )
         if unknown:
-            self.client.request_update(unknown)
+            self.session.request_update(unknown)
             retry_at = now + self.config.retry_backoff
             next_time = retry_at if next_time is None else min(next_time, retry_at)
         for node, batches in drained.items():
@@ -273,12 +273,12 @@ class Sender:
             # The lock wakes its waiters in order, and nothing below awaits before the request is written.
             order = self._node_order.setdefault(node, asyncio.Lock())
             async with order:
-                connection = await self.client.connection(node)
+                connection = await self.session.connection(node)
             batches = self._in_turn(batches)
             if not batches:
                 return
             version = connection.version_for(PRODUCE_KEY)
-            topic_ids = self.client.metadata.topic_ids
+            topic_ids = self.session.metadata.topic_ids
             if version > PRODUCE_BY_NAME_MAX and any(b.tp.topic not in topic_ids for b in batches):
                 version = connection.version_for(PRODUCE_KEY, at_most=PRODUCE_BY_NAME_MAX)
             body = self._request_body(batches, version)
@@ -286,7 +286,7 @@ class Sender:
             # Client telemetry's queue time and request latency: one observation per batch and per request.
             clock = self.accumulator.clock
             written = clock()
-            queue_time = self.client.measures.record_queue_time
+            queue_time = self.session.measures.record_queue_time
             for batch in batches:
                 queue_time.observe(written - batch.created)
             if self.config.acks == 0:
@@ -296,11 +296,11 @@ class Sender:
                 return
             timeout = self.config.request_timeout + 5.0  # the broker answers by its own timeout first
             response = await connection.request(body, version=version, timeout=timeout)
-            self.client.measures.produce_latency(node).observe(clock() - written)
+            self.session.measures.produce_latency(node).observe(clock() - written)
         except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
             if connection is not None:
-                self.client.discard(connection, exc)
-            self.client.request_update({b.tp.topic for b in batches})
+                self.session.discard(connection, exc)
+            self.session.request_update({b.tp.topic for b in batches})
             for batch in batches:
                 self._retry_or_fail(batch, exc)
             return
@@ -337,7 +337,7 @@ class Sender:
             by_topic.setdefault(batch.tp.topic, []).append(
                 PartitionProduceData(index=batch.tp.partition, records=batch.encode())
             )
-        topic_ids = self.client.metadata.topic_ids
+        topic_ids = self.session.metadata.topic_ids
         topic_data = []
         for topic, partitions in by_topic.items():
             data = TopicProduceData(name=topic, partition_data=partitions)
@@ -352,7 +352,7 @@ class Sender:
         )
 
     def _handle_response(self, response: object, batches: list[ProducerBatch]) -> None:
-        names = self.client.metadata.topic_names
+        names = self.session.metadata.topic_names
         results: dict[TopicPartition, object] = {}
         for topic in response.responses:  # type: ignore[attr-defined]
             name = topic.name or names.get(topic.topic_id, "")
@@ -366,7 +366,7 @@ class Sender:
                 continue
             self._handle_partition(batch, result, stale)
         if stale:
-            self.client.request_update(stale)
+            self.session.request_update(stale)
 
     def _handle_partition(self, batch: ProducerBatch, result: object, stale: set[str]) -> None:
         code: int = result.error_code  # type: ignore[attr-defined]
@@ -380,7 +380,7 @@ class Sender:
             self._complete(batch, -1, -1)  # already written by an earlier attempt
             return
         if error.refresh_metadata:
-            self.client.metadata.forget_leader(*batch.tp)
+            self.session.metadata.forget_leader(*batch.tp)
             stale.add(batch.tp.topic)
         if idempotence is not None:
             if isinstance(error, errors.OutOfOrderSequenceNumberError) and batch.sequence != (
@@ -467,17 +467,17 @@ class Sender:
         )
         try:
             if transactional_id is None:
-                response = await self.client.request_any(body)
+                response = await self.session.request_any(body)
             else:
                 # A transactional id belongs to its transaction coordinator, which also fences older holders.
-                response = await self.client.request_coordinator(transactional_id, body, key_type=1)
+                response = await self.session.request_coordinator(transactional_id, body, key_type=1)
             if response.error_code:
                 raise errors.error_for(response.error_code, "InitProducerId")
         except MqwireError as exc:
             if exc.retriable:
                 log.debug("InitProducerId failed (%s); retrying", exc)
                 if transactional_id is not None and getattr(exc, "refresh_coordinator", False):
-                    self.client.forget_coordinator(transactional_id, 1)
+                    self.session.forget_coordinator(transactional_id, 1)
                 return False
             log.error("the producer cannot get a producer id: %s", exc)
             if self.transaction is not None:

@@ -34,7 +34,7 @@ from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError,
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +79,13 @@ class ProducerIdentity(Protocol):
 class TransactionManager:
     def __init__(
         self,
-        client: Cluster,
+        session: Session,
         transactional_id: str,
         timeout_ms: int,
         identity: ProducerIdentity,
         wake_sender: Callable[[], None],
     ) -> None:
-        self.client = client
+        self.session = session
         self.transactional_id = transactional_id
         self.timeout_ms = timeout_ms
         self.identity = identity
@@ -149,7 +149,7 @@ class TransactionManager:
                 await asyncio.sleep(backoff.next_delay())  # the previous transaction is still ending
             except errors.COORDINATOR_TROUBLE as exc:
                 log.debug("AddPartitionsToTxn failed (%s); retrying", exc)
-                self.client.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
+                self.session.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
                 await asyncio.sleep(backoff.next_delay())
             except MqwireError as exc:
                 self.fail(exc)
@@ -255,7 +255,7 @@ class TransactionManager:
             group_instance_id=member.group_instance_id,
             topics=[TxnOffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()],
         )
-        response = await self.client.request_coordinator(member.group_id, body)
+        response = await self.session.request_coordinator(member.group_id, body)
         for topic in response.topics:
             for partition in topic.partitions:
                 if partition.error_code:
@@ -263,14 +263,14 @@ class TransactionManager:
 
     # ---------------------------------------------------------------------------------- plumbing
     async def _to_coordinator(self, body: Any, *, at_most: int | None = None) -> Any:
-        node = await self.client.coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
-        connection = await self.client.connection_to(node)
+        node = await self.session.coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
+        connection = await self.session.connection_to(node)
         version = connection.version_for(body.API_KEY, at_most=at_most)
         try:
             return await connection.request(body, version=version)
         except (ConnectionLostError, RequestTimeoutError) as exc:
-            self.client.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
-            self.client.discard(connection, exc)
+            self.session.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
+            self.session.discard(connection, exc)
             raise
 
     async def _retry(self, attempt: Callable[[], Awaitable[None]]) -> None:
@@ -286,7 +286,7 @@ class TransactionManager:
                 if not retriable or asyncio.get_running_loop().time() > deadline:
                     raise
                 if getattr(exc, "refresh_coordinator", False) or isinstance(exc, ConnectError):
-                    self.client.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
+                    self.session.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
                 await asyncio.sleep(backoff.next_delay())
 
 

@@ -32,8 +32,8 @@ from mqwire.common.errors import (
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
     from kafkawire.connection import KafkaConnection
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def new_member_id() -> str:
 class HeartbeatMembership:
     def __init__(
         self,
-        client: Cluster,
+        session: Session,
         group: str,
         topics: Sequence[str],
         *,
@@ -72,7 +72,7 @@ class HeartbeatMembership:
         # A regex subscription is matched by the broker (ConsumerGroupHeartbeat v1+, SubscribedTopicRegex).
         self.pattern = pattern
         self._on_fail = on_fail
-        self.client = client
+        self.session = session
         self.group = group
         self.topics = list(topics)
         self.remote_assignor = remote_assignor
@@ -140,7 +140,7 @@ class HeartbeatMembership:
             except errors.COORDINATOR_TROUBLE as exc:
                 log.info("group %r: coordinator trouble (%s); finding it again", self.group, exc)
                 self._full = True
-                self.client.forget_coordinator(self.group)
+                self.session.forget_coordinator(self.group)
                 if self._connection is not None:
                     self._connection.close()
                     self._connection = None
@@ -175,8 +175,8 @@ class HeartbeatMembership:
 
     async def _coordinator(self) -> KafkaConnection:
         if self._connection is None or self._connection.closed:
-            node = await self.client.coordinator(self.group)
-            self._connection = await self.client.dedicated_connection(node)
+            node = await self.session.coordinator(self.group)
+            self._connection = await self.session.dedicated_connection(node)
             if not self.member_id and self._connection.version_for(CONSUMER_GROUP_HEARTBEAT_KEY) >= (
                 CLIENT_MEMBER_ID_MIN_VERSION
             ):
@@ -196,7 +196,7 @@ class HeartbeatMembership:
             for tp in sorted(self.assignment):
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
             for topic, partitions in by_topic.items():
-                topic_id = self.client.metadata.topic_id(topic)
+                topic_id = self.session.metadata.topic_id(topic)
                 if topic_id is not None:
                     owned.append(ConsumerGroupTopicPartitions(topic_id=topic_id, partitions=partitions))
         return ConsumerGroupHeartbeatRequest(
@@ -267,10 +267,10 @@ class HeartbeatMembership:
 
     async def _partitions(self, assigned: Sequence[ConsumerGroupTopicPartitions]) -> set[TopicPartition]:
         self._unresolved = False
-        names = self.client.metadata.topic_names
+        names = self.session.metadata.topic_names
         if any(item.topic_id not in names for item in assigned):
-            await self.client.refresh_metadata(None if self.pattern is not None else self.topics)
-            names = self.client.metadata.topic_names
+            await self.session.refresh_metadata(None if self.pattern is not None else self.topics)
+            names = self.session.metadata.topic_names
         result: set[TopicPartition] = set()
         for item in assigned:
             name = names.get(item.topic_id)

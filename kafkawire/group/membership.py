@@ -40,8 +40,8 @@ from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError,
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
     from kafkawire.connection import KafkaConnection
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class Rejoin(Exception):
 class GroupMembership:
     def __init__(
         self,
-        client: Cluster,
+        session: Session,
         group: str,
         topics: Sequence[str],
         assignors: Sequence[Assignor],
@@ -73,7 +73,7 @@ class GroupMembership:
         on_fail: Callable[[BaseException], None] | None = None,
         poll_watch: PollWatch | None = None,
     ) -> None:
-        self.client = client
+        self.session = session
         self._on_fail = on_fail
         self._topics_changed = False
         self.group = group
@@ -173,15 +173,15 @@ class GroupMembership:
                 return
 
     def _drop_connection(self, error: BaseException) -> None:
-        self.client.forget_coordinator(self.group)
+        self.session.forget_coordinator(self.group)
         if self._connection is not None:
             self._connection.close()
             self._connection = None
 
     async def _coordinator(self) -> KafkaConnection:
         if self._connection is None or self._connection.closed:
-            node = await self.client.coordinator(self.group)
-            self._connection = await self.client.dedicated_connection(node)
+            node = await self.session.coordinator(self.group)
+            self._connection = await self.session.dedicated_connection(node)
         return self._connection
 
     async def _request(self, body: Any, timeout: float | None = None) -> Any:
@@ -286,7 +286,7 @@ class GroupMembership:
         counts: dict[str, int] = {}
         for topic in topics:
             try:
-                counts[topic] = len(await self.client.partitions_for(topic))
+                counts[topic] = len(await self.session.partitions_for(topic))
             except MqwireError as exc:
                 log.warning("group %r: topic %r left out of the assignment: %s", self.group, topic, exc)
         plan = assignor.assign(counts, subscriptions)

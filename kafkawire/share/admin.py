@@ -24,7 +24,7 @@ from kafkawire.protocol.messages import (
 )
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 __all__ = [
     "ShareGroupDescription",
@@ -62,19 +62,19 @@ class ShareGroupDescription:
     coordinator: int
 
 
-async def describe_share_groups(cluster: Cluster, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
+async def describe_share_groups(session: Session, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
     """Each of ``group_ids`` described by its coordinator (``GroupIdNotFoundError`` for one that is not a
     share group)."""
     out = []
     for group in group_ids:
-        out += await cluster.with_coordinator(group, partial(_describe_share_group, cluster, group))
+        out += await session.with_coordinator(group, partial(_describe_share_group, session, group))
     return out
 
 
-async def _describe_share_group(cluster: Cluster, group: str) -> list[ShareGroupDescription]:
+async def _describe_share_group(session: Session, group: str) -> list[ShareGroupDescription]:
     out = []
-    response = await cluster.request_coordinator(group, ShareGroupDescribeRequest(group_ids=[group]))
-    coordinator = await cluster.coordinator(group)  # the node just asked, remembered
+    response = await session.request_coordinator(group, ShareGroupDescribeRequest(group_ids=[group]))
+    coordinator = await session.coordinator(group)  # the node just asked, remembered
     for described in response.groups:
         if described.error_code:
             raise errors.error_for(
@@ -108,7 +108,7 @@ async def _describe_share_group(cluster: Cluster, group: str) -> list[ShareGroup
 
 
 async def list_share_group_offsets(
-    cluster: Cluster, group: str, topics: Mapping[str, Iterable[int]] | None = None
+    session: Session, group: str, topics: Mapping[str, Iterable[int]] | None = None
 ) -> dict[TopicPartition, int | None]:
     """The start offset of ``group`` in each partition (of ``topics``: name -> partitions; None: every
     partition the group has state for); None where the group has not started reading the partition."""
@@ -123,13 +123,13 @@ async def list_share_group_offsets(
     body = DescribeShareGroupOffsetsRequest(
         groups=[DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=wanted)]
     )
-    return await cluster.with_coordinator(group, partial(_list_share_group_offsets, cluster, group, body))
+    return await session.with_coordinator(group, partial(_list_share_group_offsets, session, group, body))
 
 
 async def _list_share_group_offsets(
-    cluster: Cluster, group: str, body: DescribeShareGroupOffsetsRequest
+    session: Session, group: str, body: DescribeShareGroupOffsetsRequest
 ) -> dict[TopicPartition, int | None]:
-    response = await cluster.request_coordinator(group, body)
+    response = await session.request_coordinator(group, body)
     out: dict[TopicPartition, int | None] = {}
     for found in response.groups:
         if found.error_code:
@@ -146,7 +146,7 @@ async def _list_share_group_offsets(
 
 
 async def alter_share_group_offsets(
-    cluster: Cluster, group: str, offsets: Mapping[TopicPartition, int]
+    session: Session, group: str, offsets: Mapping[TopicPartition, int]
 ) -> None:
     """Set the start offsets of ``group`` (which must have no members): records before them are not
     delivered, records from them are, again if they were already."""
@@ -162,11 +162,11 @@ async def alter_share_group_offsets(
             for name, parts in by_topic.items()
         ],
     )
-    await cluster.with_coordinator(group, partial(_alter_share_group_offsets, cluster, group, body))
+    await session.with_coordinator(group, partial(_alter_share_group_offsets, session, group, body))
 
 
-async def _alter_share_group_offsets(cluster: Cluster, group: str, body: AlterShareGroupOffsetsRequest) -> None:
-    response = await cluster.request_coordinator(group, body)
+async def _alter_share_group_offsets(session: Session, group: str, body: AlterShareGroupOffsetsRequest) -> None:
+    response = await session.request_coordinator(group, body)
     if response.error_code:
         raise errors.error_for(response.error_code, response.error_message or f"share group {group!r}")
     for topic in response.responses:
@@ -177,16 +177,16 @@ async def _alter_share_group_offsets(cluster: Cluster, group: str, body: AlterSh
                 )
 
 
-async def delete_share_group_offsets(cluster: Cluster, group: str, topics: Iterable[str]) -> None:
+async def delete_share_group_offsets(session: Session, group: str, topics: Iterable[str]) -> None:
     """Forget the state of ``group`` in ``topics`` (the group must have no members); it starts afresh."""
     body = DeleteShareGroupOffsetsRequest(
         group_id=group, topics=[DeleteShareGroupOffsetsRequestTopic(topic_name=name) for name in topics]
     )
-    await cluster.with_coordinator(group, partial(_delete_share_group_offsets, cluster, group, body))
+    await session.with_coordinator(group, partial(_delete_share_group_offsets, session, group, body))
 
 
-async def _delete_share_group_offsets(cluster: Cluster, group: str, body: DeleteShareGroupOffsetsRequest) -> None:
-    response = await cluster.request_coordinator(group, body)
+async def _delete_share_group_offsets(session: Session, group: str, body: DeleteShareGroupOffsetsRequest) -> None:
+    response = await session.request_coordinator(group, body)
     if response.error_code:
         raise errors.error_for(response.error_code, response.error_message or f"share group {group!r}")
     for topic in response.responses:
@@ -196,14 +196,14 @@ async def _delete_share_group_offsets(cluster: Cluster, group: str, body: Delete
             )
 
 
-async def delete_groups(cluster: Cluster, group_ids: Iterable[str]) -> None:
+async def delete_groups(session: Session, group_ids: Iterable[str]) -> None:
     """Delete groups without members, of any type (a share group's state goes with it)."""
     for group in group_ids:
-        await cluster.with_coordinator(group, partial(_delete_group, cluster, group))
+        await session.with_coordinator(group, partial(_delete_group, session, group))
 
 
-async def _delete_group(cluster: Cluster, group: str) -> None:
-    response = await cluster.request_coordinator(group, DeleteGroupsRequest(groups_names=[group]))
+async def _delete_group(session: Session, group: str) -> None:
+    response = await session.request_coordinator(group, DeleteGroupsRequest(groups_names=[group]))
     for result in response.results:
         if result.error_code:
             raise errors.error_for(result.error_code, f"deleting group {result.group_id!r}")

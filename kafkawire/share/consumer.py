@@ -39,7 +39,7 @@ from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
+    from kafkawire.session import Session
 
 __all__ = ["AcknowledgementMode", "ShareConsumer"]
 
@@ -82,7 +82,7 @@ class ShareConsumer:
 
     def __init__(
         self,
-        cluster: Cluster,
+        session: Session,
         topics: str | Iterable[str],
         *,
         group: str,
@@ -120,7 +120,7 @@ class ShareConsumer:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigurationError(f"{option} must be an integer of at least {low}, not {value!r}")
-        self._cluster = cluster
+        self._session = session
         self.topics = names
         self.group = group
         self.acknowledgement_mode: AcknowledgementMode = share_acknowledgement_mode
@@ -140,10 +140,10 @@ class ShareConsumer:
         )
         self._acks = ShareAcks()
         self._membership = ShareMembership(
-            cluster, group, names, rack=client_rack, on_assignment=self._assigned
+            session, group, names, rack=client_rack, on_assignment=self._assigned
         )
         self._life = Lifecycle(f"share consumer of group {group!r}")
-        self._affinity = cluster.affinity
+        self._affinity = session.affinity
         self._buffer: deque[ShareMessage] = deque()
         self._data = asyncio.Event()
         self._space = asyncio.Event()
@@ -189,9 +189,9 @@ class ShareConsumer:
         await self._life.start(self._start)
 
     async def _start(self) -> None:
-        self._cluster.adopt(self)
-        self._cluster.track(self.topics)
-        await self._cluster.refresh_metadata(self.topics)
+        self._session.adopt(self)
+        self._session.track(self.topics)
+        await self._session.refresh_metadata(self.topics)
         await self._membership.join()
         self._life.tasks.spawn(self._membership.run(), name="heartbeat")
         self._life.tasks.spawn(self._supervise(), name="supervisor")
@@ -217,7 +217,7 @@ class ShareConsumer:
                 await self._acknowledge_all(close=True)
             await self._membership.leave()  # also closes its connection after a failed start
         finally:
-            self._cluster.release(self)
+            self._session.release(self)
 
     # ------------------------------------------------------------------------------ receiving
     def __aiter__(self) -> AsyncIterator[ShareMessage]:
@@ -324,7 +324,7 @@ class ShareConsumer:
         self._life.check_open()
         tp = message.topic_partition
         self._acks.check(tp, message.offset, message._serial, time.monotonic())
-        node = self._cluster.metadata.leader_id(*tp)
+        node = self._session.metadata.leader_id(*tp)
         session = self._sessions.get(node)
         if session is None:
             raise errors.NotLeaderOrFollowerError(
@@ -335,7 +335,7 @@ class ShareConsumer:
                 raise errors.ShareSessionNotFoundError(
                     f"{tp.topic}[{tp.partition}]: the share session is reopening"
                 )
-            connection = await self._cluster.connection(node)
+            connection = await self._session.connection(node)
             version = connection.version_for(SHARE_ACKNOWLEDGE_KEY)
             if version < RENEW_MIN_VERSION:
                 raise UnsupportedVersionError(
@@ -387,7 +387,7 @@ class ShareConsumer:
     async def _acknowledge_all(self, *, close: bool) -> None:
         nodes = set(self._sessions)
         await asyncio.gather(*(self._acknowledge_node(node, close=close) for node in nodes))
-        metadata = self._cluster.metadata
+        metadata = self._session.metadata
         stranded = [
             tp
             for tp in self._acks.pending_partitions()
@@ -406,7 +406,7 @@ class ShareConsumer:
         session = self._sessions[node]
         async with self._lock(node):
             led = [
-                tp for tp in self._acks.pending_partitions() if self._cluster.metadata.leader_id(*tp) == node
+                tp for tp in self._acks.pending_partitions() if self._session.metadata.leader_id(*tp) == node
             ]
             if not session.can_acknowledge:
                 return
@@ -415,7 +415,7 @@ class ShareConsumer:
             if not acks and not close:
                 return
             try:
-                connection = await self._cluster.connection(node)
+                connection = await self._session.connection(node)
                 body = session.acknowledge_request(acks, ids, close=close)
                 response = await connection.request(
                     body, version=connection.version_for(SHARE_ACKNOWLEDGE_KEY)
@@ -434,7 +434,7 @@ class ShareConsumer:
                     session.reset()
                 return
             session.answered()
-            names = self._cluster.metadata.topic_names
+            names = self._session.metadata.topic_names
             for topic in response.responses:
                 for part in topic.partitions:
                     if part.error_code:
@@ -463,7 +463,7 @@ class ShareConsumer:
         return lock
 
     def _topic_ids(self) -> dict[str, Any]:
-        metadata = self._cluster.metadata
+        metadata = self._session.metadata
         return {name: topic_id for topic_id, name in metadata.topic_names.items()}
 
     # ------------------------------------------------------------------------------ fetching
@@ -472,14 +472,14 @@ class ShareConsumer:
         self._wake.set()
 
     async def _supervise(self) -> None:
-        backoff = self._cluster.new_backoff()
+        backoff = self._session.new_backoff()
         while True:
             self._wake.clear()
-            metadata = self._cluster.metadata
+            metadata = self._session.metadata
             assignment = self._membership.assignment
             if any(metadata.leader_id(*tp) < 0 for tp in assignment):
                 try:
-                    await self._cluster.refresh_metadata(self.topics)
+                    await self._session.refresh_metadata(self.topics)
                 except MqwireError as exc:
                     log.debug("share consumer: metadata refresh failed: %s", exc)
                     await asyncio.sleep(backoff.next_delay())
@@ -498,7 +498,7 @@ class ShareConsumer:
 
     async def _fetch_loop(self, node: int) -> None:
         session = self._sessions.setdefault(node, ShareSession(self.group, self.member_id))
-        backoff = self._cluster.new_backoff()
+        backoff = self._session.new_backoff()
         try:
             while True:
                 want = self._by_node.get(node, frozenset())
@@ -532,10 +532,10 @@ class ShareConsumer:
             acks = self._take_acks(want) if session.can_acknowledge else {}
             sent_at = time.monotonic()
             try:
-                connection = await self._cluster.connection(node)
+                connection = await self._session.connection(node)
                 version = connection.version_for(SHARE_FETCH_KEY)
                 body = session.fetch_request(want, acks, ids, self._settings)
-                timeout = self._cluster.request_timeout + self._settings.max_wait_ms / 1000
+                timeout = self._session.request_timeout + self._settings.max_wait_ms / 1000
                 self.counters.requests += 1
                 response = await connection.request(body, version=version, timeout=timeout)
             except (
@@ -550,7 +550,7 @@ class ShareConsumer:
                 self._fail(acks, exc)
                 self._acks.answered(acks)
                 session.reset()
-                self._cluster.request_update(self.topics)
+                self._session.request_update(self.topics)
                 self._wake.set()
                 return False
             self._acks.answered(acks)
@@ -567,7 +567,7 @@ class ShareConsumer:
                 return False
             session.answered()
         deadline = sent_at + response.acquisition_lock_timeout_ms / 1000
-        names = self._cluster.metadata.topic_names
+        names = self._session.metadata.topic_names
         healthy = True
         got = 0
         budget = DecompressionBudget(self._max_decompressed)
@@ -584,7 +584,7 @@ class ShareConsumer:
                 if data.error_code:
                     error = errors.error_for(data.error_code, data.error_message or f"share fetch of {tp}")
                     if isinstance(error, _LEADER_MOVED):
-                        self._cluster.metadata.forget_leader(*tp)
+                        self._session.metadata.forget_leader(*tp)
                         self._wake.set()
                     log.debug("share fetch of %s: %s", tp, error)
                     self.counters.error(error)

@@ -27,8 +27,8 @@ from mqwire.common.errors import (
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
-    from kafkawire.cluster import Cluster
     from kafkawire.connection import KafkaConnection
+    from kafkawire.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,14 @@ class ShareMembership:
 
     def __init__(
         self,
-        cluster: Cluster,
+        session: Session,
         group: str,
         topics: Sequence[str],
         *,
         rack: str | None,
         on_assignment: Callable[[frozenset[TopicPartition]], None],
     ) -> None:
-        self.cluster = cluster
+        self.session = session
         self.group = group
         self.topics = list(topics)
         self.rack = rack
@@ -67,9 +67,9 @@ class ShareMembership:
         """The first heartbeat: a broker without share groups fails here, naming what it lacks. While the
         coordinator moves or is still loading (as just after a broker starts), it is found again and asked
         again, for up to the client's request timeout."""
-        backoff = self.cluster.new_backoff()
+        backoff = self.session.new_backoff()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.cluster.request_timeout
+        deadline = loop.time() + self.session.request_timeout
         while True:
             try:
                 await self._beat()
@@ -110,7 +110,7 @@ class ShareMembership:
     def _find_coordinator_again(self, trouble: BaseException) -> None:
         log.info("share group %r: coordinator trouble (%s); finding it again", self.group, trouble)
         self._drop_connection()
-        self.cluster.forget_coordinator(self.group)
+        self.session.forget_coordinator(self.group)
 
     def _drop_connection(self) -> None:
         if self._connection is not None:
@@ -119,8 +119,8 @@ class ShareMembership:
 
     async def _coordinator(self) -> KafkaConnection:
         if self._connection is None or self._connection.closed:
-            node = await self.cluster.coordinator(self.group)
-            connection = await self.cluster.dedicated_connection(node)
+            node = await self.session.coordinator(self.group)
+            connection = await self.session.dedicated_connection(node)
             missing = [
                 name
                 for key, name in (
@@ -180,10 +180,10 @@ class ShareMembership:
             self._on_assignment(self.assignment)
 
     async def _partitions(self, assigned: Sequence[ShareGroupTopicPartitions]) -> set[TopicPartition]:
-        names = self.cluster.metadata.topic_names
+        names = self.session.metadata.topic_names
         if any(item.topic_id not in names for item in assigned):
-            await self.cluster.refresh_metadata(self.topics)
-            names = self.cluster.metadata.topic_names
+            await self.session.refresh_metadata(self.topics)
+            names = self.session.metadata.topic_names
         result: set[TopicPartition] = set()
         for item in assigned:
             name = names.get(item.topic_id)

@@ -245,14 +245,14 @@ async def test_idempotent_producer_survives_dropped_connections_without_duplicat
 async def cut_under_a_request(client: kafkawire.Client) -> None:
     """Drop the connection while a request waits for its answer: it is retried with the same sequence."""
     async with asyncio.timeout(5):
-        while not any(c.in_flight for c in client._cluster._opened.values()):
+        while not any(c.in_flight for c in client._session._opened.values()):
             await asyncio.sleep(0)
     cut_in_flight(client)
 
 
 def cut_in_flight(client: kafkawire.Client) -> int:
     cut = 0
-    for connection in list(client._cluster._opened.values()):
+    for connection in list(client._session._opened.values()):
         if connection.in_flight:
             connection.channel.abort(ConnectionLostError("cut by the test"))
             cut += 1

@@ -17,20 +17,20 @@ pytestmark = pytest.mark.integration
 
 async def test_a_late_failure_on_an_old_connection_leaves_the_fresh_one_open(kafka_broker: KafkaBroker) -> None:
     async with kafkawire.connect(kafka_broker.url) as client:
-        cluster = client._cluster
-        await cluster.refresh_metadata([])
-        node = next(iter(cluster.metadata.brokers))
-        old = await cluster.connection(node)
+        session = client._session
+        await session.refresh_metadata([])
+        node = next(iter(session.metadata.brokers))
+        old = await session.connection(node)
         waiting = asyncio.ensure_future(old.request(ApiVersionsRequest(), version=0))
         await asyncio.sleep(0)  # written; its answer has not been read yet
-        cluster.discard(old, RequestTimeoutError("another request timed out"))
+        session.discard(old, RequestTimeoutError("another request timed out"))
         with pytest.raises(ConnectionLostError):
             await waiting
 
-        fresh = await cluster.connection(node)
+        fresh = await session.connection(node)
         assert fresh is not old and not fresh.closed
-        cluster.discard(old, ConnectionLostError("the old connection failed late"))
+        session.discard(old, ConnectionLostError("the old connection failed late"))
         assert not fresh.closed
-        assert await cluster.connection(node) is fresh
+        assert await session.connection(node) is fresh
         reply = await fresh.request(ApiVersionsRequest(), version=0)
         assert reply.error_code == 0

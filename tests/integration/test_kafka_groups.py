@@ -428,8 +428,8 @@ async def test_a_member_the_coordinator_removed_reports_its_partitions_lost_and_
         rebalances = member.rebalances
         # Another connection removes the member, as an administrator would: the coordinator forgets it
         # and its next heartbeat learns it is no longer part of the group.
-        node = await client._cluster.coordinator(group)
-        connection = await client._cluster.dedicated_connection(node)
+        node = await client._session.coordinator(group)
+        connection = await client._session.dedicated_connection(node)
         try:
             reply = await connection.request(
                 LeaveGroupRequest(

@@ -87,7 +87,7 @@ async def test_dropped_connections_and_a_failed_start_leave_no_task(kafka_broker
         async with client.producer(topic) as producer, client.consumer(topic, group=unique("g"), **GROUP) as consumer:
             await producer.send(b"before")
             assert (await consumer.receive(timeout=30)).value == b"before"
-            for connection in list(client._cluster._opened.values()):
+            for connection in list(client._session._opened.values()):
                 connection.channel.abort(ConnectionLostError("cut by the test"))  # every pooled connection drops
             await producer.send(b"after")
             assert (await consumer.receive(timeout=30)).value == b"after"

@@ -123,7 +123,7 @@ async def test_no_secret_in_logs_or_reprs(kafka_broker: KafkaBroker, caplog: pyt
         client.producer(f"kw-sasl-{uuid.uuid4().hex[:8]}") as producer,
     ):
         await producer.send(b"x")
-        shown = repr(client) + repr(producer) + repr(client._cluster._sasl)
+        shown = repr(client) + repr(producer) + repr(client._session._sasl)
     assert caplog.records, "the run logged nothing at DEBUG: the check would prove nothing"
     assert SASL_PASSWORD not in caplog.text
     assert SASL_PASSWORD not in shown

@@ -161,7 +161,7 @@ def test_the_client_is_a_factory_and_the_session_is_private() -> None:
         assert not hasattr(Client, helper), helper
     for name in kafkawire.__all__:
         assert getattr(kafkawire, name) is not None
-    assert "Cluster" not in kafkawire.__all__
+    assert "Session" not in kafkawire.__all__
 
 
 def test_mypy_names_a_misspelled_option_in_user_code(tmp_path: Path) -> None:

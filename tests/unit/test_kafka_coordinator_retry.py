@@ -8,15 +8,15 @@ import asyncio
 import pytest
 
 from kafkawire import errors
-from kafkawire.cluster import GROUP_COORDINATOR, Cluster
 from kafkawire.metadata import BrokerNode
+from kafkawire.session import GROUP_COORDINATOR, Session
 
 
-def cluster(timeout_ms: int = 2_000) -> Cluster:
-    return Cluster("kafka://127.0.0.1:1", retry_backoff_ms=1, retry_backoff_max_ms=5, request_timeout_ms=timeout_ms)
+def session(timeout_ms: int = 2_000) -> Session:
+    return Session("kafka://127.0.0.1:1", retry_backoff_ms=1, retry_backoff_max_ms=5, request_timeout_ms=timeout_ms)
 
 
-def remembered(c: Cluster, key: str) -> bool:
+def remembered(c: Session, key: str) -> bool:
     return (GROUP_COORDINATOR, key) in c._coordinators
 
 
@@ -43,7 +43,7 @@ class Answers:
     ],
 )
 def test_a_coordinator_error_is_asked_again(error: errors.KafkaError, looked_up_again: bool) -> None:
-    c = cluster()
+    c = session()
     forgotten: list[str] = []
 
     def forget(key: str, key_type: int = GROUP_COORDINATOR) -> None:
@@ -57,7 +57,7 @@ def test_a_coordinator_error_is_asked_again(error: errors.KafkaError, looked_up_
 
 
 def test_a_moved_coordinator_is_forgotten_so_that_the_next_attempt_looks_it_up() -> None:
-    c = cluster()
+    c = session()
     c._coordinators[(GROUP_COORDINATOR, "g")] = BrokerNode(1, "127.0.0.1", 1)
 
     async def attempt() -> str:
@@ -71,7 +71,7 @@ def test_a_moved_coordinator_is_forgotten_so_that_the_next_attempt_looks_it_up()
 def test_other_errors_are_not_retried() -> None:
     attempt = Answers(errors.GroupIdNotFoundError("no such group"))
     with pytest.raises(errors.GroupIdNotFoundError):
-        asyncio.run(cluster().with_coordinator("g", attempt))
+        asyncio.run(session().with_coordinator("g", attempt))
     assert attempt.calls == 1
 
 
@@ -82,7 +82,7 @@ def test_it_gives_up_after_the_request_timeout() -> None:
         loop = asyncio.get_running_loop()
         start = loop.time()
         with pytest.raises(errors.CoordinatorLoadInProgressError):
-            await cluster(timeout_ms=200).with_coordinator("g", attempt)
+            await session(timeout_ms=200).with_coordinator("g", attempt)
         return loop.time() - start
 
     elapsed = asyncio.run(timed())

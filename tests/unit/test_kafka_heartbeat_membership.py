@@ -53,7 +53,7 @@ class Coordinator:
         self.closed = True
 
 
-class Cluster:
+class FakeSession:
     def __init__(self, coordinator: Coordinator) -> None:
         self.metadata = ClusterMetadata()
         self.metadata.topic_ids = {"t": TOPIC_ID}
@@ -88,7 +88,7 @@ async def test_an_assignment_whose_offsets_could_not_be_fetched_is_asked_for_aga
         pass
 
     membership = HeartbeatMembership(
-        Cluster(coordinator), "g", ["t"], remote_assignor=None, rebalance_timeout_ms=30_000,  # type: ignore[arg-type]
+        FakeSession(coordinator), "g", ["t"], remote_assignor=None, rebalance_timeout_ms=30_000,  # type: ignore[arg-type]
         group_instance_id=None, on_assign=on_assign, on_revoke=nothing, on_lose=nothing,
     )
     membership.start()

@@ -1,7 +1,7 @@
 """The session with one Kafka cluster: bootstrap, metadata, a connection per broker, group and transaction
 coordinators, and the producers, consumers and admins to close with it.
 
-Producers, consumers and the admin client work through a ``Cluster``; the public ``Client`` is a thin factory
+Producers, consumers and the admin client work through a ``Session``; the public ``Client`` is a thin factory
 over one, so that nothing below the public surface imports ``client.py``.
 """
 
@@ -56,7 +56,7 @@ TRANSACTION_COORDINATOR = 1
 
 
 
-class Cluster:
+class Session:
     """The connections to one Kafka cluster and what is known of it, shared by everything a client made."""
 
     def __init__(
