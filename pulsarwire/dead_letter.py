@@ -34,8 +34,8 @@ DELAY_TIME = "DELAY_TIME"
 class DeadLetters:
     """The retry and dead-letter producers of one consumer, created when first needed."""
 
-    def __init__(self, client: Session, policy: DeadLetterPolicy, topic: str, subscription: str) -> None:
-        self._client = client
+    def __init__(self, session: Session, policy: DeadLetterPolicy, topic: str, subscription: str) -> None:
+        self._session = session
         self.policy = policy
         base = complete_name(topic)
         self.dead_letter_topic = complete_name(policy.dead_letter_topic or f"{base}-{subscription}{DLQ_SUFFIX}")
@@ -57,7 +57,7 @@ class DeadLetters:
                 initial = self.policy.initial_subscription_name if topic == self.dead_letter_topic else None
                 # One message per entry, as the reference clients do: each can be consumed and acked alone.
                 producer = Producer(
-                    self._client,
+                    self._session,
                     topic,
                     batching_enabled=False,
                     initial_subscription_name=initial,

@@ -29,15 +29,15 @@ RECONNECT_MARGIN = 0.1
 class TopicHandler(ABC):
     """Base of the per-topic producer and consumer: the connection they use and its replacement."""
 
-    def __init__(self, client: Session, topic: str, label: str) -> None:
-        self.client = client
+    def __init__(self, session: Session, topic: str, label: str) -> None:
+        self.session = session
         self.topic = topic
         self.label = label
         self.connection: PulsarConnection | None = None
         self._closing = False
         self._failure: MqwireError | None = None
         self._reconnect_task: asyncio.Task[None] | None = None
-        self._backoff = client.new_backoff()
+        self._backoff = session.new_backoff()
 
     # ------------------------------------------------------------------------------ to implement
     @abstractmethod
@@ -55,10 +55,10 @@ class TopicHandler(ABC):
     # ----------------------------------------------------------------------------------- attaching
     async def start(self) -> None:
         """The first attachment, retried within the client's ``operation_timeout``."""
-        await self.client.retrying(self._connect_once, f"{self.label}: attach")
+        await self.session.retrying(self._connect_once, f"{self.label}: attach")
 
     async def _connect_once(self) -> None:
-        connection = await self.client.connection_for(self.topic)
+        connection = await self.session.connection_for(self.topic)
         await self._attach(connection)
 
     def connection_lost(self, connection: PulsarConnection | None, error: MqwireError) -> None:

@@ -58,7 +58,7 @@ class TopicConsumer(TopicHandler):
 
     def __init__(
         self,
-        client: Session,
+        session: Session,
         queue: ReceiveQueue,
         topic: str,
         given_topic: str,
@@ -73,7 +73,7 @@ class TopicConsumer(TopicHandler):
         dead_letters: DeadLetters | None = None,
         counters: ConsumerCounters | None = None,
     ) -> None:
-        super().__init__(client, topic, f"consumer {options.subscription} on {topic}")
+        super().__init__(session, topic, f"consumer {options.subscription} on {topic}")
         # Shared by the partitions of one consumer; counted per entry pushed and per message taken.
         self.counters = ConsumerCounters() if counters is None else counters
         # The subscription's backlog on this partition as the broker last reported it (CONSUMER_STATS).
@@ -82,7 +82,7 @@ class TopicConsumer(TopicHandler):
         self.given_topic = given_topic
         self.partition = partition
         self.options = options
-        self.consumer_id = client.next_consumer_id()
+        self.consumer_id = session.next_consumer_id()
         self.queue_size = queue_size
         self._refill_at = max(1, queue_size // 2)
         self._on_failure = on_failure
@@ -151,11 +151,11 @@ class TopicConsumer(TopicHandler):
             schema=options.schema_info,
         )
         try:
-            await connection.request(command, request_id, self.client.operation_timeout)
+            await connection.request(command, request_id, self.session.operation_timeout)
         except RequestTimeoutError:
             # The protocol asks for a close before the next attempt, so the broker drops a late subscription.
             connection.unregister_consumer(consumer_id)
-            close_remote(connection, commands.close_consumer, consumer_id, self.client.operation_timeout)
+            close_remote(connection, commands.close_consumer, consumer_id, self.session.operation_timeout)
             raise
         except BaseException:
             connection.unregister_consumer(consumer_id)
@@ -166,7 +166,7 @@ class TopicConsumer(TopicHandler):
             raise ConnectionLostError(f"{self.label}: connection closed while subscribing")
         if self._closing:
             connection.unregister_consumer(consumer_id)
-            close_remote(connection, commands.close_consumer, consumer_id, self.client.operation_timeout)
+            close_remote(connection, commands.close_consumer, consumer_id, self.session.operation_timeout)
             raise ConsumerClosedError(f"{self.label}: closed while subscribing")
         self.connection = connection
         # What the old session had queued comes again from the broker.
@@ -518,7 +518,7 @@ class TopicConsumer(TopicHandler):
         request_id = connection.next_request_id()
         command = commands.ack(self.consumer_id, ids, request_id=request_id)
         command.ack.txnid_most_bits, command.ack.txnid_least_bits = txn
-        frame = await connection.request(command, request_id, self.client.operation_timeout)
+        frame = await connection.request(command, request_id, self.session.operation_timeout)
         response = frame.command.ackResponse
         if response.HasField("error"):
             raise errors.error_for(response.error, response.message)
@@ -681,7 +681,7 @@ class TopicConsumer(TopicHandler):
             self.queue.budget.forget(self._grant)
         if self._tasks:
             # Dead letters on their way are acknowledged before the consumer goes.
-            await asyncio.wait(set(self._tasks), timeout=self.client.operation_timeout)
+            await asyncio.wait(set(self._tasks), timeout=self.session.operation_timeout)
         self._acks.flush()
         self._nacks.discard()
         if self._unacked is not None:
@@ -694,7 +694,7 @@ class TopicConsumer(TopicHandler):
         build = commands.unsubscribe if unsubscribe else commands.close_consumer
         request_id = connection.next_request_id()
         try:
-            await connection.request(build(self.consumer_id, request_id), request_id, self.client.operation_timeout)
+            await connection.request(build(self.consumer_id, request_id), request_id, self.session.operation_timeout)
         except MqwireError as exc:
             if unsubscribe:
                 raise
@@ -711,7 +711,7 @@ class TopicConsumer(TopicHandler):
         """The last message id stored, and the subscription's mark-delete position when the broker says it.
 
         Waits (within the operation timeout) for a reconnection under way, as after a seek."""
-        return await self.client.retrying(self._last_ids_once, f"{self.label}: last message id")
+        return await self.session.retrying(self._last_ids_once, f"{self.label}: last message id")
 
     async def _last_ids_once(self) -> tuple[MessageId, MessageId | None]:
         connection = self.connection
@@ -719,7 +719,7 @@ class TopicConsumer(TopicHandler):
             raise ConnectionLostError(f"{self.label}: not connected")
         request_id = connection.next_request_id()
         frame = await connection.request(
-            commands.get_last_message_id(self.consumer_id, request_id), request_id, self.client.operation_timeout
+            commands.get_last_message_id(self.consumer_id, request_id), request_id, self.session.operation_timeout
         )
         response = frame.command.getLastMessageIdResponse
         mark_delete = None
@@ -755,7 +755,7 @@ class TopicConsumer(TopicHandler):
             raise ConnectionLostError(f"{self.label}: not connected")
         request_id = connection.next_request_id()
         frame = await connection.request(
-            commands.consumer_stats(self.consumer_id, request_id), request_id, self.client.operation_timeout
+            commands.consumer_stats(self.consumer_id, request_id), request_id, self.session.operation_timeout
         )
         response = frame.command.consumerStatsResponse
         if response.HasField("error_code"):
@@ -778,7 +778,7 @@ class TopicConsumer(TopicHandler):
             message_id=None if message_id is None else message_id.to_data(),
             publish_time=publish_time,
         )
-        await connection.request(command, request_id, self.client.operation_timeout)
+        await connection.request(command, request_id, self.session.operation_timeout)
         self._last_dequeued = None
         # As the Java client: from a message id, that message included; after a seek by time, from wherever
         # the broker put the subscription (a reader's non-durable cursor is kept across the reconnection).

@@ -53,10 +53,10 @@ class TopicPattern:
     def matches(self, topic: str) -> bool:
         return self.regex.fullmatch(topic) is not None
 
-    async def matching(self, client: Session) -> list[str]:
+    async def matching(self, session: Session) -> list[str]:
         """The complete names of the matching topics; partitions count as their partitioned topic."""
-        names = await client.retrying(
-            lambda: client.lookup.topics_of_namespace(self.namespace, self.mode), f"topics of {self.namespace}"
+        names = await session.retrying(
+            lambda: session.lookup.topics_of_namespace(self.namespace, self.mode), f"topics of {self.namespace}"
         )
         topics = dict.fromkeys(_base_name(name) for name in names)
         return sorted(topic for topic in topics if self.matches(topic))
@@ -77,16 +77,16 @@ class TopicWatch:
     @classmethod
     async def start(
         cls,
-        client: Session,
+        session: Session,
         pattern: TopicPattern,
         on_change: Callable[[list[str], list[str]], None],
         on_lost: Callable[[], None],
     ) -> TopicWatch | None:
         """Start watching; None when the broker has no topic-list watchers."""
-        connection = await client.service_connection()
+        connection = await session.service_connection()
         if not connection.supports_topic_watchers:
             return None
-        watcher_id = client.next_consumer_id()
+        watcher_id = session.next_consumer_id()
 
         def pushed(kind: int, body: Any, frame: Any) -> None:
             added = [t for t in dict.fromkeys(_base_name(n) for n in body.new_topics) if pattern.matches(t)]
@@ -100,7 +100,7 @@ class TopicWatch:
             frame = await connection.request(
                 commands.watch_topic_list(request_id, watcher_id, pattern.namespace, pattern.regex.pattern),
                 request_id,
-                client.operation_timeout,
+                session.operation_timeout,
             )
         except BaseException:
             connection.unregister_watcher(watcher_id)

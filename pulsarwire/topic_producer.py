@@ -77,21 +77,21 @@ class TopicProducer(TopicHandler):
 
     def __init__(
         self,
-        client: Session,
+        session: Session,
         topic: str,
         partition: int,
         options: ProducerOptions,
         receipt_topic: str | None = None,
         counters: ProducerCounters | None = None,
     ) -> None:
-        super().__init__(client, topic, f"producer on {topic}")
+        super().__init__(session, topic, f"producer on {topic}")
         # Shared by the partitions of one producer; counted per SEND frame, never per message.
         self.counters = ProducerCounters() if counters is None else counters
         self.partition = partition
         # The topic receipts name: the partitioned topic's own name, not the partition's.
         self.receipt_topic = topic if receipt_topic is None else receipt_topic
         self.options = options
-        self.producer_id = client.next_producer_id()
+        self.producer_id = session.next_producer_id()
         self.producer_name = options.producer_name
         self._name_field = b"" if options.producer_name is None else producer_name_field(options.producer_name)
         encryptor = None
@@ -421,7 +421,7 @@ class TopicProducer(TopicHandler):
         if connection is None:
             return
         connection.unregister_producer(self.producer_id)
-        close_remote(connection, commands.close_producer, self.producer_id, self.client.operation_timeout)
+        close_remote(connection, commands.close_producer, self.producer_id, self.session.operation_timeout)
         self.connection_lost(connection, ConnectionLostError(f"{self.label}: {reason}"))
 
     # ------------------------------------------------------------------------------ send timeout
@@ -462,11 +462,11 @@ class TopicProducer(TopicHandler):
             schema=self.options.schema_info,
         )
         try:
-            frame = await connection.request(command, request_id, self.client.operation_timeout)
+            frame = await connection.request(command, request_id, self.session.operation_timeout)
         except RequestTimeoutError:
             # The protocol asks for a close before the next attempt, so the broker drops a late creation.
             connection.unregister_producer(producer_id)
-            close_remote(connection, commands.close_producer, producer_id, self.client.operation_timeout)
+            close_remote(connection, commands.close_producer, producer_id, self.session.operation_timeout)
             raise
         except BaseException:
             connection.unregister_producer(producer_id)
@@ -478,7 +478,7 @@ class TopicProducer(TopicHandler):
             raise ConnectionLostError(f"{self.label}: connection closed while creating the producer")
         if self._closing:
             connection.unregister_producer(producer_id)
-            close_remote(connection, commands.close_producer, producer_id, self.client.operation_timeout)
+            close_remote(connection, commands.close_producer, producer_id, self.session.operation_timeout)
             raise ProducerClosedError(f"{self.label}: closed while connecting")
         if not self._created:
             self._created = True
@@ -528,7 +528,7 @@ class TopicProducer(TopicHandler):
         self._closed = True
         self.flush_batch()
         if self._pending and self._error is None:
-            limit = self.options.send_timeout or self.client.operation_timeout
+            limit = self.options.send_timeout or self.session.operation_timeout
             last = self._pending[-1].futures[-1]
             await asyncio.wait((last,), timeout=limit)
         await self._stop_reconnecting()
@@ -539,7 +539,7 @@ class TopicProducer(TopicHandler):
             request_id = connection.next_request_id()
             with contextlib.suppress(MqwireError):
                 await connection.request(
-                    commands.close_producer(self.producer_id, request_id), request_id, self.client.operation_timeout
+                    commands.close_producer(self.producer_id, request_id), request_id, self.session.operation_timeout
                 )
         closed = ProducerClosedError(f"{self.label}: producer closed")
         self._fail_all(closed)
