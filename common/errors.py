@@ -62,6 +62,11 @@ class OptionTypeError(ConfigurationError, TypeError):
     calls raise for one."""
 
 
+class UnknownOptionError(OptionTypeError):
+    """An option name the factory does not know, named with the closest known one; a ``TypeError``, as Python's
+    own for an unexpected keyword."""
+
+
 class ClosedError(FatalError):
     """The client, producer, consumer or connection was closed by the application."""
 
