@@ -15,8 +15,8 @@ from tubemqwire.client_balance import ClientBalanceConsumer, PartitionOffsets
 from tubemqwire.consumer import Consumer
 from tubemqwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from tubemqwire.errors import __all__ as _error_names
+from tubemqwire.message import Message, Receipt
 from tubemqwire.producer import Producer
-from tubemqwire.records import Message, Receipt
 
 __all__ = [
     "Client",

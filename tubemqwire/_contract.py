@@ -10,8 +10,8 @@ from mqwire.common import contract
 from tubemqwire.client import Client
 from tubemqwire.client_balance import ClientBalanceConsumer
 from tubemqwire.consumer import Consumer
+from tubemqwire.message import Message, Receipt
 from tubemqwire.producer import Producer
-from tubemqwire.records import Message, Receipt
 
 
 def client_is_a_contract_client(client: Client) -> contract.Client[Message]:

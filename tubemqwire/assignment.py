@@ -15,13 +15,14 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from mqwire.common.errors import FatalError, MqwireError, RetriableError
+from mqwire.common.lifecycle import OwnedTasks
 from tubemqwire.errors import error_for_code
 from tubemqwire.fetcher import FetchSettings, PartitionFetcher
+from tubemqwire.message import Message
 from tubemqwire.protocol import broker as proto
 from tubemqwire.protocol.constants import ErrorCode, EventStatus, EventType, Method, ServiceType
 from tubemqwire.protocol.consumer import RebalanceEvent
 from tubemqwire.protocol.metadata import PartitionInfo, SubscribeInfo
-from tubemqwire.records import Message
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class Assignment:
         self._claimed_before: set[str] = set()
         # Partition keys the application paused; they stay paused when claimed again.
         self.paused: set[str] = set()
+        self._tasks = OwnedTasks("TubeMQ consumer assignment")
         self._heartbeats: asyncio.Task[None] | None = None
 
     @property
@@ -233,7 +235,7 @@ class Assignment:
 
     # ---------------------------------------------------------------------------- broker heartbeats
     def start(self) -> None:
-        self._heartbeats = asyncio.get_running_loop().create_task(self._beat(), name="tubemq broker heartbeats")
+        self._heartbeats = self._tasks.spawn(self._beat(), name="broker heartbeats")
 
     async def stop(self) -> None:
         task, self._heartbeats = self._heartbeats, None

@@ -28,11 +28,11 @@ from tubemqwire.assignment import Assignment
 from tubemqwire.consumer_membership import ConsumerMembership
 from tubemqwire.fetcher import INDEX_ENTRY_SIZE, Batch, FetchSettings
 from tubemqwire.master import Membership
+from tubemqwire.message import Message
 from tubemqwire.names import check_group, check_msg_types, check_topics
 from tubemqwire.protocol import broker as broker_proto
 from tubemqwire.protocol.consumer import RebalanceEvent
 from tubemqwire.protocol.metadata import parse_partition_key
-from tubemqwire.records import Message
 from tubemqwire.session import Session
 
 log = logging.getLogger(__name__)

@@ -16,18 +16,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mqwire.common.errors import FatalError, MqwireError, ProtocolError, RetriableError
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.policy import Backoff
 from mqwire.common.stats import ConsumerCounters
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.errors import error_for_code
 from tubemqwire.keys import KEY_ATTRIBUTE, decode_key
+from tubemqwire.message import Message
 from tubemqwire.protocol import broker as proto
 from tubemqwire.protocol.broker_service_pb2 import TransferedMessage
 from tubemqwire.protocol.constants import FLAG_HAS_ATTRIBUTE, ErrorCode, Method, ServiceType
 from tubemqwire.protocol.messages import decode_message, parse_msg_time, verify_checksum
 from tubemqwire.protocol.metadata import PartitionInfo
-from tubemqwire.records import Message
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,7 @@ class PartitionFetcher:
         self.msg_types = msg_types
         self._deliver = deliver
         self._on_lost = on_lost
+        self._tasks = OwnedTasks(f"TubeMQ fetch {self.key}")
         self._task: asyncio.Task[None] | None = None
         self._batch: Batch | None = None
         # Whether the broker may count the last batch served as consumed (on the next fetch or release).
@@ -205,7 +207,7 @@ class PartitionFetcher:
         return answer
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"tubemq fetch {self.key}")
+        self._task = self._tasks.spawn(self._run(), name="fetch loop")
 
     async def stop(self, *, wait: float, release: bool = True) -> None:
         """Stop fetching; wait up to ``wait`` seconds for an outstanding batch to be acknowledged, then

@@ -26,12 +26,12 @@ from mqwire.common.stats import ProducerCounters, ProducerStats
 from tubemqwire import identity
 from tubemqwire.errors import MessageTooLargeError, TopicNoPartitionError
 from tubemqwire.keys import KEY_ATTRIBUTE, encode_key
+from tubemqwire.message import Receipt
 from tubemqwire.names import check_topic, check_topics
 from tubemqwire.producer_membership import ProducerMembership
 from tubemqwire.protocol.constants import CHECKSUM_NOT_SET
 from tubemqwire.protocol.messages import checksum, encode_payload, format_attributes, format_msg_time, parse_msg_time
 from tubemqwire.protocol.metadata import PartitionInfo
-from tubemqwire.records import Receipt
 from tubemqwire.routing import PartitionRouter
 from tubemqwire.sender import Outgoing, Sender
 from tubemqwire.session import Session

@@ -21,11 +21,11 @@ from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.connection import TubeConnection
 from tubemqwire.errors import error_for_code
+from tubemqwire.message import Receipt
 from tubemqwire.protocol import broker as proto
 from tubemqwire.protocol.constants import Method, ServiceType
 from tubemqwire.protocol.frames import TubeFrame
 from tubemqwire.protocol.metadata import PartitionInfo
-from tubemqwire.records import Receipt
 from tubemqwire.routing import PartitionRouter
 
 log = logging.getLogger(__name__)

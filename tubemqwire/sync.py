@@ -30,8 +30,8 @@ from mqwire.common.blocking_clients import (
 )
 from tubemqwire.client import Client as AsyncClient
 from tubemqwire.client import connect as async_connect
+from tubemqwire.message import Message, Receipt
 from tubemqwire.producer import Producer as AsyncProducer
-from tubemqwire.records import Message, Receipt
 
 __all__ = ["Client", "Consumer", "Producer", "connect"]
 
