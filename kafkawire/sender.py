@@ -1,4 +1,4 @@
-"""The producer's background task: ready batches to their leaders, one ProduceRequest per broker at a time.
+"""The producer's sender, a background task: ready batches to their leaders, one ProduceRequest per broker at a time.
 
 Each request carries at most one batch per partition (brokers refuse more) and resolves all of its
 batches' futures when its response arrives. Retriable errors put a batch back, ahead of newer ones, after a

@@ -1,5 +1,6 @@
-"""Delivery of single messages: pick a partition, send, and on a failure a retry can fix, pause and try
-another partition (a keyed message keeps its partition).
+"""The producer's sender: each message in a request of its own to the broker of the partition it is routed
+to, its receipt from the answer, and on a failure a retry can fix, a pause and another partition (a keyed
+message keeps its partition).
 
 The path is callbacks, not coroutines: a send is written at once on the broker's open connection and its
 answer settles the message's future from the frame callback. Only the first message to a broker not yet
