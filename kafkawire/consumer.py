@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
 from kafkawire import errors
-from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
+from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState
 from kafkawire.group.assignors import ASSIGNORS, Assignor
 from kafkawire.group.heartbeat_membership import HeartbeatMembership
 from kafkawire.group.membership import GroupMembership
@@ -41,6 +41,7 @@ from kafkawire.offsets import (
     fetch_committed,
     list_offsets,
 )
+from kafkawire.receive_queue import ReceiveQueue
 from mqwire.common.contract import Deserializer, Start
 from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, ReceiveTimeoutError
 from mqwire.common.lifecycle import Lifecycle
@@ -180,7 +181,7 @@ class Consumer:
         self._deserializing = key_deserializer is not None or value_deserializer is not None
         # Started, and nothing to apply between the queue and the application: receive's hot path.
         self._plain = False
-        self._queue = RecordQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
+        self._queue = ReceiveQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
         self._states: dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(session, self._states, self._queue, self._config)
         self._acked: dict[TopicPartition, OffsetAndMetadata] = {}

@@ -14,8 +14,9 @@ import pytest
 
 import kafkawire
 from kafkawire import Client, TopicPartition
-from kafkawire.fetcher import PartitionState, RecordQueue
+from kafkawire.fetcher import PartitionState
 from kafkawire.message import Message, TimestampType
+from kafkawire.receive_queue import ReceiveQueue
 from mqwire.common.errors import ConfigurationError, SerializationError
 
 A0, A1 = TopicPartition("a", 0), TopicPartition("a", 1)
@@ -31,7 +32,7 @@ def message(tp: TopicPartition, offset: int, value: bytes = b"v") -> Message:
 
 # ------------------------------------------------------------------------------------ the record queue
 def test_the_queue_remembers_the_last_record_handed_out_per_partition() -> None:
-    queue = RecordQueue(100)
+    queue = ReceiveQueue(100)
     queue.put(A0, [message(A0, 0), message(A0, 1), message(A0, 2)])
     queue.put(A1, [message(A1, 5)])
     assert queue.delivered == {}
@@ -44,7 +45,7 @@ def test_the_queue_remembers_the_last_record_handed_out_per_partition() -> None:
 
 
 def test_the_queue_takes_records_of_some_partitions_only() -> None:
-    queue = RecordQueue(100)
+    queue = ReceiveQueue(100)
     queue.put(A0, [message(A0, 0), message(A0, 1)])
     queue.put(A1, [message(A1, 7), message(A1, 8)])
     assert queue.has_records_of(frozenset({A1}))

@@ -6,10 +6,11 @@ import asyncio
 
 import pytest
 
-from kafkawire.fetcher import RecordQueue, batches_to_messages
+from kafkawire.fetcher import batches_to_messages
 from kafkawire.message import Message, TimestampType
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import BatchBuilder, decode_batches
+from kafkawire.receive_queue import ReceiveQueue
 
 TP = TopicPartition("t", 0)
 
@@ -99,7 +100,7 @@ def make_messages(count: int, start: int = 0, tp: TopicPartition = TP) -> list[M
 
 
 def test_queue_hands_out_records_in_order() -> None:
-    queue = RecordQueue(100)
+    queue = ReceiveQueue(100)
     queue.put(TP, make_messages(3))
     queue.put(TP, make_messages(2, start=3))
     assert [m.offset for m in queue.take(4)] == [0, 1, 2, 3]
@@ -110,7 +111,7 @@ def test_queue_hands_out_records_in_order() -> None:
 
 
 async def test_queue_signals_space_when_drained_below_the_bound() -> None:
-    queue = RecordQueue(5)
+    queue = ReceiveQueue(5)
     queue.put(TP, make_messages(8))
     assert not queue.has_space
     waiter = asyncio.ensure_future(queue.wait_space())
@@ -125,7 +126,7 @@ async def test_queue_signals_space_when_drained_below_the_bound() -> None:
 
 def test_queue_drop_forgets_one_partition() -> None:
     other = TopicPartition("t", 1)
-    queue = RecordQueue(100)
+    queue = ReceiveQueue(100)
     queue.put(TP, make_messages(3))
     queue.put(other, make_messages(2, tp=other))
     queue.take_one()
@@ -135,7 +136,7 @@ def test_queue_drop_forgets_one_partition() -> None:
 
 
 def test_queued_error_is_raised_first() -> None:
-    queue = RecordQueue(10)
+    queue = ReceiveQueue(10)
     queue.put(TP, make_messages(1))
     queue.put_error(ValueError("boom"))
     with pytest.raises(ValueError):
@@ -144,7 +145,7 @@ def test_queued_error_is_raised_first() -> None:
 
 
 async def test_wait_data_returns_on_timeout_or_data() -> None:
-    queue = RecordQueue(10)
+    queue = ReceiveQueue(10)
     await asyncio.wait_for(queue.wait_data(0.01), 1.0)
     waiter = asyncio.ensure_future(queue.wait_data(None))
     await asyncio.sleep(0)

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState, RecordQueue
+from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import BatchBuilder, RecordBatchTooLargeError, decode_batches
+from kafkawire.receive_queue import ReceiveQueue
 
 MIB = 1024 * 1024
 BOMB_SIZE = 4 * MIB
@@ -83,7 +84,7 @@ def fetcher(budget: int) -> Fetcher:
         max_decompressed_bytes=budget,
     )
     states = {tp: PartitionState(tp, position=0, leader=1) for tp in (HOSTILE, HEALTHY)}
-    return Fetcher(client, states, RecordQueue(10_000), config)
+    return Fetcher(client, states, ReceiveQueue(10_000), config)
 
 
 def response(parts: dict[TopicPartition, bytes]) -> Any:
