@@ -31,13 +31,20 @@ class OwnedTasks:
         self._name = name
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
-        """Run ``coro`` in the background until it ends or ``cancel_all`` is awaited."""
+    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None, awaited: bool = False) -> asyncio.Task[T]:
+        """Run ``coro`` in the background until it ends or ``cancel_all`` is awaited.
+
+        A task nobody awaits (``awaited`` false) must handle its own failures: one that escapes is logged. An
+        ``awaited`` task (a request whose outcome a caller waits for) leaves its failure to that caller.
+        """
         label = name or getattr(coro, "__qualname__", "task")
         task = asyncio.get_running_loop().create_task(coro, name=f"{self._name}: {label}")
         self._tasks.add(task)
-        task.add_done_callback(self._finished)
+        task.add_done_callback(self._forget if awaited else self._finished)
         return task
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
@@ -47,6 +54,17 @@ class OwnedTasks:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+    async def wait(self, timeout: float | None) -> None:
+        """Wait up to ``timeout`` seconds for the tasks to end by themselves (cancelling none)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+
+    def cancel(self) -> None:
+        """Cancel every task without waiting for them to end: for a close that cannot await (a connection's,
+        closed from a callback); the tasks end on the loop's next turns."""
+        for task in list(self._tasks):
+            task.cancel()
 
     async def cancel_all(self) -> None:
         """Cancel every task and wait until each has ended (tasks spawned meanwhile included)."""

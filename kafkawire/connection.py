@@ -17,11 +17,11 @@ from kafkawire.protocol import (
 )
 from kafkawire.protocol.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kafkawire.sasl import SaslSettings, answer_challenge, mechanism_for
-from mqwire.common.version import __version__
 from mqwire.common.channel import Channel
 from mqwire.common.errors import AuthenticationError, MqwireError, ProtocolError, UnsupportedVersionError
 from mqwire.common.framing import LengthPrefixedSplitter
 from mqwire.common.transport import Address
+from mqwire.common.version import __version__
 
 log = logging.getLogger(__name__)
 

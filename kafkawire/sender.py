@@ -35,6 +35,7 @@ from mqwire.common.errors import (
     ProtocolError,
     RequestTimeoutError,
 )
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.stats import ProducerCounters
 
 if TYPE_CHECKING:
@@ -134,7 +135,8 @@ class Sender:
         self._partition_in_flight: dict[TopicPartition, int] = {}
         # Requests to one broker reach the wire in the order they were dispatched (see _exchange).
         self._node_order: dict[int, asyncio.Lock] = {}
-        self._requests: set[asyncio.Task[None]] = set()
+        # The sender's loop and its requests in flight.
+        self._tasks = OwnedTasks("kafka producer sender")
         self._task: asyncio.Task[None] | None = None
         # A fatal error that stops the producer (fenced, not authorized to be idempotent, ...).
         self.fatal_error: MqwireError | None = None
@@ -144,7 +146,7 @@ class Sender:
     # ---------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.ensure_future(self._run())
+            self._task = self._tasks.spawn(self._run(), name="sender")
 
     async def stop(self) -> None:
         """Stop after every buffered batch is done (the accumulator must be closing)."""
@@ -156,10 +158,8 @@ class Sender:
 
     async def abort(self) -> None:
         """Stop now; batches still buffered or in flight fail with ClosedError."""
-        for task in list(self._requests):
-            task.cancel()
+        self._tasks.cancel()  # the requests in flight and the loop
         if self._task is not None:
-            self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         error = ClosedError("producer closed before these records were sent")
@@ -251,9 +251,7 @@ class Sender:
                 idempotence.assign(batch)
             self._partition_in_flight[batch.tp] = self._partition_in_flight.get(batch.tp, 0) + 1
         self._node_in_flight[node] = self._node_in_flight.get(node, 0) + 1
-        task = asyncio.ensure_future(self._produce(node, batches))
-        self._requests.add(task)
-        task.add_done_callback(self._requests.discard)
+        self._tasks.spawn(self._produce(node, batches), name="produce")
 
     async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
         try:

@@ -325,8 +325,9 @@ class Session:
             if covered is None or (wanted is not None and wanted <= covered):
                 await asyncio.shield(task)
                 return self.metadata
-        # Not an owned task: its failure belongs to the callers awaiting it; close cancels it with the others.
-        task = asyncio.ensure_future(self._load_metadata(None if wanted is None else sorted(wanted)))
+        # Its failure belongs to the callers awaiting it; close cancels it with the others.
+        loading = self._load_metadata(None if wanted is None else sorted(wanted))
+        task = self.lifecycle.tasks.spawn(loading, name="metadata", awaited=True)
         entry = (wanted, task)
         self._refreshes.append(entry)
         task.add_done_callback(lambda _t: self._refreshes.remove(entry) if entry in self._refreshes else None)

@@ -31,6 +31,7 @@ from kafkawire.protocol.messages import (
     TxnOffsetCommitRequestTopic,
 )
 from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class TransactionManager:
         self.error: MqwireError | None = None
         self.added: set[TopicPartition] = set()
         self._pending: set[TopicPartition] = set()
+        self._tasks = OwnedTasks("kafka transaction")
         self._adding: asyncio.Task[None] | None = None
         self._offsets_added = False  # AddOffsetsToTxn makes a transaction worth ending even without records
 
@@ -132,7 +134,7 @@ class TransactionManager:
         if self.error is None and tp not in self._pending:
             self._pending.add(tp)
             if self._adding is None or self._adding.done():
-                self._adding = asyncio.ensure_future(self._add_pending())
+                self._adding = self._tasks.spawn(self._add_pending(), name="add partitions")
         return False
 
     async def _add_pending(self) -> None:

@@ -15,7 +15,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mqwire.common.version import __version__
 from mqwire.common.channel import Channel
 from mqwire.common.errors import (
     AuthenticationError,
@@ -24,7 +23,9 @@ from mqwire.common.errors import (
     ConnectionLostError,
     MqwireError,
 )
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.transport import Address
+from mqwire.common.version import __version__
 from pulsarwire import errors
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.frames import FRAME_SIZE_PADDING, Frame, PulsarFrameSplitter, encode_command
@@ -62,7 +63,8 @@ class PulsarConnection:
         self._connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pongs: list[asyncio.Future[None]] = []
         self._last_received = time.monotonic()
-        self._keepalive: asyncio.Task[None] | None = None
+        # Its background work: the keep-alive, credential refreshes, requests nobody waits for.
+        self.tasks = OwnedTasks(name)
         self._producers: dict[int, PushHandler] = {}
         self._consumers: dict[int, PushHandler] = {}
         self._close_listeners: list[CloseListener] = []
@@ -136,7 +138,7 @@ class PulsarConnection:
         if connected.HasField("max_message_size") and 0 < connected.max_message_size < connection.max_message_size:
             connection.max_message_size = connected.max_message_size
             connection._splitter.max_frame_size = connected.max_message_size + FRAME_SIZE_PADDING
-        connection._keepalive = asyncio.ensure_future(connection._keep_alive())
+        connection.tasks.spawn(connection._keep_alive(), name="keep-alive")
         # The method's name only: the credentials themselves never reach a log line.
         log.debug(
             "%s: connected to %s, protocol %d, authentication %s",
@@ -279,7 +281,7 @@ class PulsarConnection:
         if self._auth_refresh is None:
             self.channel.send(encode_command(commands.auth_response(client_version, method, data)))
         elif self._refreshing is None or self._refreshing.done():
-            self._refreshing = asyncio.ensure_future(self._refresh_credentials(client_version, method))
+            self._refreshing = self.tasks.spawn(self._refresh_credentials(client_version, method), name="credentials")
 
     async def _refresh_credentials(self, client_version: str, method: str) -> None:
         assert self._auth_refresh is not None
@@ -318,8 +320,7 @@ class PulsarConnection:
             if not waiter.done():
                 waiter.set_exception(error)
         self._pongs.clear()
-        if self._keepalive is not None:
-            self._keepalive.cancel()
+        self.tasks.cancel()  # the keep-alive, and a credentials refresh under way
         owners, self._owner_listeners = list(self._owner_listeners.values()), {}
         self._producers.clear()
         self._consumers.clear()

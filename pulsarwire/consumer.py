@@ -536,7 +536,7 @@ class Consumer(Subscriber):
             owner.ack(message)
             return
         txn = await transaction.register_subscription(owner.topic, self.subscription)
-        done = asyncio.ensure_future(owner.ack_in_transaction(message, txn))
+        done = self._life.tasks.spawn(owner.ack_in_transaction(message, txn), name="ack in a transaction", awaited=True)
         transaction.track(done)
         await done
 

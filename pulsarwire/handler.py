@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from mqwire.common.errors import MqwireError, RetriableError
+from mqwire.common.lifecycle import OwnedTasks
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.protocol.frames import Frame
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand
@@ -36,6 +37,7 @@ class TopicHandler(ABC):
         self.connection: PulsarConnection | None = None
         self._closing = False
         self._failure: MqwireError | None = None
+        self._tasks = OwnedTasks(label)
         self._reconnect_task: asyncio.Task[None] | None = None
         self._backoff = session.new_backoff()
 
@@ -74,7 +76,7 @@ class TopicHandler(ABC):
         if self._closing or self._failure is not None:
             return
         if self._reconnect_task is None or self._reconnect_task.done():
-            self._reconnect_task = asyncio.ensure_future(self._reconnect())
+            self._reconnect_task = self._tasks.spawn(self._reconnect(), name="reconnect")
 
     def _reconnect_deadline(self) -> float | None:
         """Loop time by which the next reconnection attempt should be made (None: no limit)."""
@@ -131,7 +133,8 @@ def close_remote(
     if connection.closed:
         return
     request_id = connection.next_request_id()
-    task = asyncio.ensure_future(connection.request(build(owner_id, request_id), request_id, timeout))
+    request = connection.request(build(owner_id, request_id), request_id, timeout)
+    task = connection.tasks.spawn(request, name="close on the broker", awaited=True)
     task.add_done_callback(_ignore_result)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from mqwire.common import bounded_json
 from mqwire.common.errors import AuthenticationError, ConfigurationError, MqwireError, ProtocolError
 from mqwire.common.http import HttpEndpoint, request
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.options import check_bool, check_positive, check_str
 
 __all__ = ["OAuth2ClientCredentials"]
@@ -104,6 +105,7 @@ class OAuth2ClientCredentials:
             raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
         self._ssl = ssl_context
         self._token: _Token | None = None
+        self._tasks = OwnedTasks("OAuth2 client credentials")
         self._fetching: asyncio.Future[_Token] | None = None
         self._refresher: asyncio.Task[None] | None = None
         self._used_at = 0.0
@@ -201,7 +203,7 @@ class OAuth2ClientCredentials:
         if token.refresh_at is None or token.expires_at is None or token.refresh_at >= token.expires_at:
             return
         if self._refresher is None or self._refresher.done():
-            self._refresher = asyncio.ensure_future(self._refresh_while_used())
+            self._refresher = self._tasks.spawn(self._refresh_while_used(), name="refresh")
 
     async def _refresh_while_used(self) -> None:
         """Fetch each token before it expires, as long as tokens are asked for."""
@@ -227,7 +229,7 @@ class OAuth2ClientCredentials:
     def _fetching_now(self) -> asyncio.Future[_Token]:
         # Concurrent callers (connections opening together, the background refresh) share one request.
         if self._fetching is None or self._fetching.done():
-            self._fetching = asyncio.ensure_future(self._request_token())
+            self._fetching = self._tasks.spawn(self._request_token(), name="token request", awaited=True)
         return self._fetching
 
 

@@ -12,7 +12,6 @@ import ssl as _ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from mqwire.common.version import __version__
 from mqwire.common.affinity import Affinity
 from mqwire.common.errors import AuthenticationError, ConfigurationError, ConnectError, RetriableError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
@@ -22,6 +21,7 @@ from mqwire.common.pool import ConnectionPool
 from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.transport import Address
 from mqwire.common.urls import parse_service_url
+from mqwire.common.version import __version__
 from pulsarwire.admin import check_admin_url
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup

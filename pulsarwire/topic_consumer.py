@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mqwire.common.errors import ConnectionLostError, MqwireError, ProtocolError, RequestTimeoutError
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.stats import ConsumerCounters
 from pulsarwire import errors
 from pulsarwire.acks import AckGrouping, NegativeAcks, Position, UnackedTracker, bits_of_words, bitset_words
@@ -116,7 +117,7 @@ class TopicConsumer(TopicHandler):
         self._dead_letters = dead_letters
         # Entries redelivered max_redeliver_count times: their next redelivery sends them to the DLQ.
         self._doomed: dict[Position, list[Message]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._dead_letter_sends = OwnedTasks(f"{self.label}: dead letters")
         self._chunks = ChunkAssembler()
         reader = options.crypto_key_reader
         self._decryptor = None if reader is None else MessageDecryptor(reader)
@@ -283,7 +284,7 @@ class TopicConsumer(TopicHandler):
             frame = dataclasses.replace(frame, payload=memoryview(bytes(payload)))
         self._held.append((self.connection, body, frame, count))
         if self._opening is None:
-            self._opening = asyncio.ensure_future(self._open_keys())
+            self._opening = self._tasks.spawn(self._open_keys(), name="open data keys")
 
     async def _open_keys(self) -> None:
         held = self._held
@@ -614,7 +615,7 @@ class TopicConsumer(TopicHandler):
             if doomed:
                 positions = [position for position in positions if position not in self._doomed]
                 for position in doomed:
-                    self._spawn(self._dead_letter(position, self._doomed.pop(position)))
+                    self._dead_letter_sends.spawn(self._dead_letter(position, self._doomed.pop(position)))
                 if not positions:
                     return
         if self.options.subscription_type in _SHARED_TYPES:
@@ -627,11 +628,6 @@ class TopicConsumer(TopicHandler):
         else:
             # Exclusive and Failover keep order: everything unacknowledged comes again, in order.
             self.redeliver_all()
-
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _dead_letter(self, position: Position, messages: list[Message]) -> None:
         assert self._dead_letters is not None
@@ -679,9 +675,8 @@ class TopicConsumer(TopicHandler):
             self._opening.cancel()
         if self.queue.budget is not None:
             self.queue.budget.forget(self._grant)
-        if self._tasks:
-            # Dead letters on their way are acknowledged before the consumer goes.
-            await asyncio.wait(set(self._tasks), timeout=self.session.operation_timeout)
+        # Dead letters on their way are acknowledged before the consumer goes.
+        await self._dead_letter_sends.wait(self.session.operation_timeout)
         self._acks.flush()
         self._nacks.discard()
         if self._unacked is not None:

@@ -16,11 +16,12 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
 from mqwire.common.errors import MqwireError
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.options import check_int_range
 from pulsarwire import errors
 from pulsarwire.connection import PulsarConnection
@@ -134,6 +135,7 @@ class Transaction:
         self._deadline = 0.0
         self._partitions: dict[str, asyncio.Future[None]] = {}
         self._subscriptions: dict[tuple[str, str], asyncio.Future[None]] = {}
+        self._registrations = OwnedTasks("Pulsar transaction")
         # Sends and acknowledgements made in the transaction: commit waits for them.
         self._operations: list[asyncio.Future[Any]] = []
 
@@ -185,11 +187,12 @@ class Transaction:
                          lambda: self._coordinators.add_subscription(txn, topic, subscription))
         return txn
 
-    @staticmethod
-    async def _once(done: dict[Any, asyncio.Future[None]], key: Any, call: Callable[[], Awaitable[None]]) -> None:
+    async def _once(
+        self, done: dict[Any, asyncio.Future[None]], key: Any, call: Callable[[], Coroutine[Any, Any, None]]
+    ) -> None:
         future = done.get(key)
         if future is None or (future.done() and future.exception() is not None):
-            future = done[key] = asyncio.ensure_future(call())
+            future = done[key] = self._registrations.spawn(call(), name="registration", awaited=True)
         await asyncio.shield(future)
 
     def track(self, operation: asyncio.Future[Any]) -> None:

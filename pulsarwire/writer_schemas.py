@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mqwire.common.errors import MqwireError, SchemaResolutionError
+from mqwire.common.lifecycle import OwnedTasks
 from pulsarwire.message import Message
 from pulsarwire.schema import Schema, SchemaInfo, SchemaMismatchError, SchemaType, TopicSchema
 from pulsarwire.schema_fetch import fetch_schema
@@ -51,6 +52,7 @@ class WriterSchemas:
         self._reader_versions: dict[str, int | None] = {}
         self._finding: dict[str, asyncio.Task[None]] = {}
         self._count = 0
+        self._tasks = OwnedTasks("writers' schemas")
 
     @property
     def fetches(self) -> int:
@@ -89,7 +91,7 @@ class WriterSchemas:
     async def _fetch(self, key: _Key) -> None:
         task = self._fetching.get(key)
         if task is None:
-            task = self._fetching[key] = asyncio.ensure_future(self._fetch_once(key))
+            task = self._fetching[key] = self._tasks.spawn(self._fetch_once(key), name="fetch", awaited=True)
             task.add_done_callback(lambda _: self._fetching.pop(key, None))
         # Shielded: one waiter cancelled does not cancel the fetch the others wait for.
         await asyncio.shield(task)
@@ -106,7 +108,7 @@ class WriterSchemas:
     async def _find_reader_version(self, topic: str) -> None:
         task = self._finding.get(topic)
         if task is None:
-            task = self._finding[topic] = asyncio.ensure_future(self._find_once(topic))
+            task = self._finding[topic] = self._tasks.spawn(self._find_once(topic), name="find", awaited=True)
             task.add_done_callback(lambda _: self._finding.pop(topic, None))
         await asyncio.shield(task)
 

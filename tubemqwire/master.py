@@ -28,6 +28,7 @@ from mqwire.common.errors import (
     RequestTimeoutError,
     RetriableError,
 )
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.stats import ClientCounters
 from tubemqwire.connection import TubeConnection
@@ -186,6 +187,7 @@ class Membership(ABC):
         self._generation = -1
         self._registered = False
         self._wake = asyncio.Event()
+        self._tasks = OwnedTasks(name)
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._busy = False
@@ -220,7 +222,7 @@ class Membership(ABC):
                     raise
                 log.warning("%s: register failed (%s); retrying", self.name, exc)
                 await asyncio.sleep(backoff.next_delay())
-        self._task = asyncio.create_task(self._run(), name=f"{self.name} heartbeat")
+        self._task = self._tasks.spawn(self._run(), name="heartbeat")
 
     async def _register(self) -> None:
         generation = self.link.generation

@@ -29,6 +29,7 @@ from mqwire.common.errors import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ class HeartbeatMembership:
         self._unresolved = False  # a topic id of the last assignment the metadata did not know
         self._report_owned = True
         self._connection: KafkaConnection | None = None
+        self._tasks = OwnedTasks(f"member of group {group!r}")
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -103,7 +105,7 @@ class HeartbeatMembership:
         return GroupMetadata(self.group, self.epoch, self.member_id, self.group_instance_id)
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
+        self._task = self._tasks.spawn(self._run(), name="heartbeats")
 
     async def close(self) -> None:
         self._closing = True

@@ -37,6 +37,7 @@ from kafkawire.protocol.messages import (
     SyncGroupRequestAssignment,
 )
 from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.policy import Backoff
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ class GroupMembership:
         self.assignment: set[TopicPartition] = set()
         self.rebalances = 0
         self._connection: KafkaConnection | None = None
+        self._tasks = OwnedTasks(f"member of group {group!r}")
         self._task: asyncio.Task[None] | None = None
         self._joined = asyncio.Event()
         self._closing = False
@@ -111,7 +113,7 @@ class GroupMembership:
 
     # ---------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
+        self._task = self._tasks.spawn(self._run(), name="membership")
 
     async def wait_joined(self, timeout: float) -> None:
         """Until the first assignment arrives (or ``timeout`` seconds)."""

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Coroutine, Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
@@ -34,7 +34,7 @@ from mqwire.common.errors import (
     RetriableError,
     UnsupportedVersionError,
 )
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import Lifecycle, OwnedTasks
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats
 
@@ -616,10 +616,10 @@ class ShareConsumer:
         return healthy
 
 
-async def _first(*waits: Any) -> None:
-    tasks = [asyncio.ensure_future(wait) for wait in waits]
+async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
+    """Until the first of ``waits`` ends; the others are cancelled."""
+    tasks = OwnedTasks("share consumer wait")
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([tasks.spawn(wait, awaited=True) for wait in waits], return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in tasks:
-            task.cancel()
+        tasks.cancel()

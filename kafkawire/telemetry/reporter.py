@@ -22,9 +22,9 @@ from kafkawire.connection import KafkaConnection
 from kafkawire.protocol.messages import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
 from kafkawire.telemetry.measures import ClientMeasures
 from kafkawire.telemetry.points import Collector, selected
-from mqwire.common.version import __version__
 from mqwire.common.compression import compress
 from mqwire.common.errors import MqwireError
+from mqwire.common.version import __version__
 
 __all__ = ["Subscription", "TelemetryHost", "TelemetryReporter"]
 

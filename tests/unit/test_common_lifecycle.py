@@ -72,3 +72,24 @@ async def test_close_during_start_cancels_it_and_tasks_spawned_while_closing_end
     assert len(life.tasks) == 0
     with pytest.raises(asyncio.CancelledError):
         await starting
+
+
+async def test_a_failed_background_task_is_logged_and_an_awaited_one_is_left_to_its_caller(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from mqwire.common.lifecycle import OwnedTasks
+
+    tasks = OwnedTasks("thing")
+
+    async def fail(text: str) -> None:
+        raise RuntimeError(text)
+
+    background = tasks.spawn(fail("nobody waits for me"), name="background")
+    awaited = tasks.spawn(fail("my caller sees me"), name="request", awaited=True)
+    with pytest.raises(RuntimeError, match="my caller sees me"):
+        await awaited
+    await asyncio.gather(background, return_exceptions=True)
+    await asyncio.sleep(0)  # the done callbacks run
+    failures = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert failures == ["background task thing: background failed"]
+    assert len(tasks) == 0

@@ -11,6 +11,7 @@ import pytest
 
 import pulsarwire
 from mqwire.common.errors import ConnectionLostError, MqwireError
+from mqwire.common.lifecycle import OwnedTasks
 from pulsarwire import errors
 from pulsarwire.options import ConsumerOptions, ProducerOptions
 from pulsarwire.protocol import commands
@@ -45,6 +46,7 @@ class FakeConnection:
         self.listeners: dict[tuple[str, int], Callable[[MqwireError], None]] = {}
         self.refuse: MqwireError | None = None
         self._request_id = 0
+        self.tasks = OwnedTasks("fake connection")
 
     # ------------------------------------------------------------------- the PulsarConnection surface
     def next_request_id(self) -> int:
