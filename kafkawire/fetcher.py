@@ -41,6 +41,7 @@ from kafkawire.protocol.records import (
 from kafkawire.receive_queue import ReceiveQueue
 from kafkawire.waker import Waker
 from mqwire.common.errors import ConnectError, ConnectionLostError, MqwireError, RequestTimeoutError
+from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.stats import ConsumerCounters
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ class Fetcher:
         self.queue = queue
         self.config = config
         self.waker = Waker()
+        self._tasks = OwnedTasks("kafka fetcher")
         self._nodes: dict[int, asyncio.Task[None]] = {}
         self._supervisor: asyncio.Task[None] | None = None
         self._closed = False
@@ -161,7 +163,7 @@ class Fetcher:
 
     def start(self) -> None:
         if self._supervisor is None:
-            self._supervisor = asyncio.ensure_future(self._supervise())
+            self._supervisor = self._tasks.spawn(self._supervise(), name="supervisor")
 
     def wake(self) -> None:
         self.waker.wake()
@@ -236,7 +238,7 @@ class Fetcher:
         for state in self.states.values():
             node = state.leader
             if node >= 0 and state.fetchable and node not in self._nodes:
-                self._nodes[node] = asyncio.ensure_future(self._fetch_loop(node))
+                self._nodes[node] = self._tasks.spawn(self._fetch_loop(node), name=f"fetch loop of broker {node}")
 
     # ---------------------------------------------------------------------------------- fetch loop
     async def _fetch_loop(self, node: int) -> None:
