@@ -19,7 +19,7 @@ Reported: records/s, CPU microseconds per record (the process's CPU time over th
 threads: librdkafka's and the JVM's included; for the Kafka Java tool the whole process), peak resident
 memory, and p50/p99 of the time from send to acknowledgement (a sample of every 10th send; the Java
 TubeMQ client does not report it). Results go to benchmarks/results/ as text, JSON and a PNG chart;
-``--readme FILE.json`` rewrites README's speed table from such a file.
+``--readme FILE.json`` rewrites the speed table of docs/performance.md from such a file.
 
     .venv/bin/python benchmarks/suite.py [--quick] [--rounds 3] [--scale 1] [--systems kafka,pulsar,tubemq]
         [--sizes 100,10240] [--clients kafkawire,confluent-kafka,...] [--state-dir DIR]
@@ -77,9 +77,9 @@ PEERS = {
     "pulsar": ["pulsar-client"],
     "tubemq": ["tubemq-java"],
 }
-# The peers the ratio table and README's table compare ours with.
+# The peers the ratio table and the documentation's speed table compare ours with.
 REFERENCES = {"kafka": ("confluent-kafka", "aiokafka"), "pulsar": ("pulsar-client",), "tubemq": ("tubemq-java",)}
-# What the broker itself takes and serves (ceiling.py): shown in README's table, where "vs ours" is then the
+# What the broker itself takes and serves (ceiling.py): shown in the speed table, where "vs ours" is then the
 # share of the broker's own rate that our client reaches.
 CEILINGS = ("kafka-ceiling",)
 RUN_TIMEOUT = 1800.0
@@ -590,7 +590,8 @@ README_END = "<!-- /speed-table -->"
 
 
 def readme_table(rows: list[Row]) -> str:
-    """README's table: for each setting, ours against the reference peers, medians of the rounds."""
+    """The speed table of docs/performance.md: for each setting, ours against the reference peers, medians of
+    the rounds."""
     table = medians(rows)
     index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
     out = ["| system | size | parts | phase | client | records/s | CPU µs/rec | p99 ms | vs ours |",
@@ -619,7 +620,7 @@ def update_readme(results: list[Path]) -> None:
         by_setting.update(found)
         source.update(dict.fromkeys(found, path.name))
     rows = [row for setting_rows in by_setting.values() for row in setting_rows]
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "performance.md"
     text = readme.read_text(encoding="utf-8")
     begin, end = text.index(README_BEGIN), text.index(README_END)
     rounds = {setting: max(r.round for r in setting_rows) + 1 for setting, setting_rows in by_setting.items()}
@@ -683,7 +684,7 @@ def main() -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help=f"message sizes, some of {SIZES}")
     parser.add_argument("--clients", default="", help="only these clients (comma-separated); default all")
     parser.add_argument("--state-dir", help="use the brokers running in this state folder instead of starting some")
-    parser.add_argument("--readme", type=Path, nargs="+", help="rewrite README's table from these results")
+    parser.add_argument("--readme", type=Path, nargs="+", help="rewrite docs/performance.md's table from these")
     args = parser.parse_args()
     if args.readme is not None:
         update_readme(args.readme)

@@ -21,5 +21,5 @@ autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True, "undoc-members": False}
 autodoc_class_signature = "separated"
 
-html_theme = "alabaster"
+html_theme = "furo"
 html_title = f"mqwire {release}"
