@@ -1,4 +1,5 @@
-"""README's example runs as written against each system: only the package name, URL, topic and group change."""
+"""The code blocks of README and of the guides in docs/ run as written against the real brokers: the client
+example with each system (only the package name, URL, topic and group change), the Spark guide's blocks."""
 
 from __future__ import annotations
 
@@ -16,30 +17,35 @@ from tests.contract.systems import tubemq_topic
 
 pytestmark = pytest.mark.integration
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+# The pages that show the client example: the front door and the guide that walks through it.
+EXAMPLE_PAGES = ("README.md", "docs/getting-started.md")
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+def python_blocks(page: str) -> list[str]:
+    """The ```python blocks of a page of the repository, in order."""
+    return re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), flags=re.DOTALL)
 
 
-def client_example() -> str:
-    (block,) = [b for b in python_blocks() if "import kafkawire  # or pulsarwire, tubemqwire" in b]
+def client_example(page: str) -> str:
+    """The page's one block written for all three systems."""
+    (block,) = [b for b in python_blocks(page) if "import kafkawire  # or pulsarwire, tubemqwire" in b]
     return block
 
 
+@pytest.mark.parametrize("page", EXAMPLE_PAGES)
 @pytest.mark.parametrize("name", ["kafka", "pulsar", "tubemq"])
-def test_readme_example_runs_with_each_system(name: str, request: pytest.FixtureRequest) -> None:
+def test_the_example_runs_with_each_system(page: str, name: str, request: pytest.FixtureRequest) -> None:
     broker: KafkaBroker | PulsarBroker | TubeMQBroker = request.getfixturevalue(f"{name}_broker")
     topic = tubemq_topic("readme") if name == "tubemq" else f"readme-{secrets.token_hex(4)}"
-    code = client_example()
+    code = client_example(page)
     for old, new in (
         ("kafkawire", f"{name}wire"),
         ('"kafka://127.0.0.1:9092"', repr(broker.url)),
         ('"orders"', repr(topic)),
         ('"billing"', repr(f"billing_{secrets.token_hex(4)}")),
     ):
-        assert old in code, f"README's example no longer has {old}"
+        assert old in code, f"{page}'s example no longer has {old}"
         code = code.replace(old, new)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
@@ -47,8 +53,9 @@ def test_readme_example_runs_with_each_system(name: str, request: pytest.Fixture
     assert "received b'k' {'id': 1} {'h': b'v'}" in done.stdout, done.stdout
 
 
-def test_readme_spark_blocks_run(kafka_broker: KafkaBroker, pulsar_broker: PulsarBroker, tmp_path: Path) -> None:
-    """README's Spark blocks, one after the other as a reader would paste them, on topics holding 50 records."""
+def test_the_spark_guide_blocks_run(kafka_broker: KafkaBroker, pulsar_broker: PulsarBroker, tmp_path: Path) -> None:
+    """docs/spark.md's runnable blocks, one after the other as a reader would paste them, on topics holding 50
+    records (the secured-broker block names a broker that is not there, so it is left out)."""
     import asyncio
 
     import kafkawire
@@ -66,8 +73,8 @@ def test_readme_spark_blocks_run(kafka_broker: KafkaBroker, pulsar_broker: Pulsa
                 await producer.enqueue(b"event %d" % index)
 
     asyncio.run(fill())
-    spark_blocks = [b for b in python_blocks() if "sparkwire" in b or 'format("pulsarwire")' in b]
-    assert len(spark_blocks) == 2, "README's Spark blocks changed: update this test"
+    spark_blocks = [b for b in python_blocks("docs/spark.md") if "sparkwire" in b or 'format("pulsarwire")' in b]
+    assert len(spark_blocks) == 2, "docs/spark.md's blocks changed: update this test"
     code = "\n".join(spark_blocks)
     for old, new in (
         ('"kafka://localhost:9092"', repr(kafka_broker.url)),
@@ -78,7 +85,7 @@ def test_readme_spark_blocks_run(kafka_broker: KafkaBroker, pulsar_broker: Pulsa
         ('"out"', repr(str(tmp_path / "out"))),
         ('"chk"', repr(str(tmp_path / "chk"))),
     ):
-        assert old in code, f"README's Spark blocks no longer have {old}"
+        assert old in code, f"docs/spark.md's blocks no longer have {old}"
         code = code.replace(old, new)
     # Spark's Python workers are this interpreter, as they are for a reader in an activated virtual environment.
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
