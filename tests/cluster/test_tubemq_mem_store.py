@@ -1,7 +1,7 @@
 """The TubeMQ broker's memory store (``enableMemStore=true``, the server's default) loses acknowledged
 messages when the broker process is SIGKILLed: they were in the broker's memory, not yet in its files.
 
-The test counts the loss; it fails if a crash ever stops losing anything, since then README's statement
+The test counts the loss; it fails if a crash ever stops losing anything, since then docs/guarantees.md's statement
 about this setting would be wrong.
 """
 

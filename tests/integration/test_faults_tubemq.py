@@ -3,8 +3,8 @@
 What the client promises there: its producer and consumer find master and broker again by themselves, and a
 group resumes from what it confirmed (nothing confirmed comes again, nothing unconfirmed is missing). Not that
 every acknowledged message survives: the launcher's single TubeMQ runs with the brokers' memory store on (the
-server's default), where an acknowledged message not yet flushed to the file is lost with the process (README,
-"Guarantees"; the cluster tests run it off), so the test lets the broker flush before the crash.
+server's default), where an acknowledged message not yet flushed to the file is lost with the process
+(docs/guarantees.md; the cluster tests run it off), so the test lets the broker flush before the crash.
 """
 
 from __future__ import annotations

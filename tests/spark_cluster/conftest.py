@@ -41,7 +41,8 @@ def env_archive() -> Path:
 
 @pytest.fixture(scope="session")
 def driver_dir(env_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where jobs are submitted from, as README says: the archive unpacked as ``env``, for the driver's side."""
+    """Where jobs are submitted from, as docs/spark.md says: the archive unpacked as ``env``, for the driver's
+    side."""
     where = tmp_path_factory.mktemp("driver")
     (where / "env").mkdir()
     subprocess.run(["tar", "-xzf", str(env_archive), "-C", str(where / "env")], check=True)
@@ -62,7 +63,7 @@ def cluster() -> Iterator[spark_cluster.SparkCluster]:
 def submit(
     cluster: spark_cluster.SparkCluster, driver: Path, archive: Path, job: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    """``spark-submit`` as README gives it, from ``driver`` (which holds the unpacked ``env``): the packed
+    """``spark-submit`` as docs/spark.md gives it, from ``driver`` (which holds the unpacked ``env``): the packed
     environment runs the job's Python on the driver and on the executors. No other Python path is passed on."""
     drop = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH", "VIRTUAL_ENV")
     env = {k: v for k, v in os.environ.items() if k not in drop}

@@ -1,4 +1,4 @@
-"""A Spark job submitted to the standalone cluster by the tests, as README says (``spark-submit --archives``).
+"""A Spark job submitted to the standalone cluster by the tests, as docs/spark.md says (``spark-submit --archives``).
 
 ``pipeline_job.py SYSTEM URL SOURCE COPY SINK CHECKPOINT RESULT PHASE``: in phase ``batch`` it reads SOURCE
 whole, writes what it read to RESULT (JSON), copies the rows to topic COPY, and runs the stream once;

@@ -1,7 +1,7 @@
 """The data pipeline on a Spark standalone cluster (a master and two workers started from the pyspark
 package) whose executors have only the packed environment of ``make spark-env``: for each system a batch
 read with exact contents, a batch write read back with the client, and a stream stopped and restarted from
-its checkpoint, each record exactly once in its parquet sink. The jobs are submitted as README says."""
+its checkpoint, each record exactly once in its parquet sink. The jobs are submitted as docs/spark.md says."""
 
 from __future__ import annotations
 
