@@ -205,20 +205,18 @@ def defaults(config: type[Any]) -> dict[str, object]:
 
 def build_config(config: type[C], what: str, options: Mapping[str, object]) -> C:
     """The frozen ``config`` made from the keyword ``options`` a user gave ``what`` (a factory's name,
-    shown in errors): unknown names fail with a "did you mean", each given value is checked, every value
-    is converted to its field's unit, and absent options take their default."""
+    shown in errors): unknown names fail with a "did you mean", absent options take their default, and
+    every value is checked and converted to its field's unit."""
     declared = _DECLARED.get(config)
     if declared is None:
         raise ConfigurationError(f"{config.__name__} is not tied to its options (options_of)")
     check_names(what, options, declared)
     values: dict[str, object] = {}
     for field, name, spec in _specs(config):
-        if name in options:
-            value = options[name]
-            if spec.check is not None:
-                value = spec.check(name, value)
-        else:
-            value = spec.default
+        # Defaults pass the check too: it may normalise them (None to an empty mapping, say).
+        value = options.get(name, spec.default)
+        if spec.check is not None:
+            value = spec.check(name, value)
         if spec.unit is not None and value is not None:
             value = cast(float, value) * _UNIT_SCALE[spec.unit]
         values[field.name] = value

@@ -22,6 +22,7 @@ from typing import Any
 import kafkawire
 import pulsarwire
 import tubemqwire
+import tubemqwire.sync
 from mqwire.common.contract import Client
 
 
@@ -47,6 +48,14 @@ async def main() -> None:
     async with tubemqwire.connect("tubemq://127.0.0.1:8715") as tubemq:
         await copy(tubemq, "a", "b")
         tubemq.consumer("orders", group="g", stat="latest")  # ERROR stat
+        tubemq.producer("orders", max_in_flight=5, checksum=True, retry_backoff_ms=10)
+        tubemq.producer("orders", max_inflight=5)  # ERROR max_inflight
+        tubemq.producer("orders", retries="3")  # ERROR retries
+        tubemq.client_balance_consumer("orders", group="g", source_count=2, node_id=0, start="earliest")
+        tubemq.client_balance_consumer("orders", group="g", node=0)  # ERROR node
+    tubemqwire.connect("tubemq://127.0.0.1:8715", heartbeat_interval_ms=5000, username="u", password="p")
+    tubemqwire.connect("tubemq://127.0.0.1:8715", heartbeat_ms=5000)  # ERROR heartbeat_ms
+    tubemqwire.sync.connect("tubemq://127.0.0.1:8715", request_timeout=5)  # ERROR request_timeout
     pulsarwire.connect("pulsar://127.0.0.1:6650", operation_timeout_sec=3)  # ERROR operation_timeout_sec
 '''
 

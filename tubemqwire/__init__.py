@@ -16,15 +16,20 @@ from tubemqwire.consumer import Consumer
 from tubemqwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from tubemqwire.errors import __all__ as _error_names
 from tubemqwire.message import Message, Receipt
+from tubemqwire.options import ClientBalanceConsumerOptions, ClientOptions, ConsumerOptions, ProducerOptions
 from tubemqwire.producer import Producer
 
 __all__ = [
     "Client",
     "ClientBalanceConsumer",
+    "ClientBalanceConsumerOptions",
+    "ClientOptions",
     "Consumer",
+    "ConsumerOptions",
     "Message",
     "PartitionOffsets",
     "Producer",
+    "ProducerOptions",
     "Receipt",
     "connect",
     *_error_names,

@@ -9,15 +9,15 @@ balanced one way or the other: the master refuses to mix the two kinds of member
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mqwire.common.contract import Deserializer, Start
-from mqwire.common.errors import ClosedError
+from mqwire.common.errors import ClosedError, ConfigurationError
 from tubemqwire.assignment import Assignment
 from tubemqwire.client_balance_membership import ClientBalanceMembership
 from tubemqwire.consumer import Consumer
 from tubemqwire.errors import error_for_code
+from tubemqwire.options import ClientBalanceConsumerConfig, check_partitions
 from tubemqwire.protocol.constants import ErrorCode
 from tubemqwire.protocol.metadata import PartitionMeta, parse_partition_key
 from tubemqwire.session import Session
@@ -41,27 +41,6 @@ class PartitionOffsets:
     caught_up: bool = False
 
 
-def _check_partitions(partitions: object) -> dict[str, int | None]:
-    """``partitions``: keys (``brokerId:topic:partitionId``), or a mapping of key to start offset or None."""
-    if partitions is None:
-        return {}
-    if isinstance(partitions, str):
-        partitions = [partitions]
-    items = partitions.items() if isinstance(partitions, Mapping) else ((key, None) for key in partitions)  # type: ignore[attr-defined]
-    checked: dict[str, int | None] = {}
-    for key, offset in items:
-        if not isinstance(key, str):
-            raise TypeError(f"option partitions: a partition key is a str, not {type(key).__name__}")
-        try:
-            parse_partition_key(key)
-        except Exception as exc:
-            raise ValueError(f"option partitions: {exc}") from None
-        if offset is not None and (isinstance(offset, bool) or not isinstance(offset, int) or offset < 0):
-            raise ValueError(f"option partitions: the offset of {key} must be an int >= 0 or None, not {offset!r}")
-        checked[key] = offset
-    return checked
-
-
 class ClientBalanceConsumer(Consumer):
     """Consumes the partitions it is told to; ``async with client.client_balance_consumer(...)``.
 
@@ -69,44 +48,13 @@ class ClientBalanceConsumer(Consumer):
     :meth:`tubemqwire.Client.consumer`, and ``partitions``, ``source_count`` and ``node_id``).
     """
 
-    def __init__(
-        self,
-        session: Session,
-        topics: str | Sequence[str],
-        *,
-        group: str | None = None,
-        start: Start = "latest",
-        key_deserializer: Deserializer | None = None,
-        value_deserializer: Deserializer | None = None,
-        msg_types: str | Iterable[str] | Mapping[str, Iterable[str]] | None = None,
-        confirm_timeout_ms: int = 60_000,
-        msg_not_found_wait_ms: int = 400,
-        rebalance_confirm_wait_ms: int = 3_000,
-        partitions: Iterable[str] | Mapping[str, int | None] | None = None,
-        source_count: int = -1,
-        node_id: int = -1,
-    ) -> None:
-        super().__init__(
-            session,
-            topics,
-            group=group,
-            start=start,
-            key_deserializer=key_deserializer,
-            value_deserializer=value_deserializer,
-            msg_types=msg_types,
-            confirm_timeout_ms=confirm_timeout_ms,
-            msg_not_found_wait_ms=msg_not_found_wait_ms,
-            rebalance_confirm_wait_ms=rebalance_confirm_wait_ms,
-        )
-        self._initial = _check_partitions(partitions)
+    def __init__(self, session: Session, topics: str | Sequence[str], config: ClientBalanceConsumerConfig) -> None:
+        super().__init__(session, topics, config)
+        self._initial = dict(config.partitions)
         for key in self._initial:
             if parse_partition_key(key)[1] not in self.topics:
-                raise ValueError(f"option partitions: {key} is not a partition of the consumed topics")
-        for name, value in (("source_count", source_count), ("node_id", node_id)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"option {name} must be an int, not {type(value).__name__}")
-        if source_count > 0 and not 0 <= node_id < source_count:
-            raise ValueError("option node_id must be in 0..source_count-1 when source_count is set")
+                raise ConfigurationError(f"option partitions: {key} is not a partition of the consumed topics")
+        source_count, node_id = config.source_count, config.node_id
         self.source_count = source_count if source_count > 0 else -1
         self.node_id = node_id if source_count > 0 else -1
         self._balance: ClientBalanceMembership | None = None
@@ -170,7 +118,7 @@ class ClientBalanceConsumer(Consumer):
         return await self._connect(partition_key, offset)
 
     async def _connect(self, partition_key: str, offset: int | None) -> PartitionOffsets:
-        checked = _check_partitions({partition_key: offset})
+        checked = check_partitions("partitions", {partition_key: offset})
         meta = await self._meta(partition_key)
         if not meta.subscribable:
             raise error_for_code(

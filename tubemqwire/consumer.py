@@ -13,14 +13,13 @@ import contextlib
 import logging
 import secrets
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
-from mqwire.common.contract import Deserializer, Start
 from mqwire.common.errors import ClosedError, MqwireError, ReceiveTimeoutError
 from mqwire.common.lifecycle import Lifecycle
-from mqwire.common.options import check_choice, check_positive, check_type
+from mqwire.common.options import check_type
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats, PartitionLag
 from tubemqwire import identity
@@ -29,16 +28,14 @@ from tubemqwire.consumer_membership import ConsumerMembership
 from tubemqwire.fetcher import INDEX_ENTRY_SIZE, Batch, FetchSettings
 from tubemqwire.master import Membership
 from tubemqwire.message import Message
-from tubemqwire.names import check_group, check_msg_types, check_topics
+from tubemqwire.names import check_msg_types, check_topics
+from tubemqwire.options import ConsumerConfig
 from tubemqwire.protocol import broker as broker_proto
 from tubemqwire.protocol.consumer import RebalanceEvent
 from tubemqwire.protocol.metadata import parse_partition_key
 from tubemqwire.session import Session
 
 log = logging.getLogger(__name__)
-
-START_POSITIONS = ("earliest", "latest")
-
 
 def _msg_type_filters(msg_types: object, topics: Sequence[str]) -> dict[str, frozenset[str]]:
     """``msg_types`` for every topic, or a mapping of topic to types (topics left out are not filtered)."""
@@ -72,29 +69,17 @@ class Consumer:
     Partitions are named by their keys, ``brokerId:topic:partitionId`` (``message.partition_key``).
     """
 
-    def __init__(
-        self,
-        session: Session,
-        topics: str | Sequence[str],
-        *,
-        group: str | None = None,
-        start: Start = "latest",
-        key_deserializer: Deserializer | None = None,
-        value_deserializer: Deserializer | None = None,
-        msg_types: str | Iterable[str] | Mapping[str, Iterable[str]] | None = None,
-        confirm_timeout_ms: int = 60_000,
-        msg_not_found_wait_ms: int = 400,
-        rebalance_confirm_wait_ms: int = 3_000,
-    ) -> None:
+    def __init__(self, session: Session, topics: str | Sequence[str], config: ConsumerConfig) -> None:
         self._session = session
         self.topics = check_topics(topics)
-        self.group = check_group(group) if group is not None else f"mqwire_{secrets.token_hex(8)}"
-        self.start_position = check_choice("start", start, START_POSITIONS)
-        self.msg_types = _msg_type_filters(msg_types, self.topics)
-        self.confirm_timeout = check_positive("confirm_timeout_ms", confirm_timeout_ms) / 1000
-        self.no_data_wait = check_positive("msg_not_found_wait_ms", msg_not_found_wait_ms) / 1000
-        self.rebalance_wait = check_positive("rebalance_confirm_wait_ms", rebalance_confirm_wait_ms) / 1000
-        self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _position)
+        self.group = config.group if config.group is not None else f"mqwire_{secrets.token_hex(8)}"
+        self.start_position = config.start
+        self.msg_types = _msg_type_filters(config.msg_types, self.topics)
+        self.confirm_timeout = config.confirm_timeout
+        self.no_data_wait = config.msg_not_found_wait
+        self.rebalance_wait = config.rebalance_confirm_wait
+        deserializers = config.key_deserializer, config.value_deserializer
+        self._gate: Deserializing[Message] = Deserializing(*deserializers, _position)
         # Fetched messages in order; ``_arrived`` wakes a waiting reader for new messages or a changed state
         # (closed or failed). A batch goes in at once: the per-message path stays a deque pop.
         self._ready: deque[Message] = deque()

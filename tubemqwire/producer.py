@@ -16,18 +16,17 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from mqwire.common.contract import Serializer
 from mqwire.common.errors import ClosedError, RequestTimeoutError, RetriableError
 from mqwire.common.lifecycle import Lifecycle
-from mqwire.common.options import check_bool, check_int_range, check_non_negative, check_positive
 from mqwire.common.policy import Backoff
-from mqwire.common.serde import check_serializer, to_bytes
+from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ProducerCounters, ProducerStats
 from tubemqwire import identity
 from tubemqwire.errors import MessageTooLargeError, TopicNoPartitionError
 from tubemqwire.keys import KEY_ATTRIBUTE, encode_key
 from tubemqwire.message import Receipt
 from tubemqwire.names import check_topic, check_topics
+from tubemqwire.options import ProducerConfig
 from tubemqwire.producer_membership import ProducerMembership
 from tubemqwire.protocol.constants import CHECKSUM_NOT_SET
 from tubemqwire.protocol.messages import checksum, encode_payload, format_attributes, format_msg_time, parse_msg_time
@@ -100,28 +99,16 @@ class Producer:
     ``message.key`` by tubemqwire consumers, see :mod:`tubemqwire.keys`) and picks the partition.
     """
 
-    def __init__(
-        self,
-        session: Session,
-        topics: str | Sequence[str],
-        *,
-        key_serializer: Serializer | None = None,
-        value_serializer: Serializer | None = None,
-        max_in_flight: int = 1000,
-        retries: int = 3,
-        retry_backoff_ms: int = 100,
-        metadata_timeout_ms: int = 30_000,
-        checksum: bool = False,
-    ) -> None:
+    def __init__(self, session: Session, topics: str | Sequence[str], config: ProducerConfig) -> None:
         self._session = session
         self.topics = check_topics(topics)
-        self._key_serializer = check_serializer("key_serializer", key_serializer)
-        self._value_serializer = check_serializer("value_serializer", value_serializer)
-        self.max_in_flight = check_int_range("max_in_flight", max_in_flight, 1, 1_000_000)
-        self.retries = check_int_range("retries", retries, 0, 1000)
-        self.retry_backoff = check_non_negative("retry_backoff_ms", retry_backoff_ms) / 1000
-        self.metadata_timeout = check_positive("metadata_timeout_ms", metadata_timeout_ms) / 1000
-        self._verify = check_bool("checksum", checksum)
+        self._key_serializer = config.key_serializer
+        self._value_serializer = config.value_serializer
+        self.max_in_flight = config.max_in_flight
+        self.retries = config.retries
+        self.retry_backoff = config.retry_backoff
+        self.metadata_timeout = config.metadata_timeout
+        self._verify = config.checksum
         self._router = PartitionRouter()
         self._slots = asyncio.Semaphore(self.max_in_flight)
         self._inflight: set[asyncio.Future[Receipt]] = set()

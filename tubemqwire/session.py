@@ -12,13 +12,13 @@ import ssl as _ssl
 from mqwire.common.affinity import Affinity
 from mqwire.common.errors import ClosedError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
-from mqwire.common.options import check_positive, check_str
 from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.urls import parse_service_url
 from tubemqwire import identity
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.master import MasterLink
+from tubemqwire.options import ClientConfig
 from tubemqwire.protocol.constants import (
     DEFAULT_BROKER_PORT,
     DEFAULT_BROKER_TLS_PORT,
@@ -29,45 +29,19 @@ from tubemqwire.protocol.constants import (
 log = logging.getLogger(__name__)
 
 SCHEMES = {"tubemq": DEFAULT_MASTER_PORT, "tubemq+ssl": DEFAULT_MASTER_TLS_PORT}
-# The master drops a consumer after 30 s without a heartbeat; a slower period would churn the group.
-MAX_HEARTBEAT_INTERVAL_MS = 25_000
-
-
 
 
 class Session:
     """Connections and settings shared by the producers and consumers of one client."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        request_timeout_ms: int,
-        connect_timeout_ms: int,
-        heartbeat_interval_ms: int,
-        username: str | None,
-        password: str | None,
-        ssl_context: _ssl.SSLContext | None,
-    ) -> None:
+    def __init__(self, url: str, config: ClientConfig) -> None:
         parsed = parse_service_url(url, schemes=SCHEMES)
-        self.request_timeout = check_positive("request_timeout_ms", request_timeout_ms) / 1000
-        self.connect_timeout = check_positive("connect_timeout_ms", connect_timeout_ms) / 1000
-        interval_ms = check_positive("heartbeat_interval_ms", heartbeat_interval_ms)
-        if interval_ms > MAX_HEARTBEAT_INTERVAL_MS:
-            raise ValueError(
-                f"option heartbeat_interval_ms must be at most {MAX_HEARTBEAT_INTERVAL_MS}, got {heartbeat_interval_ms}"
-            )
-        self.heartbeat_interval = interval_ms / 1000
-        if username is not None and not check_str("username", username).strip():
-            raise ValueError("option username must not be blank")
-        if password is not None:
-            check_str("password", password)
-            if username is None:
-                raise ValueError("option password needs option username")
-        self.username = username
-        self._password = password
-        if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
-            raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
+        self.request_timeout = config.request_timeout
+        self.connect_timeout = config.connect_timeout
+        self.heartbeat_interval = config.heartbeat_interval
+        self.username = config.username
+        self._password = config.password
+        ssl_context = config.ssl_context
         if parsed.tls and ssl_context is None:
             ssl_context = _ssl.create_default_context()
         # A blank port in the master's broker list means the broker's default one.

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 import tubemqwire
-from mqwire.common.errors import ConfigurationError
+from mqwire.common.errors import ConfigurationError, UnknownOptionError
+from mqwire.common.options import defaults
 from tubemqwire.errors import TopicNoPartitionError
+from tubemqwire.options import ClientBalanceConsumerConfig, ClientConfig, ConsumerConfig, ProducerConfig
 from tubemqwire.protocol.metadata import BrokerInfo, PartitionInfo
 from tubemqwire.routing import PartitionRouter, key_index, sort_partitions
 
@@ -95,6 +97,50 @@ async def test_sending_before_start_is_refused() -> None:
     producer = tubemqwire.connect(URL).producer("orders")
     with pytest.raises(tubemqwire.ClosedError, match="not started"):
         await producer.send(b"x")
+
+
+# -------------------------------------------------------------------------------------- every factory
+def test_unknown_options_are_configuration_errors_with_the_closest_name() -> None:
+    with pytest.raises(UnknownOptionError, match=r"connect: unknown option 'request_timeout' \(did you mean request_t"):
+        tubemqwire.connect(URL, request_timeout=5)  # type: ignore[call-arg]
+    client = tubemqwire.connect(URL)
+    with pytest.raises(UnknownOptionError, match=r"producer: unknown option 'max_inflight' \(did you mean max_in_f"):
+        client.producer("orders", max_inflight=5)  # type: ignore[call-arg]
+    with pytest.raises(UnknownOptionError, match=r"consumer: unknown option 'gruop' \(did you mean group\?\)"):
+        client.consumer("orders", gruop="billing")  # type: ignore[call-arg]
+    with pytest.raises(UnknownOptionError, match=r"client_balance_consumer: unknown option 'node' \(did you mean"):
+        client.client_balance_consumer("orders", node=1)  # type: ignore[call-arg]
+    assert issubclass(UnknownOptionError, ConfigurationError)
+
+
+def test_each_option_has_its_one_default_in_the_documented_unit() -> None:
+    assert defaults(ClientConfig) == {
+        "request_timeout_ms": 10_000, "connect_timeout_ms": 10_000, "heartbeat_interval_ms": 13_000,
+        "username": None, "password": None, "ssl_context": None,
+    }
+    assert defaults(ProducerConfig) == {
+        "key_serializer": None, "value_serializer": None, "max_in_flight": 1000, "retries": 3,
+        "retry_backoff_ms": 100, "metadata_timeout_ms": 30_000, "checksum": False,
+    }
+    assert defaults(ConsumerConfig) == {
+        "group": None, "start": "latest", "key_deserializer": None, "value_deserializer": None,
+        "msg_types": None, "confirm_timeout_ms": 60_000, "msg_not_found_wait_ms": 400,
+        "rebalance_confirm_wait_ms": 3_000,
+    }
+    assert defaults(ClientBalanceConsumerConfig) == {
+        **defaults(ConsumerConfig), "partitions": None, "source_count": -1, "node_id": -1,
+    }
+    client = tubemqwire.connect(URL)
+    session = client._session
+    assert (session.request_timeout, session.connect_timeout, session.heartbeat_interval) == (10.0, 10.0, 13.0)
+    producer = client.producer("orders")
+    assert (producer.max_in_flight, producer.retries, producer.retry_backoff, producer.metadata_timeout) == (
+        1000, 3, 0.1, 30.0
+    )
+    consumer = client.consumer("orders", confirm_timeout_ms=1500)
+    assert (consumer.start_position, consumer.confirm_timeout, consumer.no_data_wait, consumer.rebalance_wait) == (
+        "latest", 1.5, 0.4, 3.0
+    )
 
 
 # ------------------------------------------------------------------------------------------- consumer
