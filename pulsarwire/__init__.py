@@ -8,7 +8,7 @@
                 await consumer.ack(message)
 """
 
-from pulsarwire.admin import Admin, AdminConfig, AdminError, RetriableAdminError, TopicAlreadyExistsError
+from pulsarwire.admin import Admin, AdminError, AdminOptions, RetriableAdminError, TopicAlreadyExistsError
 from pulsarwire.client import Client, connect
 from pulsarwire.client_errors import *  # noqa: F403 - client-side errors are part of the public API
 from pulsarwire.client_errors import __all__ as _client_error_names
@@ -18,22 +18,31 @@ from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is par
 from pulsarwire.errors import __all__ as _error_names
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId, Receipt
 from pulsarwire.oauth2 import OAuth2ClientCredentials
-from pulsarwire.options import ClientConfig, ConsumerConfig, DeadLetterPolicy, ProducerConfig, ReaderConfig
+from pulsarwire.options import ClientOptions, ConsumerOptions, DeadLetterPolicy, ProducerOptions, ReaderOptions
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
-from pulsarwire.table_view import TableView, TableViewConfig
+from pulsarwire.table_view import TableView, TableViewOptions
 from pulsarwire.transaction import Transaction, TransactionError, TransactionTimeoutError
+
+# The earlier names of the option TypedDicts, from before they were named as kafkawire's and tubemqwire's
+# are: the same classes, so that code written against them still imports and type-checks.
+AdminConfig = AdminOptions
+ClientConfig = ClientOptions
+ConsumerConfig = ConsumerOptions
+ProducerConfig = ProducerOptions
+ReaderConfig = ReaderOptions
+TableViewConfig = TableViewOptions
 
 __all__ = [
     "EARLIEST",
     "LATEST",
     "Admin",
-    "AdminConfig",
     "AdminError",
+    "AdminOptions",
     "Client",
-    "ClientConfig",
+    "ClientOptions",
     "Consumer",
-    "ConsumerConfig",
+    "ConsumerOptions",
     "CryptoError",
     "CryptoKeyReader",
     "DeadLetterPolicy",
@@ -42,13 +51,13 @@ __all__ = [
     "MessageId",
     "OAuth2ClientCredentials",
     "Producer",
-    "ProducerConfig",
+    "ProducerOptions",
     "Reader",
-    "ReaderConfig",
+    "ReaderOptions",
     "Receipt",
-    "TableView",
-    "TableViewConfig",
     "RetriableAdminError",
+    "TableView",
+    "TableViewOptions",
     "TopicAlreadyExistsError",
     "Transaction",
     "TransactionError",

@@ -26,12 +26,12 @@ from mqwire.common.options import check_int_range, check_positive
 from pulsarwire.errors import TopicNotFoundError
 from pulsarwire.topics import DEFAULT_NAMESPACE, complete_name
 
-__all__ = ["Admin", "AdminConfig", "AdminError", "TopicAlreadyExistsError"]
+__all__ = ["Admin", "AdminError", "AdminOptions", "TopicAlreadyExistsError"]
 
 _MAX_PARTITIONS = 100_000
 
 
-class AdminConfig(TypedDict, total=False):
+class AdminOptions(TypedDict, total=False):
     """The options of ``client.admin``; each defaults to the client's option of the same name.
 
     - ``admin_url`` — the broker's admin REST API, ``http://host:8080`` or ``https://...``; required here

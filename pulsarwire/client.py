@@ -7,16 +7,17 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Unpack
 
+from mqwire.common.options import check_names
 from mqwire.common.stats import ClientStats
-from pulsarwire.admin import Admin, AdminConfig
+from pulsarwire.admin import Admin, AdminOptions
 from pulsarwire.consumer import Consumer
-from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig, ReaderConfig, check_names
+from pulsarwire.options import ClientOptions, ConsumerOptions, ProducerOptions, ReaderOptions
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 from pulsarwire.schema import TopicSchema
 from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
-from pulsarwire.table_view import TableView, TableViewConfig
+from pulsarwire.table_view import TableView, TableViewOptions
 from pulsarwire.topics import complete_name, partition_name
 from pulsarwire.transaction import Transaction, TransactionCoordinators
 
@@ -27,12 +28,12 @@ class Client:
     """A Pulsar cluster reached through its service URL. Use ``async with pulsarwire.connect(url) as client``.
 
     The options (timeouts, reconnection delays, authentication, TLS, the admin API) are those of
-    :class:`pulsarwire.ClientConfig`. Producers, consumers, readers and admins are made by the methods
+    :class:`pulsarwire.ClientOptions`. Producers, consumers, readers and admins are made by the methods
     below; closing the client closes every one of them.
     """
 
-    def __init__(self, url: str, /, **options: Unpack[ClientConfig]) -> None:
-        check_names("client", options, ClientConfig)
+    def __init__(self, url: str, /, **options: Unpack[ClientOptions]) -> None:
+        check_names("client", options, ClientOptions)
         self._session = Session(url, **options)
         self._coordinators: TransactionCoordinators | None = None
 
@@ -73,29 +74,30 @@ class Client:
         """Connections, reconnects and errors, with the stats of each producer and consumer open now."""
         return self._session.stats()
 
-    def producer(self, topic: str, /, **options: Unpack[ProducerConfig]) -> Producer:
+    def producer(self, topic: str, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A producer for ``topic`` (partitioned or not); use ``async with``.
 
-        The options are described in :class:`pulsarwire.ProducerConfig`; see also :class:`Producer`.
+        The options are described in :class:`pulsarwire.ProducerOptions`; see also :class:`Producer`.
         """
         self._session.affinity.check()
         return Producer(self._session, topic, **options)
 
     def consumer(
-        self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerConfig]
+        self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerOptions]
     ) -> Consumer:
         """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``.
 
-        The options are described in :class:`pulsarwire.ConsumerConfig`; see also :class:`Consumer`.
+        The options are described in :class:`pulsarwire.ConsumerOptions`; see also :class:`Consumer`.
         """
         self._session.affinity.check()
         return Consumer(self._session, topics, **options)
 
-    def reader(self, topic: str, /, **options: Unpack[ReaderConfig]) -> Reader:
+    def reader(self, topic: str, /, **options: Unpack[ReaderOptions]) -> Reader:
         """A reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); use ``async with``.
 
-        The options are described in :class:`pulsarwire.ReaderConfig`; see also :class:`Reader`.
+        The options are described in :class:`pulsarwire.ReaderOptions`; see also :class:`Reader`.
         """
+        check_names("reader", options, ReaderOptions)
         self._session.affinity.check()
         return Reader(self._session, topic, **options)
 
@@ -113,21 +115,21 @@ class Client:
             self._coordinators = TransactionCoordinators(self._session)
         return Transaction(self._coordinators, timeout_ms)
 
-    def table_view(self, topic: str, /, **options: Unpack[TableViewConfig]) -> TableView:
+    def table_view(self, topic: str, /, **options: Unpack[TableViewOptions]) -> TableView:
         """The latest value of each key of ``topic``, kept current; use ``async with``.
 
-        The options are described in :class:`pulsarwire.TableViewConfig`; see also :class:`TableView`.
+        The options are described in :class:`pulsarwire.TableViewOptions`; see also :class:`TableView`.
         """
         self._session.affinity.check()
         return TableView(self._session, topic, **options)
 
-    def admin(self, **options: Unpack[AdminConfig]) -> Admin:
+    def admin(self, **options: Unpack[AdminOptions]) -> Admin:
         """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's).
 
         Options: ``admin_url``, ``admin_timeout`` (seconds per request) and ``admin_allow_insecure_http``, each
         defaulting to the client's option of the same name.
         """
-        check_names("admin", options, AdminConfig)
+        check_names("admin", options, AdminOptions)
         session = self._session
         session.affinity.check()
         session.check_open()
@@ -158,10 +160,10 @@ class Client:
         return [partition_name(name, index) for index in range(count)] if count else [name]
 
 
-def connect(url: str, /, **options: Unpack[ClientConfig]) -> Client:
+def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:
     """A client for the cluster at ``url`` (``pulsar://host:port`` or ``pulsar+ssl://host:port``).
 
     Use it as ``async with connect(url) as client``; the service URL is contacted on entering. The options
-    are described in :class:`pulsarwire.ClientConfig`.
+    are described in :class:`pulsarwire.ClientOptions`.
     """
     return Client(url, **options)

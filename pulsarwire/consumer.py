@@ -40,7 +40,7 @@ class Subscriber:
         self,
         session: Session,
         topics: Sequence[str],
-        options: ConsumerOptions,
+        options: ConsumerConfig,
         name: str,
         pattern: TopicPattern | None = None,
         *,
@@ -469,7 +469,7 @@ class Consumer(Subscriber):
 
     ``group`` (or ``subscription``) names the subscription; it and the other options (subscription type,
     starting position, deserializers, queue sizes, acknowledgement grouping and timeouts, dead letters and
-    retries, following partitions and patterns) are described in :class:`pulsarwire.ConsumerConfig`.
+    retries, following partitions and patterns) are described in :class:`pulsarwire.ConsumerOptions`.
 
     ``topics`` is a name, a list of names, or a compiled regular expression over complete topic names of
     one namespace (``re.compile("persistent://public/default/orders-.*")``): the consumer subscribes to
@@ -477,7 +477,7 @@ class Consumer(Subscriber):
     """
 
     def __init__(
-        self, session: Session, topics: str | Sequence[str] | re.Pattern[str], **options: Unpack[ConsumerConfig]
+        self, session: Session, topics: str | Sequence[str] | re.Pattern[str], **options: Unpack[ConsumerOptions]
     ) -> None:
         pattern = None
         if isinstance(topics, re.Pattern):
@@ -486,7 +486,7 @@ class Consumer(Subscriber):
             names = [topics] if isinstance(topics, str) else list(topics)
             if not names:
                 raise ValueError("a consumer needs at least one topic")
-        built = ConsumerOptions.build(dict(options))
+        built = ConsumerConfig.build(dict(options))
         dead_letters = None
         if built.dead_letter_policy is not None:
             if built.subscription_type not in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):

@@ -1,18 +1,22 @@
-"""Producer and consumer options, checked when the object is built so a wrong one names itself."""
+"""The options of ``connect`` and of the client's factories, declared as public ``TypedDict``s (what the type
+checker sees), and the frozen configs the producer and consumer options are checked into when the object is
+built, so a wrong one names itself (``ProducerConfig``, ``ConsumerConfig``: the package's own, not exported).
+"""
 
 from __future__ import annotations
 
-import difflib
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from mqwire.common.contract import Deserializer, Serializer
+from mqwire.common.errors import UnknownOptionError
 from mqwire.common.options import (
     check_bool,
     check_choice,
     check_int_range,
+    check_names,
     check_non_negative,
     check_positive,
     check_str,
@@ -23,6 +27,8 @@ from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
 from pulsarwire.routing import HASHING_SCHEMES, ROUTING_MODES, MessageRouter
 from pulsarwire.schema import Schema, SchemaInfo
+
+__all__ = ["ClientOptions", "ConsumerOptions", "DeadLetterPolicy", "ProducerOptions", "ReaderOptions"]
 
 _INT32_MAX = 2**31 - 1
 # Shorter ack timeouts would redeliver messages the application is still working on.
@@ -108,7 +114,7 @@ class DeadLetterPolicy:
         raise TypeError(f"option dead_letter_policy must be a DeadLetterPolicy or a mapping, not {kind}")
 
 
-class ClientConfig(TypedDict, total=False):
+class ClientOptions(TypedDict, total=False):
     """The options of ``pulsarwire.connect`` and :class:`pulsarwire.Client`, all optional.
 
     Times are in seconds; the reference clients' names are those of the Java client (and of the Python
@@ -198,7 +204,7 @@ class ClientConfig(TypedDict, total=False):
     admin_allow_insecure_http: bool
 
 
-class ProducerConfig(TypedDict, total=False):
+class ProducerOptions(TypedDict, total=False):
     """The options of ``client.producer`` (see :class:`pulsarwire.Producer`), all optional.
 
     Sizes are in bytes and times in milliseconds, as the ``_ms`` suffixes say; the reference clients' names are
@@ -302,7 +308,7 @@ class ProducerConfig(TypedDict, total=False):
     auto_update_partitions_interval_ms: float
 
 
-class ConsumerConfig(TypedDict, total=False):
+class ConsumerOptions(TypedDict, total=False):
     """The options of ``client.consumer`` (see :class:`pulsarwire.Consumer`); ``group`` is required.
 
     Times are in milliseconds, as the ``_ms`` suffixes say; the reference clients' names are those of the
@@ -412,7 +418,7 @@ class ConsumerConfig(TypedDict, total=False):
     auto_update_partitions_interval_ms: float
 
 
-class ReaderConfig(TypedDict, total=False):
+class ReaderOptions(TypedDict, total=False):
     """The options of ``client.reader`` (see :class:`pulsarwire.Reader`), all optional.
 
     The reference clients' names are those of the Java client (and of the Python client where it differs).
@@ -470,26 +476,14 @@ def check_schema(schema: object, serde_option: str, serde: object) -> Schema[Any
     return schema
 
 
-def check_names(kind: str, options: Mapping[str, object], declared: type[Any]) -> None:
-    """Raise a TypeError naming every option of ``options`` that ``declared`` (a TypedDict) does not list."""
-    known = declared.__annotations__
-    unknown = sorted(name for name in options if name not in known)
-    if not unknown:
-        return
-    hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, known, n=1)
-        hints.append(f"{name} (did you mean {close[0]}?)" if close else name)
-    raise TypeError(f"unknown {kind} option(s): {', '.join(hints)}")
-
-
 def _unexpected(kind: str, options: Mapping[str, Any]) -> None:
+    # Names the TypedDict declares but the build left unread: a gap between the two, named plainly.
     if options:
-        raise TypeError(f"unknown {kind} option(s): {', '.join(sorted(options))}")
+        raise UnknownOptionError(f"{kind}: unknown option(s) {', '.join(sorted(options))}")
 
 
 @dataclass(frozen=True)
-class ProducerOptions:
+class ProducerConfig:
     producer_name: str | None = None
     initial_sequence_id: int | None = None
     send_timeout: float = 30.0
@@ -518,9 +512,9 @@ class ProducerOptions:
     crypto_failure_action: str = "FAIL"
 
     @classmethod
-    def build(cls, options: dict[str, Any]) -> ProducerOptions:
+    def build(cls, options: dict[str, Any]) -> ProducerConfig:
         """Check ``options`` (keyword arguments of ``client.producer``); unknown names are a TypeError."""
-        check_names("producer", options, ProducerConfig)
+        check_names("producer", options, ProducerOptions)
         options.pop("key_serializer", None)
         serializer = options.pop("value_serializer", None)
         schema = check_schema(options.pop("schema", None), "value_serializer", serializer)
@@ -625,7 +619,7 @@ def consumer_crypto(take: Callable[..., Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class ConsumerOptions:
+class ConsumerConfig:
     subscription: str
     subscription_type: int = CommandSubscribe.Exclusive
     subscription_type_name: str = "Exclusive"
@@ -654,9 +648,9 @@ class ConsumerOptions:
     crypto_failure_action: str = "FAIL"
 
     @classmethod
-    def build(cls, options: dict[str, Any]) -> ConsumerOptions:
+    def build(cls, options: dict[str, Any]) -> ConsumerConfig:
         """Check ``options`` (keyword arguments of ``client.consumer``); unknown names are a TypeError."""
-        check_names("consumer", options, ConsumerConfig)
+        check_names("consumer", options, ConsumerOptions)
         options.pop("key_deserializer", None)
         deserializer = options.pop("value_deserializer", None)
         schema = check_schema(options.pop("schema", None), "value_deserializer", deserializer)

@@ -37,18 +37,18 @@ class Producer:
     option. ``send`` returns a :class:`Receipt` (the message's ``MessageId``, knowing its ``topic``).
 
     The options (naming, sequence ids, send timeout, compression, pending-message limit, batching,
-    chunking, partition routing, access mode) are described in :class:`pulsarwire.ProducerConfig`.
+    chunking, partition routing, access mode) are described in :class:`pulsarwire.ProducerOptions`.
     """
 
-    def __init__(self, session: Session, topic: str, **options: Unpack[ProducerConfig]) -> None:
+    def __init__(self, session: Session, topic: str, **options: Unpack[ProducerOptions]) -> None:
         self._session = session
         self.topic = complete_name(topic)
-        self.options = ProducerOptions.build(dict(options))
+        self.options = ProducerConfig.build(dict(options))
         self._key_serializer = check_serializer("key_serializer", options.get("key_serializer"))
         self._value_serializer = check_serializer("value_serializer", options.get("value_serializer"))
         schema = options.get("schema")
         if schema is not None:
-            self._value_serializer = schema.encode  # checked by ProducerOptions.build
+            self._value_serializer = schema.encode  # checked by ProducerConfig.build
         delay_ms = self.options.batching_max_publish_delay * 1000
         self._router = PartitionRouter(
             mode=self.options.message_routing_mode,

@@ -10,7 +10,7 @@ from mqwire.common.options import check_bool, check_int_range, check_str
 from pulsarwire.consumer import Subscriber
 from pulsarwire.crypto import CryptoKeyReader
 from pulsarwire.message import EARLIEST, LATEST, MessageId
-from pulsarwire.options import ConsumerOptions, check_schema, consumer_crypto
+from pulsarwire.options import ConsumerConfig, check_schema, consumer_crypto
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.schema import Schema
 from pulsarwire.session import Session
@@ -22,7 +22,7 @@ class Reader(Subscriber):
 
     ``start`` is "latest" (the default, as for consumers), "earliest" or a MessageId (a send ``Receipt``
     too; topics without partitions; the message itself is included when ``start_inclusive``). The options
-    are described in :class:`pulsarwire.ReaderConfig`. A reader needs no acknowledgements: its
+    are described in :class:`pulsarwire.ReaderOptions`. A reader needs no acknowledgements: its
     subscription is non-durable. After a reconnection the reader goes on after the last message it handed
     out.
     """
@@ -52,7 +52,7 @@ class Reader(Subscriber):
             raise ValueError(f"option start must be 'earliest', 'latest' or a MessageId, got {start!r}")
         self._start_inclusive = check_bool("start_inclusive", start_inclusive)
         prefix = check_str("subscription_role_prefix", subscription_role_prefix)
-        options = ConsumerOptions(
+        options = ConsumerConfig(
             subscription=f"{prefix}-{uuid.uuid4().hex[:10]}",
             subscription_type=CommandSubscribe.Exclusive,
             receiver_queue_size=check_int_range("receiver_queue_size", receiver_queue_size, 1, 1 << 24),

@@ -27,7 +27,7 @@ from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, Blo
 from pulsarwire.client import Client as AsyncClient
 from pulsarwire.consumer import Consumer as AsyncConsumer
 from pulsarwire.message import Message, Receipt
-from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig
+from pulsarwire.options import ClientOptions, ConsumerOptions, ProducerOptions
 from pulsarwire.producer import Producer as AsyncProducer
 
 __all__ = ["Client", "Consumer", "Producer", "connect"]
@@ -59,18 +59,20 @@ class Consumer(BlockingConsumer[Message]):
 class Client(BlockingClient[AsyncClient]):
     """A blocking Pulsar client; ``close`` (or leaving ``with``) closes what it made and its loop thread."""
 
-    def producer(self, topic: str, /, **options: Unpack[ProducerConfig]) -> Producer:
-        """A started producer for ``topic``; the options are those of ``ProducerConfig``."""
+    def producer(self, topic: str, /, **options: Unpack[ProducerOptions]) -> Producer:
+        """A started producer for ``topic``; the options are those of ``ProducerOptions``."""
         made = self._start(lambda client: client.producer(topic, **options))
         return self._adopt(Producer(self.bridge, made, "pulsarwire producer"))
 
-    def consumer(self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerConfig]) -> Consumer:
+    def consumer(
+        self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerOptions]
+    ) -> Consumer:
         """A started consumer of ``topics`` in subscription ``group``; the options are those of
-        ``ConsumerConfig``."""
+        ``ConsumerOptions``."""
         made = self._start(lambda client: client.consumer(topics, **options))
         return self._adopt(Consumer(self.bridge, made))
 
 
-def connect(url: str, /, **options: Unpack[ClientConfig]) -> Client:
-    """A connected blocking client for the cluster at ``url``; the options are those of ``ClientConfig``."""
+def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:
+    """A connected blocking client for the cluster at ``url``; the options are those of ``ClientOptions``."""
     return Client(lambda: AsyncClient(url, **options), what="pulsarwire")

@@ -11,21 +11,20 @@ from typing import Any, TypedDict, Unpack
 from mqwire.common.contract import Deserializer
 from mqwire.common.errors import MqwireError
 from mqwire.common.lifecycle import Lifecycle
-from mqwire.common.options import check_positive
+from mqwire.common.options import check_names, check_positive
 from pulsarwire.message import Message
-from pulsarwire.options import check_names
 from pulsarwire.reader import Reader
 from pulsarwire.schema import Schema
 from pulsarwire.session import Session
 
-__all__ = ["TableView", "TableViewConfig"]
+__all__ = ["TableView", "TableViewOptions"]
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[str, Any], object]
 
 
-class TableViewConfig(TypedDict, total=False):
+class TableViewOptions(TypedDict, total=False):
     """The options of ``client.table_view`` (see :class:`pulsarwire.TableView`), all optional.
 
     - ``value_deserializer`` — a callable applied to each value, as for readers; default None: bytes.
@@ -56,8 +55,8 @@ class TableView:
     ``refresh()`` waits until the view holds everything published before the call.
     """
 
-    def __init__(self, session: Session, topic: str, /, **options: Unpack[TableViewConfig]) -> None:
-        check_names("table_view", options, TableViewConfig)
+    def __init__(self, session: Session, topic: str, /, **options: Unpack[TableViewOptions]) -> None:
+        check_names("table_view", options, TableViewOptions)
         self._poll = check_positive("refresh_poll_interval", options.get("refresh_poll_interval", 0.05))
         self._reader = Reader(
             session,

@@ -39,7 +39,7 @@ from pulsarwire.entry_decoder import decode_entry
 from pulsarwire.entry_payload import Undecryptable, open_payload
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
-from pulsarwire.options import ConsumerOptions
+from pulsarwire.options import ConsumerConfig
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.ack import individual_ack_frame
 from pulsarwire.protocol.frames import Frame, encode_command
@@ -64,7 +64,7 @@ class TopicConsumer(TopicHandler):
         topic: str,
         given_topic: str,
         partition: int,
-        options: ConsumerOptions,
+        options: ConsumerConfig,
         *,
         queue_size: int,
         on_failure: Callable[[TopicConsumer, MqwireError], None],

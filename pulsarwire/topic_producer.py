@@ -31,7 +31,7 @@ from pulsarwire.crypto import CryptoError, MessageEncryptor
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import Receipt, receipt
 from pulsarwire.message_encoder import Encoded, MessageEncoder, OutgoingMessage
-from pulsarwire.options import ProducerOptions
+from pulsarwire.options import ProducerConfig
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import PROPERTIES_TAG as ENTRY_PROPERTIES_TAG
 from pulsarwire.protocol.batch import encode_entry_fast
@@ -80,7 +80,7 @@ class TopicProducer(TopicHandler):
         session: Session,
         topic: str,
         partition: int,
-        options: ProducerOptions,
+        options: ProducerConfig,
         receipt_topic: str | None = None,
         counters: ProducerCounters | None = None,
     ) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import pulsarwire
 from pulsarwire.acks import AckGrouping, BatchAcks, UnackedTracker, bitset_words
-from pulsarwire.options import ConsumerOptions, DeadLetterPolicy, ProducerOptions
+from pulsarwire.options import ConsumerConfig, DeadLetterPolicy, ProducerConfig
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.frames import encode_command
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandGetTopicsOfNamespace
@@ -133,7 +133,7 @@ def test_get_topics_of_namespace_round_trips() -> None:
 
 
 def test_redelivery_and_discovery_consumer_options() -> None:
-    built = ConsumerOptions.build({
+    built = ConsumerConfig.build({
         "group": "g",
         "subscription_type": "Shared",
         "ack_timeout_ms": 1500,
@@ -147,17 +147,17 @@ def test_redelivery_and_discovery_consumer_options() -> None:
     assert built.dead_letter_policy == DeadLetterPolicy(3, "dlq")
     assert (built.pattern_auto_discovery_period, built.auto_update_partitions_interval) == (0.25, 0.5)
     with pytest.raises(TypeError, match="dead_letter_policy"):
-        ConsumerOptions.build({"group": "g", "dead_letter_policy": {"max_redeliveries": 3}})
+        ConsumerConfig.build({"group": "g", "dead_letter_policy": {"max_redeliveries": 3}})
     with pytest.raises(ValueError, match="auto_update_partitions_interval_ms"):
-        ConsumerOptions.build({"group": "g", "auto_update_partitions_interval_ms": 0})
+        ConsumerConfig.build({"group": "g", "auto_update_partitions_interval_ms": 0})
 
 
 def test_key_based_batching_and_initial_subscription_producer_options() -> None:
-    assert ProducerOptions.build({"batcher_builder": "key_based"}).key_based_batching
-    assert not ProducerOptions.build({}).key_based_batching
+    assert ProducerConfig.build({"batcher_builder": "key_based"}).key_based_batching
+    assert not ProducerConfig.build({}).key_based_batching
     with pytest.raises(ValueError, match="batcher_builder"):
-        ProducerOptions.build({"batcher_builder": "by_key"})
-    assert ProducerOptions.build({"initial_subscription_name": "s"}).initial_subscription_name == "s"
+        ProducerConfig.build({"batcher_builder": "by_key"})
+    assert ProducerConfig.build({"initial_subscription_name": "s"}).initial_subscription_name == "s"
 
 
 def test_consumer_construction_checks_dead_letter_and_pattern_arguments() -> None:

@@ -13,7 +13,7 @@ import pulsarwire
 from mqwire.common.errors import ConnectionLostError, MqwireError
 from mqwire.common.lifecycle import OwnedTasks
 from pulsarwire import errors
-from pulsarwire.options import ConsumerOptions, ProducerOptions
+from pulsarwire.options import ConsumerConfig, ProducerConfig
 from pulsarwire.protocol import commands
 from pulsarwire.protocol import pulsar_api_pb2 as pb
 from pulsarwire.protocol.batch import (
@@ -204,7 +204,7 @@ TOPIC = "persistent://public/default/t"
 
 async def started_producer(broker: FakeBroker, **options: Any) -> TopicProducer:
     options.setdefault("batching_max_publish_delay_ms", 10_000)
-    producer = TopicProducer(fake_client(broker), TOPIC, -1, ProducerOptions.build(options))
+    producer = TopicProducer(fake_client(broker), TOPIC, -1, ProducerConfig.build(options))
     await producer.start()
     return producer
 
@@ -417,7 +417,7 @@ async def started_consumer(
     queue = ReceiveQueue("test")
     failures: list[pulsarwire.MqwireError] = []
     consumer = TopicConsumer(
-        session or fake_client(broker), queue, TOPIC, "t", -1, ConsumerOptions.build(options), queue_size=queue_size,
+        session or fake_client(broker), queue, TOPIC, "t", -1, ConsumerConfig.build(options), queue_size=queue_size,
         on_failure=lambda _c, e: failures.append(e),
     )
     await consumer.start()

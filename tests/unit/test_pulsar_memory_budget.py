@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pulsarwire.memory_budget import MemoryBudget
-from pulsarwire.options import ConsumerOptions
+from pulsarwire.options import ConsumerConfig
 from pulsarwire.protocol import pulsar_api_pb2 as pb
 from pulsarwire.protocol.batch import compress_payload, encode_entry
 from pulsarwire.receive_queue import ReceiveQueue
@@ -68,7 +68,7 @@ async def drain(
     session = fake_client(broker, memory_limit_bytes=limit)
     queue = ReceiveQueue("test", session.memory)
     consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerOptions.build({"group": "sub", **options}),
+        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub", **options}),
         queue_size=queue_size, on_failure=lambda _c, e: None,
     )
     await consumer.start()
@@ -108,7 +108,7 @@ async def test_once_the_size_is_known_the_queue_stays_within_the_limit() -> None
     session = fake_client(broker, memory_limit_bytes=LIMIT)
     queue = ReceiveQueue("test", session.memory)
     consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerOptions.build({"group": "sub"}), queue_size=1000,
+        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=1000,
         on_failure=lambda _c, e: None,
     )
     await consumer.start()
@@ -144,7 +144,7 @@ async def test_a_partition_with_nothing_queued_always_gets_a_permit() -> None:
     session.memory.charge(4 * LIMIT)
     queue = ReceiveQueue("test", session.memory)
     consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerOptions.build({"group": "sub"}), queue_size=10,
+        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=10,
         on_failure=lambda _c, e: None,
     )
     await consumer.start()

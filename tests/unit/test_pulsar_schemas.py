@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 from google.protobuf import descriptor_pb2
 
-from pulsarwire.options import ConsumerOptions, ProducerOptions
+from pulsarwire.options import ConsumerConfig, ProducerConfig
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.metadata import encode_message_metadata, producer_name_field, schema_version_field
 from pulsarwire.protocol.pulsar_api_pb2 import MessageMetadata
@@ -135,15 +135,15 @@ def test_protobuf_definitions() -> None:
 def test_schema_option_checks_and_open_commands() -> None:
     schema = AvroSchema(Line)
     with pytest.raises(ValueError, match="schema or value_serializer"):
-        ProducerOptions.build({"schema": schema, "value_serializer": bytes})
+        ProducerConfig.build({"schema": schema, "value_serializer": bytes})
     with pytest.raises(TypeError, match=r"pulsarwire\.schema\.Schema"):
-        ConsumerOptions.build({"group": "g", "schema": "AVRO"})
-    info = ProducerOptions.build({"schema": schema}).schema_info
+        ConsumerConfig.build({"group": "g", "schema": "AVRO"})
+    info = ProducerConfig.build({"schema": schema}).schema_info
     assert isinstance(info, SchemaInfo)
     command = commands.producer("t", 1, 2, schema=info)
     assert command.producer.schema.type == SchemaType.AVRO and command.producer.schema.schema_data == info.data
     subscribe = commands.subscribe(
-        "t", "s", 0, 1, 2, schema=ConsumerOptions.build({"group": "g", "schema": schema}).schema_info
+        "t", "s", 0, 1, 2, schema=ConsumerConfig.build({"group": "g", "schema": schema}).schema_info
     )
     assert SchemaInfo.from_proto(subscribe.subscribe.schema) == info
 

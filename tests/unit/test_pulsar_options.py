@@ -1,0 +1,71 @@
+"""pulsarwire's options follow the convention of the three packages: public ``*Options`` TypedDicts, frozen
+``*Config`` inside, an unknown name a ConfigurationError with the closest known one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import pulsarwire
+import pulsarwire.options
+from mqwire.common.errors import ConfigurationError, UnknownOptionError
+from pulsarwire.options import ConsumerConfig, ProducerConfig
+
+
+def test_the_public_option_names_match_the_other_packages() -> None:
+    import kafkawire
+    import tubemqwire
+
+    for name in ("ClientOptions", "ProducerOptions", "ConsumerOptions"):
+        assert name in pulsarwire.__all__ and name in kafkawire.__all__ and name in tubemqwire.__all__
+    for name in ("ReaderOptions", "AdminOptions", "TableViewOptions"):
+        assert name in pulsarwire.__all__
+
+
+def test_the_earlier_names_are_the_same_typeddicts_and_not_listed_twice() -> None:
+    earlier = {
+        "AdminConfig": "AdminOptions",
+        "ClientConfig": "ClientOptions",
+        "ConsumerConfig": "ConsumerOptions",
+        "ProducerConfig": "ProducerOptions",
+        "ReaderConfig": "ReaderOptions",
+        "TableViewConfig": "TableViewOptions",
+    }
+    for old, new in earlier.items():
+        assert getattr(pulsarwire, old) is getattr(pulsarwire, new)
+        assert old not in pulsarwire.__all__
+
+
+def test_the_internal_configs_are_frozen_and_not_exported() -> None:
+    producer = ProducerConfig.build({})
+    consumer = ConsumerConfig.build({"group": "g"})
+    for config in (producer, consumer):
+        assert dataclasses.is_dataclass(config)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config.crypto_failure_action = "SEND"  # type: ignore[misc]
+    assert "ProducerConfig" not in pulsarwire.options.__all__
+    assert "ConsumerConfig" not in pulsarwire.options.__all__
+
+
+@pytest.mark.parametrize(
+    ("make", "text"),
+    [
+        (lambda c: c.producer("t", batching_max_mesages=1), r"producer: unknown option 'batching_max_mesages' "
+         r"\(did you mean batching_max_messages\?\)"),
+        (lambda c: c.consumer("t", group="g", recevier_queue_size=1), r"consumer: unknown option "
+         r"'recevier_queue_size' \(did you mean receiver_queue_size\?\)"),
+        (lambda c: c.reader("t", start_inclusiv=True), r"'start_inclusiv' \(did you mean start_inclusive\?\)"),
+        (lambda c: c.admin(timeout=5), r"admin: unknown option 'timeout'"),
+    ],
+)
+def test_an_unknown_option_is_a_configuration_error_naming_the_closest(make: object, text: str) -> None:
+    client = pulsarwire.connect("pulsar://localhost")
+    with pytest.raises(UnknownOptionError, match=text) as raised:
+        make(client)  # type: ignore[operator]
+    assert isinstance(raised.value, ConfigurationError) and isinstance(raised.value, TypeError)
+
+
+def test_connect_names_an_unknown_option() -> None:
+    with pytest.raises(UnknownOptionError, match=r"'operation_timeout_ms' \(did you mean operation_timeout\?\)"):
+        pulsarwire.connect("pulsar://localhost", operation_timeout_ms=5)  # type: ignore[call-arg]
