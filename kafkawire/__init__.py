@@ -4,7 +4,6 @@
 consumers and an admin client. Every broker error code is a named exception in this namespace.
 """
 
-from kafkawire.accumulator import BufferFullError, DeliveryTimeoutError
 from kafkawire.admin import (
     Admin,
     ClusterDescription,
@@ -37,15 +36,7 @@ from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
 from kafkawire.partitioner import murmur2, partition_for_key
 from kafkawire.producer import Producer
-from kafkawire.share import (
-    AcknowledgementError,
-    AcknowledgeType,
-    AcquisitionLockExpiredError,
-    AlreadyAcknowledgedError,
-    NotAcquiredError,
-    ShareConsumer,
-    ShareMessage,
-)
+from kafkawire.share import AcknowledgeType, ShareConsumer, ShareMessage
 from kafkawire.transaction import GroupMetadataLike
 from mqwire.common.errors import (
     DeserializationError,
@@ -57,10 +48,6 @@ from mqwire.common.errors import (
 
 __all__ = [
     "AcknowledgeType",
-    "AcknowledgementError",
-    "AcquisitionLockExpiredError",
-    "AlreadyAcknowledgedError",
-    "NotAcquiredError",
     "ShareConsumer",
     "ShareConsumerOptions",
     "ShareMessage",
@@ -68,7 +55,6 @@ __all__ = [
     "AdminOptions",
     "BrokerNode",
     "BulkMetadata",
-    "BufferFullError",
     "Client",
     "ClientOptions",
     "ClusterDescription",
@@ -76,7 +62,6 @@ __all__ = [
     "Consumer",
     "ConsumerOptions",
     "DeserializationError",
-    "DeliveryTimeoutError",
     "GroupDescription",
     "GroupListing",
     "GroupMember",

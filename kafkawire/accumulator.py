@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from kafkawire.bulk import BulkSend
 from kafkawire.delivery import BatchOutcome, RecordFuture
+from kafkawire.errors import BufferFullError
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import HEADER_SIZE, BatchBuilder
 from mqwire.common.errors import MqwireError, RequestTimeoutError
@@ -26,14 +27,6 @@ Header = tuple[str, bytes | None]
 RECORD_OVERHEAD = 21
 HEADER_OVERHEAD = 10
 SEQUENCE_LIMIT = 2**31
-
-
-class DeliveryTimeoutError(RequestTimeoutError):
-    """Records were not acknowledged within ``delivery_timeout_ms`` of being buffered."""
-
-
-class BufferFullError(RequestTimeoutError):
-    """The buffer stayed full for ``max_block_ms``: the brokers take records slower than they are produced."""
 
 
 def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:

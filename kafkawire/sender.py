@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkawire import errors
-from kafkawire.accumulator import SEQUENCE_LIMIT, Accumulator, DeliveryTimeoutError, ProducerBatch
+from kafkawire.accumulator import SEQUENCE_LIMIT, Accumulator, ProducerBatch
 from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.messages import (
@@ -441,8 +441,8 @@ class Sender:
         self.counters.error(error)
         self.accumulator.reenqueue(batch, retry_at)
 
-    def _expired(self, batch: ProducerBatch) -> DeliveryTimeoutError:
-        error = DeliveryTimeoutError(
+    def _expired(self, batch: ProducerBatch) -> errors.DeliveryTimeoutError:
+        error = errors.DeliveryTimeoutError(
             f"{len(batch)} record(s) for {batch.tp.topic}-{batch.tp.partition} not acknowledged within "
             f"{self.accumulator.delivery_timeout:g} s"
             + (f" (last error: {batch.last_error})" if batch.last_error is not None else "")

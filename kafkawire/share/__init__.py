@@ -1,12 +1,12 @@
 """Share groups (KIP-932, queues for Kafka): the share consumer and its acknowledgements."""
 
-from kafkawire.share.acks import (
+from kafkawire.errors import (
     AcknowledgementError,
-    AcknowledgeType,
     AcquisitionLockExpiredError,
     AlreadyAcknowledgedError,
     NotAcquiredError,
 )
+from kafkawire.share.acks import AcknowledgeType
 from kafkawire.share.consumer import ShareConsumer
 from kafkawire.share.message import ShareMessage
 

@@ -16,17 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from kafkawire.errors import AcquisitionLockExpiredError, AlreadyAcknowledgedError, NotAcquiredError
 from kafkawire.metadata import TopicPartition
-from mqwire.common.errors import FatalError
 
 __all__ = [
     "GAP",
     "RENEW",
     "AcknowledgeType",
-    "AcknowledgementError",
-    "AcquisitionLockExpiredError",
-    "AlreadyAcknowledgedError",
-    "NotAcquiredError",
     "ShareAcks",
     "ack_batches",
 ]
@@ -48,22 +44,6 @@ class AcknowledgeType(IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
-
-
-class AcknowledgementError(FatalError, ValueError):
-    """An acknowledgement this consumer refuses; nothing was sent and the record's state is unchanged."""
-
-
-class AlreadyAcknowledgedError(AcknowledgementError):
-    """The delivery was already acknowledged (explicitly, or implicitly accepted by a later poll)."""
-
-
-class NotAcquiredError(AcknowledgementError):
-    """This consumer does not hold the record: another consumer's message, or one delivered again since."""
-
-
-class AcquisitionLockExpiredError(AcknowledgementError):
-    """The record's acquisition lock timed out: the broker may already have given it to another member."""
 
 
 # Serials are unique across the consumers of the process: a message of one consumer can never pass for a

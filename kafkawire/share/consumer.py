@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED, DecompressionBudget
-from kafkawire.share.acks import RENEW, AcknowledgeType, AcquisitionLockExpiredError, ShareAcks
+from kafkawire.share.acks import RENEW, AcknowledgeType, ShareAcks
 from kafkawire.share.membership import SHARE_ACKNOWLEDGE_KEY, SHARE_FETCH_KEY, ShareMembership
 from kafkawire.share.message import ShareMessage
 from kafkawire.share.session import FetchSettings, ShareSession, acquired_messages
@@ -446,7 +446,7 @@ class ShareConsumer:
         for tp, offset in expired:
             self._failures.setdefault(
                 tp,
-                AcquisitionLockExpiredError(
+                errors.AcquisitionLockExpiredError(
                     f"{tp.topic}[{tp.partition}]@{offset}: the lock expired before it was sent"
                 ),
             )

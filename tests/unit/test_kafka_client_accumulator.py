@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kafkawire.accumulator import Accumulator, BufferFullError, ProducerBatch
+from kafkawire.accumulator import Accumulator, ProducerBatch
+from kafkawire.errors import BufferFullError
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import decode_batches
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kafkawire import errors
-from kafkawire.accumulator import Accumulator, DeliveryTimeoutError
+from kafkawire.accumulator import Accumulator
+from kafkawire.errors import DeliveryTimeoutError
 from kafkawire.metadata import BrokerNode, ClusterMetadata, PartitionInfo
 from kafkawire.protocol.messages import (
     InitProducerIdResponse,
