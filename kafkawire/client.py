@@ -1,30 +1,26 @@
 """The public Kafka client: ``connect(url, ...)`` and the factories of producers, consumers and admins.
 
 A ``Client`` is a thin face over a ``Session`` (``kafkawire.session``), the session that holds the
-connections, the metadata and the coordinators. Every option is declared (``ClientOptions``,
-``ProducerOptions``, ``ConsumerOptions``), so a misspelled one is a type error in the caller's code and a
-``ConfigurationError`` naming it at run time.
+connections, the metadata and the coordinators. Every option is declared in ``kafkawire.options``
+(``ClientOptions``, ``ProducerOptions``, ``ConsumerOptions``, ...), so a misspelled one is a type error in the
+caller's code and an ``UnknownOptionError`` (a ``ConfigurationError``) naming it at run time.
 """
 
 from __future__ import annotations
 
-import difflib
-import inspect
-import re
-import ssl as _ssl
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Literal, Self, TypedDict, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 from kafkawire.admin import Admin
-from kafkawire.consumer import Consumer, PartitionsCallback, PartitionSpec
+from kafkawire.consumer import Consumer
 from kafkawire.metadata import ClusterMetadata
-from kafkawire.producer import Partitioner, Producer
-from kafkawire.sasl import TokenProvider
+from kafkawire.options import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions, ShareConsumerOptions
+from kafkawire.producer import Producer
 from kafkawire.session import Session
-from kafkawire.share.consumer import AcknowledgementMode, AcquireMode, ShareConsumer
-from mqwire.common.contract import Deserializer, Serializer, Start
-from mqwire.common.errors import ConfigurationError
+from kafkawire.share.consumer import ShareConsumer
+from mqwire.common.errors import ConfigurationError, UnknownOptionError
+from mqwire.common.options import check_names
 from mqwire.common.stats import ClientStats
 
 __all__ = [
@@ -41,300 +37,11 @@ __all__ = [
 T = TypeVar("T")
 
 
-class UnknownOptionError(ConfigurationError, TypeError):
-    """An option name that ``connect``, ``producer``, ``consumer`` or ``admin`` does not know (a TypeError, as
-    Python's own for an unexpected keyword)."""
-
-
-class ClientOptions(TypedDict, total=False):
-    """The options of ``connect``: the Java client's and aiokafka's names, times in ms.
-
-    - ``client_id`` — the name sent with every request (brokers log it and apply quotas by it); default
-      ``"mqwire"``.
-    - ``request_timeout_ms`` — how long to wait for a broker's answer to a request (ms), and how long
-      metadata and coordinator lookups keep retrying; default 30 000.
-    - ``connect_timeout_ms`` — how long opening a connection may take (ms), TCP and TLS; default 10 000
-      (Java: ``socket.connection.setup.timeout.ms``).
-    - ``metadata_max_age_ms`` — how often the metadata of the topics in use is refreshed (ms), which is also
-      how soon a ``pattern`` subscription sees new topics; default 300 000.
-    - ``retry_backoff_ms`` — the first wait before retrying a failed request (ms), doubled on each retry;
-      default 100.
-    - ``retry_backoff_max_ms`` — the longest wait between retries (ms), not below ``retry_backoff_ms``;
-      default 1 000.
-    - ``allow_auto_create_topics`` — whether a metadata request for an unknown topic lets the broker create
-      it (when the broker's ``auto.create.topics.enable`` allows); default True.
-    - ``ssl_context`` — the ``ssl.SSLContext`` for ``kafka+ssl://`` URLs; default None: one is made that
-      verifies the brokers' certificates against the system's (or ``ssl_cafile``'s) authorities.
-    - ``ssl_cafile`` — a PEM file of the authorities to trust instead of the system's; ``kafka+ssl://`` and
-      no ``ssl_context`` only; default None.
-    - ``ssl_certfile`` — a PEM file with the client's certificate (and key), for brokers that authenticate
-      clients by TLS; ``kafka+ssl://`` and no ``ssl_context`` only; default None.
-    - ``ssl_keyfile`` — the client's private key, when ``ssl_certfile`` does not hold it; used only with
-      ``ssl_certfile``; default None.
-    - ``ssl_check_hostname`` — whether the broker's certificate must name the host connected to (the
-      certificate itself is verified either way); ignored with ``ssl_context``; default True.
-    - ``sasl_mechanism`` — ``"PLAIN"``, ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"`` or ``"OAUTHBEARER"``;
-      default None: no SASL authentication. Over ``kafka://`` it is SASL_PLAINTEXT, over ``kafka+ssl://``
-      SASL_SSL.
-    - ``sasl_plain_username`` — the user name for PLAIN and SCRAM; default None.
-    - ``sasl_plain_password`` — the password for PLAIN and SCRAM; default None.
-    - ``sasl_oauth_token_provider`` — for OAUTHBEARER: a callable, plain or async, that returns the bearer
-      token; it is called for every new connection; default None.
-    - ``enable_metrics_push`` — push the client's metrics to brokers that ask for them through a client-metrics
-      subscription (KIP-714 client telemetry: GetTelemetrySubscriptions, PushTelemetry); needs the
-      ``telemetry`` extra (opentelemetry-proto), without which it stays off; default True (the Java name and
-      default).
-    """
-
-    client_id: str
-    request_timeout_ms: int
-    connect_timeout_ms: int
-    metadata_max_age_ms: int
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
-    allow_auto_create_topics: bool
-    ssl_context: _ssl.SSLContext | None
-    ssl_cafile: str | None
-    ssl_certfile: str | None
-    ssl_keyfile: str | None
-    ssl_check_hostname: bool
-    sasl_mechanism: str | None
-    sasl_plain_username: str | None
-    sasl_plain_password: str | None
-    sasl_oauth_token_provider: TokenProvider | None
-    enable_metrics_push: bool
-
-
-class ProducerOptions(TypedDict, total=False):
-    """The options of ``client.producer``: the Java client's and aiokafka's names, times in ms.
-
-    - ``key_serializer`` — turns each record's key into bytes; default None: keys must be bytes or None.
-    - ``value_serializer`` — turns each record's value into bytes; default None: values must be bytes or
-      None.
-    - ``acks`` — the acknowledgement each produce request waits for: ``0`` (none, the offset reads -1),
-      ``1`` (the leader) or ``"all"`` / ``-1`` (all in-sync replicas); default ``"all"``.
-    - ``linger_ms`` — how long a batch waits for more records before it is sent (ms); default 5.
-    - ``batch_size`` — the size at which a partition's batch is complete and sent at once (bytes); a
-      larger record makes a batch of its own; default 16 384.
-    - ``compression_type`` — the codec of the batches: ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"``, or
-      ``"none"`` / None; default None (no compression).
-    - ``compression`` — the same as ``compression_type``, under a shorter name; give one of the two (both
-      must agree); default None.
-    - ``max_request_size`` — the most a produce request, and so a single record, may hold (bytes); default
-      1 048 576.
-    - ``request_timeout_ms`` — how long the broker may take to answer a produce request (ms), sent to it
-      as the request's timeout; this producer's own, not ``connect``'s; default 30 000.
-    - ``delivery_timeout_ms`` — how long a record may take from being buffered to being acknowledged,
-      retries included (ms), after which it fails with ``DeliveryTimeoutError``; at least
-      ``linger_ms + request_timeout_ms``; default 120 000.
-    - ``retry_backoff_ms`` — the first wait before a failed batch is sent again (ms), doubled on each retry;
-      default 100.
-    - ``retry_backoff_max_ms`` — the longest wait before a batch is sent again (ms), not below
-      ``retry_backoff_ms``; default 1 000.
-    - ``retries`` — how many times a batch failing with a retriable error is sent again (within
-      ``delivery_timeout_ms``); default 2 147 483 647.
-    - ``enable_idempotence`` — whether the broker drops duplicates of retried batches (producer id and
-      sequence numbers); needs ``acks="all"``, ``retries`` > 0 and at most 5 requests in flight; default
-      None: on unless other options conflict with it (Java's rule); a ``transactional_id`` turns it on.
-    - ``max_in_flight_requests_per_connection`` — how many produce requests may await an answer from one
-      broker at a time; default 5.
-    - ``buffer_memory`` — how much the batches waiting to be sent may hold together (bytes, counted per
-      batch at ``batch_size`` or more); ``send`` waits for room when it is full; default 33 554 432.
-    - ``max_buffer_size`` — the same as ``buffer_memory``, under another name; when given it wins; default
-      None.
-    - ``max_block_ms`` — how long ``send`` / ``enqueue`` may wait for buffer room (then
-      ``BufferFullError``), for a topic's partitions, or for the transactional producer id (ms); default
-      60 000.
-    - ``partitioner`` — ``(key bytes or None, all partitions, partitions with a leader) -> partition``
-      (aiokafka's signature), for records sent without ``partition=``; default None: keyed records go to
-      ``murmur2(key)`` modulo the number of partitions (Java's rule), unkeyed ones to a sticky partition
-      changed after each batch.
-    - ``transactional_id`` — makes the producer transactional (``begin_transaction``, ``transaction()``);
-      the id fences older producers that used it; default None.
-    - ``transaction_timeout_ms`` — how long the transaction coordinator lets a transaction stay open before
-      aborting it (ms); default 60 000.
-    """
-
-    key_serializer: Serializer | None
-    value_serializer: Serializer | None
-    acks: int | str
-    linger_ms: float
-    batch_size: int
-    compression: str | None
-    compression_type: str | None
-    max_request_size: int
-    request_timeout_ms: float
-    delivery_timeout_ms: float
-    retry_backoff_ms: float
-    retry_backoff_max_ms: float
-    retries: int
-    enable_idempotence: bool | None
-    max_in_flight_requests_per_connection: int
-    buffer_memory: int
-    max_buffer_size: int | None
-    max_block_ms: float
-    partitioner: Partitioner | None
-    transactional_id: str | None
-    transaction_timeout_ms: int
-
-
-class ConsumerOptions(TypedDict, total=False):
-    """The options of ``client.consumer``: the Java client's and aiokafka's names, times in ms.
-
-    - ``group`` — the consumer group to join, or that commits go to with ``partitions=``; default None: no
-      group, no commits (Java: ``group.id``, aiokafka: ``group_id``).
-    - ``start`` — where to start a partition without a committed offset, or whose offset is out of range:
-      ``"earliest"`` or ``"latest"``; default ``"latest"``.
-    - ``auto_offset_reset`` — aiokafka's and Java's name for ``start``; when both are given they must agree;
-      default None.
-    - ``partitions`` — read exactly these partitions, outside any group rebalance: partition numbers (with
-      one topic) or ``(topic, partition)`` pairs of the given topics; default None: the group assigns them,
-      or without a group every partition of the topics.
-    - ``pattern`` — subscribe to every topic whose whole name matches this regular expression (str or
-      compiled), instead of naming topics; default None.
-    - ``key_deserializer`` — turns each record's key bytes into the key the application sees; default None:
-      bytes.
-    - ``value_deserializer`` — turns each record's value bytes into the value the application sees; default
-      None: bytes.
-    - ``isolation_level`` — ``"read_committed"`` skips aborted transactional records and stops at the last
-      stable offset; ``"read_uncommitted"`` reads everything; default ``"read_uncommitted"``.
-    - ``fetch_max_wait_ms`` — how long the broker may hold a fetch waiting for ``fetch_min_bytes`` (ms);
-      default 500.
-    - ``fetch_min_bytes`` — how much data a fetch waits for before the broker answers (bytes); default 1.
-    - ``fetch_max_bytes`` — the most data one fetch response may hold (bytes; a larger first batch still
-      comes); default 52 428 800.
-    - ``max_partition_fetch_bytes`` — the most data one fetch returns for one partition (bytes); default
-      1 048 576.
-    - ``fetch_max_decompressed_bytes`` — the most that the compressed batches of one fetch response may
-      decompress to, over all its partitions (bytes). Batches are decompressed one at a time as they are
-      read; one that no longer fits waits for the next fetch, and one larger than the whole budget fails
-      its partition with RecordBatchTooLargeError (seek past it to go on). No Java equivalent; default
-      67 108 864.
-    - ``max_buffered_records`` — how many fetched records may wait for the application before fetching
-      pauses (a soft bound: one response may overshoot it); no Java equivalent; default 10 000.
-    - ``enable_auto_commit`` — commit in the background, on rebalance and on close; has effect only with a
-      ``group``; default True.
-    - ``auto_commit_interval_ms`` — how often auto-commit commits (ms); default 5 000.
-    - ``commit_acknowledged_only`` — auto-commit only the positions after ``ack``-ed messages rather than
-      after every delivered one; default False.
-    - ``check_crcs`` — verify the CRC32C of every fetched record batch; default True.
-    - ``group_protocol`` — ``"classic"`` (JoinGroup/SyncGroup, assignment by the members) or
-      ``"consumer"`` (KIP-848 ConsumerGroupHeartbeat, assignment by the broker); default ``"classic"``.
-    - ``partition_assignment_strategy`` — the assignors a classic member offers, preferred first:
-      ``"range"``, ``"roundrobin"``, ``"sticky"``, ``"cooperative-sticky"`` (one name or a sequence);
-      default ``("range", "roundrobin")``.
-    - ``session_timeout_ms`` — how long the coordinator waits for a classic member's heartbeat before
-      removing it (ms); default 45 000.
-    - ``heartbeat_interval_ms`` — how often a classic member heartbeats (ms), below
-      ``session_timeout_ms``; with ``group_protocol="consumer"`` the broker sets it; default 3 000.
-    - ``max_poll_interval_ms`` — how long the application may go without polling (``receive``,
-      ``getone``, ``getmany``, iteration) before the member leaves the group, to join again at the next
-      poll (ms); default 300 000.
-    - ``rebalance_timeout_ms`` — how long the coordinator waits for the members to rejoin during a
-      rebalance (ms); default None: ``max_poll_interval_ms``.
-    - ``group_instance_id`` — a static member id (KIP-345): a restart within the session timeout keeps the
-      partitions without a rebalance; default None.
-    - ``group_remote_assignor`` — with ``group_protocol="consumer"``: the broker's assignor, ``"uniform"``
-      or ``"range"``; default None: the broker's default.
-    - ``on_assigned`` — ``async (set of TopicPartition)``, called after the group assigned partitions;
-      default None.
-    - ``on_revoked`` — ``async (set of TopicPartition)``, called before partitions are given up (with
-      auto-commit, after their positions were committed); default None.
-    - ``on_lost`` — ``async (set of TopicPartition)``, called when partitions were lost to another member
-      and nothing could be committed; default None: ``on_revoked`` is called instead.
-    """
-
-    group: str | None
-    start: Start
-    auto_offset_reset: Start | None
-    partitions: Iterable[PartitionSpec] | None
-    pattern: str | re.Pattern[str] | None
-    key_deserializer: Deserializer | None
-    value_deserializer: Deserializer | None
-    isolation_level: Literal["read_uncommitted", "read_committed"]
-    fetch_max_wait_ms: int
-    fetch_min_bytes: int
-    fetch_max_bytes: int
-    max_partition_fetch_bytes: int
-    fetch_max_decompressed_bytes: int
-    max_buffered_records: int
-    enable_auto_commit: bool
-    auto_commit_interval_ms: float
-    commit_acknowledged_only: bool
-    check_crcs: bool
-    group_protocol: Literal["classic", "consumer"]
-    partition_assignment_strategy: str | Sequence[str]
-    session_timeout_ms: int
-    heartbeat_interval_ms: int
-    max_poll_interval_ms: int
-    rebalance_timeout_ms: int | None
-    group_instance_id: str | None
-    group_remote_assignor: str | None
-    on_assigned: PartitionsCallback | None
-    on_revoked: PartitionsCallback | None
-    on_lost: PartitionsCallback | None
-
-
-class ShareConsumerOptions(TypedDict, total=False):
-    """The options of ``client.share_consumer``: the Java ``KafkaShareConsumer``'s names, times in ms.
-
-    - ``group`` — the share group to join (required; Java: ``group.id``).
-    - ``share_acknowledgement_mode`` — ``"implicit"``: every record handed out is accepted at the next
-      poll or ``commit``, unless ``ack`` settled it first; ``"explicit"``: only ``ack`` settles records,
-      and one left unacknowledged comes back after its acquisition lock times out; default ``"implicit"``
-      (Java: ``share.acknowledgement.mode``).
-    - ``key_deserializer`` — turns each record's key bytes into the key the application sees; default None.
-    - ``value_deserializer`` — turns each record's value bytes into the value; default None.
-    - ``fetch_max_wait_ms`` — how long the broker may hold a ShareFetch waiting for records (ms); default 500.
-    - ``fetch_min_bytes`` — how much data a ShareFetch waits for before the broker answers (bytes); default 1.
-    - ``fetch_max_bytes`` — the most data one ShareFetch response may hold (bytes); default 52 428 800.
-    - ``max_poll_records`` — the most records one ShareFetch acquires (and ``getmany`` returns by default);
-      default 500.
-    - ``share_acquire_mode`` — ``"batch_optimized"`` (whole record batches, possibly more than
-      ``max_poll_records``) or ``"record_limit"`` (at most ``max_poll_records``); default
-      ``"batch_optimized"`` (Java: ``share.acquire.mode``).
-    - ``check_crcs`` — verify the CRC32C of every fetched record batch; default True.
-    - ``client_rack`` — the rack this member runs in, sent to the group coordinator; default None.
-    - ``fetch_max_decompressed_bytes`` — the most that the compressed batches of one ShareFetch response may
-      decompress to, over all its partitions (bytes); the acquired records of batches past it are released
-      for a later fetch, and a batch larger than it alone fails with ``RecordBatchTooLargeError``; default
-      67 108 864 (no Java equivalent: the bound is the consumer's, not the producer's).
-
-    Where a share group starts reading (``share.auto.offset.reset``), how long a record stays locked to a
-    member (``share.record.lock.duration.ms``) and how often it may be delivered are the group's configs,
-    set on the broker, not here.
-    """
-
-    group: str
-    share_acknowledgement_mode: AcknowledgementMode
-    key_deserializer: Deserializer | None
-    value_deserializer: Deserializer | None
-    fetch_max_wait_ms: int
-    fetch_min_bytes: int
-    fetch_max_bytes: int
-    max_poll_records: int
-    share_acquire_mode: AcquireMode
-    check_crcs: bool
-    client_rack: str | None
-    fetch_max_decompressed_bytes: int
-
-
-class AdminOptions(TypedDict, total=False):
-    """The options of ``client.admin``.
-
-    - ``timeout_ms`` — how long an administrative operation may take (ms): the requests to the controller
-      and their retries, the timeout the broker is given, and the wait until created topics have leaders
-      or deleted ones are gone; default 60 000 (Java: ``default.api.timeout.ms``).
-    """
-
-    timeout_ms: float
-
-
 class Client:
     """A Kafka cluster. Use ``async with kafkawire.connect(url) as client``."""
 
     def __init__(self, url: str, **options: Unpack[ClientOptions]) -> None:
-        self._session = _build(Session, "connect", url, **options)
+        self._session = _build(Session, "connect", ClientOptions, url, **options)
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -393,7 +100,7 @@ class Client:
         The options are those of ``ProducerOptions``.
         """
         self._session.affinity.check()
-        return _build(Producer, "producer", self._session, topic, **options)
+        return _build(Producer, "producer", ProducerOptions, self._session, topic, **options)
 
     def consumer(self, topics: str | Iterable[str] = (), /, **options: Unpack[ConsumerOptions]) -> Consumer:
         """A consumer of ``topics`` (or of a ``pattern=``, or of ``partitions=``); start it with ``async with``.
@@ -401,7 +108,7 @@ class Client:
         The options are those of ``ConsumerOptions``.
         """
         self._session.affinity.check()
-        return _build(Consumer, "consumer", self._session, topics, **options)
+        return _build(Consumer, "consumer", ConsumerOptions, self._session, topics, **options)
 
     def share_consumer(self, topics: str | Iterable[str], /, **options: Unpack[ShareConsumerOptions]) -> ShareConsumer:
         """A member of the share group ``group=`` reading ``topics`` (KIP-932); start it with ``async with``.
@@ -411,7 +118,7 @@ class Client:
         if "group" not in options:
             raise ConfigurationError("share_consumer: the group option is required")
         self._session.affinity.check()
-        return _build(ShareConsumer, "share_consumer", self._session, topics, **options)
+        return _build(ShareConsumer, "share_consumer", ShareConsumerOptions, self._session, topics, **options)
 
     def admin(self, **options: Unpack[AdminOptions]) -> Admin:
         """The administration client (topics, configs, groups); use it with ``async with``.
@@ -419,7 +126,7 @@ class Client:
         The options are those of ``AdminOptions``.
         """
         self._session.affinity.check()
-        return _build(Admin, "admin", self._session, **options)
+        return _build(Admin, "admin", AdminOptions, self._session, **options)
 
     def __repr__(self) -> str:
         return f"Client(client_id={self._session.client_id!r})"
@@ -434,12 +141,8 @@ def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:
     return Client(url, **options)
 
 
-def _build(factory: Callable[..., T], what: str, *args: Any, **options: Any) -> T:
-    """``factory(*args, **options)``, an unknown option being a ConfigurationError that names it."""
-    known = inspect.signature(factory).parameters
-    for name in options:
-        if name not in known or known[name].kind is not inspect.Parameter.KEYWORD_ONLY:
-            close = difflib.get_close_matches(name, [n for n, p in known.items() if p.kind is p.KEYWORD_ONLY])
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise UnknownOptionError(f"{what}: unknown option {name!r}{hint}")
+def _build(factory: Callable[..., T], what: str, declared: type[Any], *args: Any, **options: Any) -> T:
+    """``factory(*args, **options)``, an option ``declared`` (a TypedDict) does not list being an
+    UnknownOptionError that names it and the closest known one."""
+    check_names(what, options, declared)
     return factory(*args, **options)

@@ -153,3 +153,39 @@ def test_admin_options() -> None:
         kafkawire.NewTopic("t", num_partitions=0)
     with pytest.raises(TypeError, match="name"):
         kafkawire.NewTopic("")
+
+
+def test_the_option_typeddicts_live_in_options_and_are_the_ones_exported() -> None:
+    import kafkawire.client
+    import kafkawire.options
+    from mqwire.common.errors import UnknownOptionError
+
+    for name in kafkawire.options.__all__:
+        declared = getattr(kafkawire.options, name)
+        assert getattr(kafkawire, name) is declared
+        assert getattr(kafkawire.client, name) is declared
+    assert kafkawire.UnknownOptionError is kafkawire.client.UnknownOptionError is UnknownOptionError
+
+
+@pytest.mark.parametrize(
+    ("declared", "factory"),
+    [
+        ("ClientOptions", "kafkawire.session:Session"),
+        ("ProducerOptions", "kafkawire.producer:Producer"),
+        ("ConsumerOptions", "kafkawire.consumer:Consumer"),
+        ("ShareConsumerOptions", "kafkawire.share.consumer:ShareConsumer"),
+        ("AdminOptions", "kafkawire.admin:Admin"),
+    ],
+)
+def test_each_typeddict_declares_exactly_what_its_factory_takes(declared: str, factory: str) -> None:
+    # The names are checked against the TypedDict: one the factory takes but the TypedDict lacks would be refused.
+    import importlib
+    import inspect
+
+    import kafkawire.options
+
+    module, _, name = factory.partition(":")
+    made = getattr(importlib.import_module(module), name)
+    taken = {n for n, p in inspect.signature(made).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    typed = getattr(kafkawire.options, declared)
+    assert taken == typed.__required_keys__ | typed.__optional_keys__
