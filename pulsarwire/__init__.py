@@ -10,8 +10,6 @@
 
 from pulsarwire.admin import Admin, AdminError, AdminOptions, RetriableAdminError, TopicAlreadyExistsError
 from pulsarwire.client import Client, connect
-from pulsarwire.client_errors import *  # noqa: F403 - client-side errors are part of the public API
-from pulsarwire.client_errors import __all__ as _client_error_names
 from pulsarwire.consumer import Consumer
 from pulsarwire.crypto import CryptoError, CryptoKeyReader, EncryptionKeyInfo
 from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
@@ -63,6 +61,5 @@ __all__ = [
     "TransactionError",
     "TransactionTimeoutError",
     "connect",
-    *_client_error_names,
     *_error_names,
 ]

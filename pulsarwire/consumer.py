@@ -16,8 +16,8 @@ from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_non_negative
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats, PartitionLag
-from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.dead_letter import DeadLetters
+from pulsarwire.errors import ConsumerClosedError
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerConfig, ConsumerOptions
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe

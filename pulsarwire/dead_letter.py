@@ -13,7 +13,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from pulsarwire.client_errors import ConsumerClosedError
+from pulsarwire.errors import ConsumerClosedError
 from pulsarwire.message import Message
 from pulsarwire.options import DLQ_SUFFIX, RETRY_SUFFIX, DeadLetterPolicy
 from pulsarwire.producer import Producer

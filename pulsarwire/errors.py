@@ -1,4 +1,5 @@
-"""Errors of the Pulsar client: the shared hierarchy plus one named exception per broker ``ServerError``.
+"""Errors of the Pulsar client: the shared hierarchy, one named exception per broker ``ServerError``, and the
+errors the client raises on its own, without a broker error code behind them.
 
 Whether a code is retriable follows the reference clients: a later attempt, usually after a fresh lookup,
 can succeed for a broker that is not ready, overloaded or briefly without metadata; it cannot for refused
@@ -15,6 +16,7 @@ from mqwire.common.errors import (
     ConfigurationError,
     ConnectError,
     ConnectionLostError,
+    DeserializationError,
     FatalBrokerError,
     FatalError,
     ForkedClientError,
@@ -22,9 +24,12 @@ from mqwire.common.errors import (
     MqwireError,
     OptionTypeError,
     ProtocolError,
+    ReceiveTimeoutError,
     RequestTimeoutError,
     RetriableBrokerError,
     RetriableError,
+    SchemaResolutionError,
+    SerializationError,
     UnsupportedRuntimeError,
     UnsupportedVersionError,
     WrongLoopError,
@@ -135,6 +140,34 @@ class ProducerFencedError(FatalBrokerError):
     """An exclusive producer took over the topic; this producer must be closed."""
 
 
+class SendTimeoutError(RequestTimeoutError):
+    """The broker did not confirm a message within ``send_timeout_ms``."""
+
+
+class ProducerQueueIsFullError(RetriableError):
+    """``max_pending_messages`` messages are waiting and ``block_if_queue_full`` is off."""
+
+
+class MessageTooBigError(FatalError, ValueError):
+    """A message exceeds the broker's maximum message size and chunking is off."""
+
+
+class TooManyRedirectsError(RetriableError):
+    """A topic lookup was redirected more often than the limit."""
+
+
+class LookupFailedError(RetriableError):
+    """A lookup answered neither a broker nor a known error."""
+
+
+class ProducerClosedError(ClosedError):
+    """The producer is closed."""
+
+
+class ConsumerClosedError(ClosedError):
+    """The consumer (or reader) is closed."""
+
+
 _BY_CODE: dict[int, type[BrokerError]] = {
     0: UnknownServerError,
     1: MetadataError,
@@ -188,7 +221,9 @@ __all__ = [
     "ConnectionLostError",
     "ConsumerAssignError",
     "ConsumerBusyError",
+    "ConsumerClosedError",
     "ConsumerNotFoundError",
+    "DeserializationError",
     "FatalBrokerError",
     "FatalError",
     "ForkedClientError",
@@ -196,6 +231,8 @@ __all__ = [
     "IncompatibleSchemaError",
     "InvalidTopicNameError",
     "InvalidTxnStatusError",
+    "LookupFailedError",
+    "MessageTooBigError",
     "MetadataError",
     "MqwireError",
     "NotAllowedError",
@@ -204,14 +241,21 @@ __all__ = [
     "ProducerBlockedQuotaExceededError",
     "ProducerBlockedQuotaExceededFatalError",
     "ProducerBusyError",
+    "ProducerClosedError",
     "ProducerFencedError",
+    "ProducerQueueIsFullError",
     "ProtocolError",
+    "ReceiveTimeoutError",
     "RequestTimeoutError",
     "RetriableBrokerError",
     "RetriableError",
+    "SchemaResolutionError",
+    "SendTimeoutError",
+    "SerializationError",
     "ServerChecksumError",
     "ServiceNotReadyError",
     "SubscriptionNotFoundError",
+    "TooManyRedirectsError",
     "TooManyRequestsError",
     "TopicNotFoundError",
     "TopicTerminatedError",

@@ -15,8 +15,8 @@ from mqwire.common.errors import ProtocolError
 from mqwire.common.transport import Address
 from mqwire.common.urls import parse_service_url
 from pulsarwire import errors
-from pulsarwire.client_errors import LookupFailedError, TooManyRedirectsError
 from pulsarwire.connection import PulsarConnection
+from pulsarwire.errors import LookupFailedError, TooManyRedirectsError
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.pulsar_api_pb2 import CommandLookupTopicResponse, CommandPartitionedTopicMetadataResponse
 

@@ -15,7 +15,7 @@ from mqwire.common.errors import MqwireError, RequestTimeoutError
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.serde import check_serializer, to_bytes
 from mqwire.common.stats import ProducerCounters, ProducerStats
-from pulsarwire.client_errors import ProducerClosedError, ProducerQueueIsFullError
+from pulsarwire.errors import ProducerClosedError, ProducerQueueIsFullError
 from pulsarwire.message import Receipt
 from pulsarwire.options import ProducerConfig, ProducerOptions
 from pulsarwire.routing import PartitionRouter

@@ -11,7 +11,7 @@ from collections import deque
 from itertools import repeat
 
 from mqwire.common.errors import MqwireError
-from pulsarwire.client_errors import ConsumerClosedError, ReceiveTimeoutError
+from pulsarwire.errors import ConsumerClosedError, ReceiveTimeoutError
 from pulsarwire.memory_budget import MemoryBudget
 from pulsarwire.message import Message
 

@@ -31,12 +31,12 @@ from mqwire.common.stats import ConsumerCounters
 from pulsarwire import errors
 from pulsarwire.acks import AckGrouping, NegativeAcks, Position, UnackedTracker, bits_of_words, bitset_words
 from pulsarwire.chunks import COMPLETE, ChunkAssembler
-from pulsarwire.client_errors import ConsumerClosedError
 from pulsarwire.connection import PulsarConnection
 from pulsarwire.crypto import MessageDecryptor
 from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.entry_decoder import decode_entry
 from pulsarwire.entry_payload import Undecryptable, open_payload
+from pulsarwire.errors import ConsumerClosedError
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerConfig

@@ -25,9 +25,9 @@ from mqwire.common.errors import ConnectionLostError, MqwireError, RequestTimeou
 from mqwire.common.stats import ProducerCounters
 from pulsarwire import errors
 from pulsarwire.batch_builder import Batch, BatchBuilder, KeyBasedBatchBuilder
-from pulsarwire.client_errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
 from pulsarwire.crypto import CryptoError, MessageEncryptor
+from pulsarwire.errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import Receipt, receipt
 from pulsarwire.message_encoder import Encoded, MessageEncoder, OutgoingMessage
