@@ -21,5 +21,8 @@ autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "show-inheritance": True, "undoc-members": False}
 autodoc_class_signature = "separated"
 
+# furo, with its column widened (_static/wide.css) so that code shows at full width without scrolling.
 html_theme = "furo"
+html_static_path = ["_static"]
+html_css_files = ["wide.css"]
 html_title = f"mqwire {release}"
