@@ -1,5 +1,5 @@
 """Submitting a benchmark script to a Spark standalone cluster started for it (a master and two workers, one
-core and 1 GiB each, from the pyspark package), as README says: the packed environment of ``make spark-env``
+core and 1 GiB each, from the pyspark package), as docs/spark.md says: the packed environment of ``make spark-env``
 shipped with ``--archives``, the driver running from its unpacked copy. The cluster is stopped by pid at the
 end."""
 
@@ -27,7 +27,7 @@ def submit(script: str, args: list[str], spark_args: list[str] | None = None) ->
         work = Path(scratch)
         (work / "env").mkdir()
         with tarfile.open(ARCHIVE) as packed:
-            packed.extractall(work / "env", filter="tar")  # the driver's side, as README says
+            packed.extractall(work / "env", filter="tar")  # the driver's side, as docs/spark.md says
         cluster = spark_cluster.start(work / "state", workers=2, cores=1, memory="1g")
         try:
             env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}

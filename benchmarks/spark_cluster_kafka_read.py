@@ -1,7 +1,7 @@
 """Rows per second reading one Kafka topic on a Spark standalone cluster (a master and two workers, one core
 and 1 GiB each, started from the pyspark package): the ``kafkawire`` source against Spark's own.
 
-The topic is filled once with kafkawire; then ``spark_kafka_read.py`` is submitted to the cluster as README
+The topic is filled once with kafkawire; then ``spark_kafka_read.py`` is submitted to the cluster as docs/spark.md
 says (``--archives build/spark-env.tar.gz#env``, run ``make spark-env`` first), with Spark's Kafka source
 added by ``--packages`` (resolved from Maven Central or the local Ivy cache), and reads it with both
 sources alternately. The cluster is stopped by pid at the end.

@@ -1,6 +1,6 @@
 """The Pulsar or TubeMQ Spark read benchmark (``spark_pulsar_read.py``, ``spark_tubemq_read.py``: the source
 against the plain client in one process, reading the same topic) on a Spark standalone cluster of two
-workers, submitted as README says (run ``make spark-env`` first). The brokers must be running under
+workers, submitted as docs/spark.md says (run ``make spark-env`` first). The brokers must be running under
 ``--state-dir`` (``python -m mqwire.testing --state-dir DIR start``): the job's driver reaches them there.
 
     python benchmarks/spark_cluster_source_read.py --system pulsar --state-dir /tmp/brokers --records 1000000
