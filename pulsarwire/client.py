@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Unpack
 
-from mqwire.common.options import check_names
+from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 from pulsarwire.admin import Admin, AdminOptions
 from pulsarwire.consumer import Consumer
-from pulsarwire.options import ClientOptions, ConsumerOptions, ProducerOptions, ReaderOptions
+from pulsarwire.options import ClientConfig, ClientOptions, ConsumerOptions, ProducerOptions, ReaderOptions
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 from pulsarwire.schema import TopicSchema
@@ -33,8 +33,7 @@ class Client:
     """
 
     def __init__(self, url: str, /, **options: Unpack[ClientOptions]) -> None:
-        check_names("client", options, ClientOptions)
-        self._session = Session(url, **options)
+        self._session = Session(url, build_config(ClientConfig, "connect", options))
         self._coordinators: TransactionCoordinators | None = None
 
     async def __aenter__(self) -> Client:

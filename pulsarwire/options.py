@@ -3,6 +3,8 @@ checker sees), and the frozen configs the producer and consumer options are chec
 built, so a wrong one names itself (``ProducerConfig``, ``ConsumerConfig``: the package's own, not exported).
 """
 
+# ruff: noqa: RUF009 - option() declares a config's field, as dataclasses.field does
+
 from __future__ import annotations
 
 import ssl
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from mqwire.common.contract import Deserializer, Serializer
-from mqwire.common.errors import UnknownOptionError
+from mqwire.common.errors import ConfigurationError, UnknownOptionError
 from mqwire.common.options import (
     check_bool,
     check_choice,
@@ -20,16 +22,26 @@ from mqwire.common.options import (
     check_non_negative,
     check_positive,
     check_str,
+    instance_of,
+    int_range,
+    option,
+    options_of,
+    or_none,
 )
+from mqwire.common.version import __version__
+from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE
 from pulsarwire.crypto import CryptoKeyReader
+from pulsarwire.memory_budget import DEFAULT_MEMORY_LIMIT
 from pulsarwire.message import MessageId
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
+from pulsarwire.protocol.frames import FRAME_SIZE_PADDING
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
 from pulsarwire.routing import HASHING_SCHEMES, ROUTING_MODES, MessageRouter
 from pulsarwire.schema import Schema, SchemaInfo
 
 __all__ = ["ClientOptions", "ConsumerOptions", "DeadLetterPolicy", "ProducerOptions", "ReaderOptions"]
 
+CLIENT_VERSION = f"mqwire-pulsar-{__version__}"
 _INT32_MAX = 2**31 - 1
 # Shorter ack timeouts would redeliver messages the application is still working on.
 _MIN_ACK_TIMEOUT = 0.1
@@ -202,6 +214,46 @@ class ClientOptions(TypedDict, total=False):
     admin_url: str | None
     admin_timeout: float
     admin_allow_insecure_http: bool
+
+
+def _auth_token(name: str, value: object) -> object:
+    # A token, or an async callable returning one for each connection, challenge and admin request.
+    return value if value is None or callable(value) else check_str(name, value)
+
+
+@options_of(ClientOptions)
+@dataclass(frozen=True)
+class ClientConfig:
+    """The checked options of a client (times in seconds, as given). The checks that need the URL (TLS
+    options with ``pulsar://``, the admin URL's scheme) are the session's."""
+
+    operation_timeout: float = option(30.0, check_positive)
+    connect_timeout: float = option(10.0, check_positive)
+    keepalive_interval: float = option(30.0, check_positive)
+    max_lookup_redirects: int = option(20, int_range(0, 1000))
+    max_message_size: int = option(DEFAULT_MAX_MESSAGE_SIZE, int_range(1024, (1 << 31) - 1 - FRAME_SIZE_PADDING))
+    memory_limit_bytes: int = option(DEFAULT_MEMORY_LIMIT, int_range(0, 1 << 62))
+    initial_backoff_interval: float = option(0.1, check_positive)
+    max_backoff_interval: float = option(60.0, check_positive)
+    listener_name: str | None = option(None, or_none(check_str))
+    auth_token: str | Callable[[], Awaitable[str]] | None = option(None, _auth_token)
+    tls_ca_file: str | None = option(None)
+    tls_cert_file: str | None = option(None)
+    tls_key_file: str | None = option(None)
+    tls_validate_hostname: bool = option(True, check_bool)
+    tls_allow_insecure_connection: bool = option(False, check_bool)
+    tls_authentication: bool = option(False, check_bool)
+    ssl_context: ssl.SSLContext | None = option(None, or_none(instance_of(ssl.SSLContext, "an ssl.SSLContext")))
+    client_version: str = option(CLIENT_VERSION, check_str)
+    admin_url: str | None = option(None, or_none(check_str))
+    admin_timeout: float = option(30.0, check_positive)
+    admin_allow_insecure_http: bool = option(False, check_bool)
+
+    def __post_init__(self) -> None:
+        if self.max_backoff_interval < self.initial_backoff_interval:
+            raise ConfigurationError("option max_backoff_interval must not be below initial_backoff_interval")
+        if self.tls_authentication and self.auth_token is not None:
+            raise ConfigurationError("options auth_token and tls_authentication exclude each other")
 
 
 class ProducerOptions(TypedDict, total=False):

@@ -15,26 +15,21 @@ from typing import TypeVar
 from mqwire.common.affinity import Affinity
 from mqwire.common.errors import AuthenticationError, ConfigurationError, ConnectError, RetriableError
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
-from mqwire.common.options import check_bool, check_int_range, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
 from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.transport import Address
 from mqwire.common.urls import parse_service_url
-from mqwire.common.version import __version__
 from pulsarwire.admin import check_admin_url
-from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
+from pulsarwire.connection import PulsarConnection
 from pulsarwire.lookup import SCHEMES, BrokerAddress, Lookup
-from pulsarwire.memory_budget import DEFAULT_MEMORY_LIMIT, MemoryBudget
-from pulsarwire.protocol.frames import FRAME_SIZE_PADDING
+from pulsarwire.memory_budget import MemoryBudget
+from pulsarwire.options import ClientConfig
 from pulsarwire.tls import tls_context
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-CLIENT_VERSION = f"mqwire-pulsar-{__version__}"
-
 
 class Session:
     """One cluster's connections, lookups and retry policy, and the producers, consumers and readers made on it.
@@ -42,85 +37,55 @@ class Session:
     Built by ``pulsarwire.Client`` (see there for the options); closing it closes what it made.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        operation_timeout: float = 30.0,
-        connect_timeout: float = 10.0,
-        keepalive_interval: float = 30.0,
-        max_lookup_redirects: int = 20,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-        initial_backoff_interval: float = 0.1,
-        max_backoff_interval: float = 60.0,
-        listener_name: str | None = None,
-        auth_token: str | Callable[[], Awaitable[str]] | None = None,
-        tls_ca_file: str | None = None,
-        tls_cert_file: str | None = None,
-        tls_key_file: str | None = None,
-        tls_validate_hostname: bool = True,
-        tls_allow_insecure_connection: bool = False,
-        tls_authentication: bool = False,
-        ssl_context: _ssl.SSLContext | None = None,
-        client_version: str = CLIENT_VERSION,
-        admin_url: str | None = None,
-        admin_timeout: float = 30.0,
-        admin_allow_insecure_http: bool = False,
-        memory_limit_bytes: int = DEFAULT_MEMORY_LIMIT,
-    ) -> None:
+    def __init__(self, url: str, config: ClientConfig) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
         self.service_url = url
-        self.operation_timeout = check_positive("operation_timeout", operation_timeout)
-        self.connect_timeout = check_positive("connect_timeout", connect_timeout)
-        self.keepalive_interval = check_positive("keepalive_interval", keepalive_interval)
-        self.max_lookup_redirects = check_int_range("max_lookup_redirects", max_lookup_redirects, 0, 1000)
-        self.max_message_size = check_int_range(
-            "max_message_size", max_message_size, 1024, (1 << 31) - 1 - FRAME_SIZE_PADDING
-        )
+        self.operation_timeout = config.operation_timeout
+        self.connect_timeout = config.connect_timeout
+        self.keepalive_interval = config.keepalive_interval
+        self.max_lookup_redirects = config.max_lookup_redirects
+        self.max_message_size = config.max_message_size
         # Received messages waiting in the receiver queues of all this client's consumers and readers.
-        self.memory = MemoryBudget(check_int_range("memory_limit_bytes", memory_limit_bytes, 0, 1 << 62))
-        self.initial_backoff_interval = check_positive("initial_backoff_interval", initial_backoff_interval)
-        self.max_backoff_interval = check_positive("max_backoff_interval", max_backoff_interval)
-        if self.max_backoff_interval < self.initial_backoff_interval:
-            raise ValueError("option max_backoff_interval must not be below initial_backoff_interval")
-        self.listener_name = None if listener_name is None else check_str("listener_name", listener_name)
+        self.memory = MemoryBudget(config.memory_limit_bytes)
+        self.initial_backoff_interval = config.initial_backoff_interval
+        self.max_backoff_interval = config.max_backoff_interval
+        self.listener_name = config.listener_name
         self._auth_data: bytes | None = None
         self._auth_token_callback: Callable[[], Awaitable[str]] | None = None
+        auth_token = config.auth_token
         if callable(auth_token):
             self._auth_token_callback = auth_token
         elif auth_token is not None:
-            self._auth_data = check_str("auth_token", auth_token).encode()
+            self._auth_data = auth_token.encode()
         # The client certificate of the TLS handshake is the credential; the CONNECT only names the method.
-        self._auth_method: str | None = "tls" if check_bool("tls_authentication", tls_authentication) else None
+        self._auth_method: str | None = "tls" if config.tls_authentication else None
+        ssl_context = config.ssl_context
         if self._auth_method is not None:
-            if auth_token is not None:
-                raise ValueError("options auth_token and tls_authentication exclude each other")
-            if not self._url.tls or (tls_cert_file is None and ssl_context is None):
-                raise ValueError("option tls_authentication needs a pulsar+ssl:// URL and option tls_cert_file")
+            if not self._url.tls or (config.tls_cert_file is None and ssl_context is None):
+                raise ConfigurationError(
+                    "option tls_authentication needs a pulsar+ssl:// URL and option tls_cert_file"
+                )
             self._auth_data = b""
-        self.client_version = check_str("client_version", client_version)
-        self.admin_url = None if admin_url is None else check_str("admin_url", admin_url)
-        self.admin_timeout = check_positive("admin_timeout", admin_timeout)
-        self.admin_allow_insecure_http = check_bool("admin_allow_insecure_http", admin_allow_insecure_http)
+        self.client_version = config.client_version
+        self.admin_url = config.admin_url
+        self.admin_timeout = config.admin_timeout
+        self.admin_allow_insecure_http = config.admin_allow_insecure_http
         if self.admin_url is not None:
             self.check_admin_url(self.admin_url, self.admin_allow_insecure_http)
-        check_bool("tls_validate_hostname", tls_validate_hostname)
-        check_bool("tls_allow_insecure_connection", tls_allow_insecure_connection)
-        if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
-            raise TypeError(f"option ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
         if ssl_context is not None and not self._url.tls:
             # Ignoring it would connect in clear where TLS was asked for.
             raise ConfigurationError("option ssl_context needs a pulsar+ssl:// URL (the URL is pulsar://)")
+        tls_files = (config.tls_ca_file, config.tls_cert_file, config.tls_key_file)
         if self._url.tls and ssl_context is None:
             ssl_context = tls_context(
-                ca_file=tls_ca_file,
-                cert_file=tls_cert_file,
-                key_file=tls_key_file,
-                validate_hostname=tls_validate_hostname,
-                allow_insecure=tls_allow_insecure_connection,
+                ca_file=config.tls_ca_file,
+                cert_file=config.tls_cert_file,
+                key_file=config.tls_key_file,
+                validate_hostname=config.tls_validate_hostname,
+                allow_insecure=config.tls_allow_insecure_connection,
             )
-        elif not self._url.tls and any(f is not None for f in (tls_ca_file, tls_cert_file, tls_key_file)):
-            raise ValueError("options tls_ca_file, tls_cert_file and tls_key_file need a pulsar+ssl:// URL")
+        elif not self._url.tls and any(f is not None for f in tls_files):
+            raise ConfigurationError("options tls_ca_file, tls_cert_file and tls_key_file need a pulsar+ssl:// URL")
         self._ssl = ssl_context if self._url.tls else None
         self._service = AddressRotation(self._url.addresses)
         self._pool: ConnectionPool[tuple[str, Address], PulsarConnection] = ConnectionPool(self._open)

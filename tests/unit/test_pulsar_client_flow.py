@@ -12,8 +12,9 @@ import pytest
 import pulsarwire
 from mqwire.common.errors import ConnectionLostError, MqwireError
 from mqwire.common.lifecycle import OwnedTasks
+from mqwire.common.options import build_config
 from pulsarwire import errors
-from pulsarwire.options import ConsumerConfig, ProducerConfig
+from pulsarwire.options import ClientConfig, ConsumerConfig, ProducerConfig
 from pulsarwire.protocol import commands
 from pulsarwire.protocol import pulsar_api_pb2 as pb
 from pulsarwire.protocol.batch import (
@@ -176,13 +177,8 @@ class FakeBroker:
 
 
 def fake_client(broker: FakeBroker, operation_timeout: float = 2, **options: Any) -> Session:
-    session = Session(
-        "pulsar://fake:6650",
-        initial_backoff_interval=0.01,
-        max_backoff_interval=0.02,
-        operation_timeout=operation_timeout,
-        **options,
-    )
+    settings = {"initial_backoff_interval": 0.01, "max_backoff_interval": 0.02, "operation_timeout": operation_timeout}
+    session = Session("pulsar://fake:6650", build_config(ClientConfig, "connect", {**settings, **options}))
     session.connection_for = broker.connection_for  # type: ignore[method-assign, assignment]
     return session
 

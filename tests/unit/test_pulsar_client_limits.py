@@ -13,7 +13,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mqwire.common.errors import FrameTooLargeError
+from mqwire.common.options import build_config
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
+from pulsarwire.options import ClientConfig
 from pulsarwire.protocol.frames import encode_command
 from pulsarwire.protocol.pulsar_api_pb2 import BaseCommand, CommandConnected
 from pulsarwire.session import Session
@@ -69,6 +71,7 @@ async def test_the_client_limit_is_an_option_and_a_lower_broker_value_lowers_it(
 
 
 def test_the_session_passes_a_checked_limit() -> None:
-    assert Session("pulsar://localhost:6650", max_message_size=2 * MIB).max_message_size == 2 * MIB
+    config = build_config(ClientConfig, "connect", {"max_message_size": 2 * MIB})
+    assert Session("pulsar://localhost:6650", config).max_message_size == 2 * MIB
     with pytest.raises(ValueError, match="max_message_size"):
-        Session("pulsar://localhost:6650", max_message_size=0)
+        build_config(ClientConfig, "connect", {"max_message_size": 0})

@@ -69,3 +69,19 @@ def test_an_unknown_option_is_a_configuration_error_naming_the_closest(make: obj
 def test_connect_names_an_unknown_option() -> None:
     with pytest.raises(UnknownOptionError, match=r"'operation_timeout_ms' \(did you mean operation_timeout\?\)"):
         pulsarwire.connect("pulsar://localhost", operation_timeout_ms=5)  # type: ignore[call-arg]
+
+
+def test_connect_checks_its_options_into_one_frozen_config_with_one_default_each() -> None:
+    from mqwire.common.options import build_config, defaults
+    from pulsarwire.options import ClientConfig
+
+    assert set(defaults(ClientConfig)) == set(pulsarwire.ClientOptions.__optional_keys__)
+    config = build_config(ClientConfig, "connect", {})
+    assert (config.operation_timeout, config.connect_timeout, config.max_lookup_redirects) == (30.0, 10.0, 20)
+    assert config.client_version.startswith("mqwire-pulsar-")
+    session = pulsarwire.connect("pulsar://localhost", keepalive_interval=5)._session
+    assert (session.keepalive_interval, session.operation_timeout, session.admin_timeout) == (5.0, 30.0, 30.0)
+    with pytest.raises(ConfigurationError, match="max_backoff_interval must not be below"):
+        pulsarwire.connect("pulsar://localhost", initial_backoff_interval=5, max_backoff_interval=1)
+    with pytest.raises(ConfigurationError, match="exclude each other"):
+        pulsarwire.connect("pulsar+ssl://localhost", auth_token="t", tls_authentication=True)
