@@ -11,7 +11,14 @@ from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 from pulsarwire.admin import Admin, AdminOptions
 from pulsarwire.consumer import Consumer
-from pulsarwire.options import ClientConfig, ClientOptions, ConsumerOptions, ProducerOptions, ReaderOptions
+from pulsarwire.options import (
+    ClientConfig,
+    ClientOptions,
+    ConsumerOptions,
+    ProducerOptions,
+    ReaderConfig,
+    ReaderOptions,
+)
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 from pulsarwire.schema import TopicSchema
@@ -96,9 +103,9 @@ class Client:
 
         The options are described in :class:`pulsarwire.ReaderOptions`; see also :class:`Reader`.
         """
-        check_names("reader", options, ReaderOptions)
+        config = build_config(ReaderConfig, "reader", options)
         self._session.affinity.check()
-        return Reader(self._session, topic, **options)
+        return Reader(self._session, topic, config)
 
     def transaction(self, *, timeout_ms: int = 60_000) -> Transaction:
         """A transaction, begun on a coordinator by ``await`` or ``async with await``: ``txn = await

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from mqwire.common.contract import Deserializer, Serializer
-from mqwire.common.errors import ConfigurationError, UnknownOptionError
+from mqwire.common.errors import ConfigurationError, OptionTypeError, UnknownOptionError
 from mqwire.common.options import (
+    Check,
     check_bool,
     check_choice,
     check_int_range,
@@ -32,7 +33,7 @@ from mqwire.common.version import __version__
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE
 from pulsarwire.crypto import CryptoKeyReader
 from pulsarwire.memory_budget import DEFAULT_MEMORY_LIMIT
-from pulsarwire.message import MessageId
+from pulsarwire.message import EARLIEST, LATEST, MessageId
 from pulsarwire.protocol.batch import COMPRESSION_TYPES
 from pulsarwire.protocol.frames import FRAME_SIZE_PADDING
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe, KeySharedMode, ProducerAccessMode
@@ -70,14 +71,14 @@ def _choice_ignoring_case(name: str, value: object, choices: Mapping[str, int]) 
     for choice, number in choices.items():
         if choice.lower() == text.lower():
             return choice, number
-    raise ValueError(f"option {name} must be one of {', '.join(choices)}, got {value!r}")
+    raise ConfigurationError(f"option {name} must be one of {', '.join(choices)}, got {value!r}")
 
 
 def _string_map(name: str, value: object) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise TypeError(f"option {name} must be a mapping of str to str")
+        raise OptionTypeError(f"option {name} must be a mapping of str to str")
     return dict(value)
 
 
@@ -110,7 +111,7 @@ class DeadLetterPolicy:
         for name in ("dead_letter_topic", "retry_letter_topic", "initial_subscription_name"):
             value = getattr(self, name)
             if value is not None and not check_str(f"dead_letter_policy.{name}", value).strip():
-                raise ValueError(f"option dead_letter_policy.{name} must not be blank")
+                raise ConfigurationError(f"option dead_letter_policy.{name} must not be blank")
 
     @classmethod
     def of(cls, value: object) -> DeadLetterPolicy | None:
@@ -121,9 +122,9 @@ class DeadLetterPolicy:
             try:
                 return cls(**value)
             except TypeError as exc:
-                raise TypeError(f"option dead_letter_policy: {exc}") from None
+                raise OptionTypeError(f"option dead_letter_policy: {exc}") from None
         kind = type(value).__name__
-        raise TypeError(f"option dead_letter_policy must be a DeadLetterPolicy or a mapping, not {kind}")
+        raise OptionTypeError(f"option dead_letter_policy must be a DeadLetterPolicy or a mapping, not {kind}")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -517,14 +518,47 @@ class ReaderOptions(TypedDict, total=False):
     crypto_failure_action: str
 
 
+def _reader_start(name: str, value: object) -> MessageId:
+    if isinstance(value, MessageId):
+        return MessageId(*value)
+    if isinstance(value, str) and value.lower() in ("earliest", "latest"):
+        return EARLIEST if value.lower() == "earliest" else LATEST
+    raise ConfigurationError(f"option {name} must be 'earliest', 'latest' or a MessageId, got {value!r}")
+
+
+def _crypto_failure_action(*choices: str) -> Check:
+    return lambda name, value: check_choice(name, str(value).upper(), choices)
+
+
+@options_of(ReaderOptions)
+@dataclass(frozen=True)
+class ReaderConfig:
+    """The checked options of a reader; ``start`` is held as a MessageId (EARLIEST and LATEST included)."""
+
+    start: MessageId = option("latest", _reader_start)
+    start_inclusive: bool = option(False, check_bool)
+    receiver_queue_size: int = option(1000, int_range(1, 1 << 24))
+    reader_name: str | None = option(None, or_none(check_str))
+    subscription_role_prefix: str = option("reader", check_str)
+    read_compacted: bool = option(False, check_bool)
+    key_deserializer: Deserializer | None = option(None)
+    value_deserializer: Deserializer | None = option(None)
+    schema: Schema[Any] | None = option(None)
+    crypto_key_reader: CryptoKeyReader | None = option(None, lambda name, value: _key_reader(value))
+    crypto_failure_action: str = option("FAIL", _crypto_failure_action("FAIL", "DISCARD", "CONSUME"))
+
+    def __post_init__(self) -> None:
+        check_schema(self.schema, "value_deserializer", self.value_deserializer)
+
+
 def check_schema(schema: object, serde_option: str, serde: object) -> Schema[Any] | None:
     """Validate option ``schema``: a Schema, and not given together with the serializer it replaces."""
     if schema is None:
         return None
     if not isinstance(schema, Schema):
-        raise TypeError(f"option schema must be a pulsarwire.schema.Schema, not {type(schema).__name__}")
+        raise OptionTypeError(f"option schema must be a pulsarwire.schema.Schema, not {type(schema).__name__}")
     if serde is not None:
-        raise ValueError(f"give option schema or {serde_option}, not both: the schema encodes the values")
+        raise ConfigurationError(f"give option schema or {serde_option}, not both: the schema encodes the values")
     return schema
 
 
@@ -577,7 +611,7 @@ class ProducerConfig:
         alias = take("compression", None)
         chosen = take("compression_type", None)
         if alias is not None and chosen is not None:
-            raise ValueError("give compression or compression_type, not both")
+            raise ConfigurationError("give compression or compression_type, not both")
         option = "compression" if alias is not None else "compression_type"
         given = alias if alias is not None else chosen
         compression_name, compression = _choice_ignoring_case(
@@ -585,7 +619,7 @@ class ProducerConfig:
         )
         router = take("message_router", None)
         if router is not None and not callable(router):
-            raise TypeError("option message_router must be callable (partition_key, partitions) -> partition")
+            raise OptionTypeError("option message_router must be callable (partition_key, partitions) -> partition")
         chunk_size = take("chunk_max_message_size", None)
         access_name = take("access_mode", "Shared")
         initial_subscription = take("initial_subscription_name", None)
@@ -637,9 +671,9 @@ class ProducerConfig:
         )
         _unexpected("producer", options)
         if built.chunking_enabled and built.batching_enabled:
-            raise ValueError("options chunking_enabled and batching_enabled cannot both be on")
+            raise ConfigurationError("options chunking_enabled and batching_enabled cannot both be on")
         if built.chunking_enabled and built.encryption_keys:
-            raise ValueError("options chunking_enabled and encryption_keys cannot both be on")
+            raise ConfigurationError("options chunking_enabled and encryption_keys cannot both be on")
         return built
 
 
@@ -651,15 +685,16 @@ def _producer_crypto(take: Callable[..., Any]) -> dict[str, Any]:
     if names is None:
         return {"crypto_key_reader": _key_reader(reader), "crypto_failure_action": action}
     if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
-        raise TypeError("option encryption_keys must be a list of key names")
+        raise OptionTypeError("option encryption_keys must be a list of key names")
     if reader is None:
-        raise ValueError("option encryption_keys needs option crypto_key_reader")
+        raise ConfigurationError("option encryption_keys needs option crypto_key_reader")
     return {"encryption_keys": tuple(names), "crypto_key_reader": _key_reader(reader), "crypto_failure_action": action}
 
 
 def _key_reader(reader: object) -> CryptoKeyReader | None:
     if reader is not None and not isinstance(reader, CryptoKeyReader):
-        raise TypeError(f"option crypto_key_reader must be a pulsarwire.CryptoKeyReader, not {type(reader).__name__}")
+        kind = type(reader).__name__
+        raise OptionTypeError(f"option crypto_key_reader must be a pulsarwire.CryptoKeyReader, not {kind}")
     return reader
 
 
@@ -710,13 +745,13 @@ class ConsumerConfig:
         group = take("group", None)
         subscription = take("subscription", None)
         if group is not None and subscription is not None and group != subscription:
-            raise ValueError("options group and subscription name the same thing; give one of them")
+            raise ConfigurationError("options group and subscription name the same thing; give one of them")
         name = subscription if subscription is not None else group
         if name is None:
-            raise TypeError("a consumer needs option group (or subscription): the subscription name")
+            raise OptionTypeError("a consumer needs option group (or subscription): the subscription name")
         name = check_str("group", name)
         if not name.strip():
-            raise ValueError("option group must not be blank")
+            raise ConfigurationError("option group must not be blank")
         type_name, sub_type = _choice_ignoring_case(
             "subscription_type", take("subscription_type", "Exclusive"), SUBSCRIPTION_TYPES
         )
@@ -766,9 +801,11 @@ class ConsumerConfig:
         )
         _unexpected("consumer", options)
         if 0 < built.ack_timeout < _MIN_ACK_TIMEOUT:
-            raise ValueError(f"option ack_timeout_ms must be 0 (off) or at least {_MIN_ACK_TIMEOUT * 1000:g}")
+            raise ConfigurationError(f"option ack_timeout_ms must be 0 (off) or at least {_MIN_ACK_TIMEOUT * 1000:g}")
         if built.retry_enable and built.dead_letter_policy is None:
-            raise ValueError("option retry_enable needs a dead_letter_policy (its max_redeliver_count bounds retries)")
+            raise ConfigurationError(
+                "option retry_enable needs a dead_letter_policy (its max_redeliver_count bounds retries)"
+            )
         if built.read_compacted and built.subscription_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
-            raise ValueError("option read_compacted works with Exclusive and Failover subscriptions only")
+            raise ConfigurationError("option read_compacted works with Exclusive and Failover subscriptions only")
         return built

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
 
-from mqwire.common.contract import Deserializer
-from mqwire.common.options import check_bool, check_int_range, check_str
 from pulsarwire.consumer import Subscriber
-from pulsarwire.crypto import CryptoKeyReader
-from pulsarwire.message import EARLIEST, LATEST, MessageId
-from pulsarwire.options import ConsumerConfig, check_schema, consumer_crypto
+from pulsarwire.message import EARLIEST, LATEST
+from pulsarwire.options import ConsumerConfig, ReaderConfig
 from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
-from pulsarwire.schema import Schema
 from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 
@@ -27,50 +22,27 @@ class Reader(Subscriber):
     out.
     """
 
-    def __init__(
-        self,
-        session: Session,
-        topic: str,
-        *,
-        start: Literal["latest", "earliest"] | MessageId = "latest",
-        start_inclusive: bool = False,
-        receiver_queue_size: int = 1000,
-        reader_name: str | None = None,
-        subscription_role_prefix: str = "reader",
-        read_compacted: bool = False,
-        key_deserializer: Deserializer | None = None,
-        value_deserializer: Deserializer | None = None,
-        schema: Schema[Any] | None = None,
-        crypto_key_reader: CryptoKeyReader | None = None,
-        crypto_failure_action: str = "FAIL",
-    ) -> None:
-        if isinstance(start, MessageId):
-            self._start = MessageId(*start)
-        elif isinstance(start, str) and start.lower() in ("earliest", "latest"):
-            self._start = EARLIEST if start.lower() == "earliest" else LATEST
-        else:
-            raise ValueError(f"option start must be 'earliest', 'latest' or a MessageId, got {start!r}")
-        self._start_inclusive = check_bool("start_inclusive", start_inclusive)
-        prefix = check_str("subscription_role_prefix", subscription_role_prefix)
+    def __init__(self, session: Session, topic: str, config: ReaderConfig) -> None:
+        self._start = config.start
+        self._start_inclusive = config.start_inclusive
         options = ConsumerConfig(
-            subscription=f"{prefix}-{uuid.uuid4().hex[:10]}",
+            subscription=f"{config.subscription_role_prefix}-{uuid.uuid4().hex[:10]}",
             subscription_type=CommandSubscribe.Exclusive,
-            receiver_queue_size=check_int_range("receiver_queue_size", receiver_queue_size, 1, 1 << 24),
-            consumer_name=None if reader_name is None else check_str("reader_name", reader_name),
-            read_compacted=check_bool("read_compacted", read_compacted),
-            schema_info=None if schema is None else schema.info,
-            **consumer_crypto({"crypto_key_reader": crypto_key_reader,
-                               "crypto_failure_action": crypto_failure_action}.pop),
+            receiver_queue_size=config.receiver_queue_size,
+            consumer_name=config.reader_name,
+            read_compacted=config.read_compacted,
+            schema_info=None if config.schema is None else config.schema.info,
+            crypto_key_reader=config.crypto_key_reader,
+            crypto_failure_action=config.crypto_failure_action,
         )
-        checked = check_schema(schema, "value_deserializer", value_deserializer)
         super().__init__(
             session,
             [topic],
             options,
             f"reader of {topic}",
-            key_deserializer=key_deserializer,
-            value_deserializer=value_deserializer,
-            schema=checked,
+            key_deserializer=config.key_deserializer,
+            value_deserializer=config.value_deserializer,
+            schema=config.schema,
         )
         self.topic = self.topics[0]
 

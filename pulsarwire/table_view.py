@@ -11,8 +11,9 @@ from typing import Any, TypedDict, Unpack
 from mqwire.common.contract import Deserializer
 from mqwire.common.errors import MqwireError
 from mqwire.common.lifecycle import Lifecycle
-from mqwire.common.options import check_names, check_positive
+from mqwire.common.options import build_config, check_names, check_positive
 from pulsarwire.message import Message
+from pulsarwire.options import ReaderConfig
 from pulsarwire.reader import Reader
 from pulsarwire.schema import Schema
 from pulsarwire.session import Session
@@ -58,16 +59,10 @@ class TableView:
     def __init__(self, session: Session, topic: str, /, **options: Unpack[TableViewOptions]) -> None:
         check_names("table_view", options, TableViewOptions)
         self._poll = check_positive("refresh_poll_interval", options.get("refresh_poll_interval", 0.05))
-        self._reader = Reader(
-            session,
-            topic,
-            start="earliest",
-            read_compacted=True,
-            receiver_queue_size=options.get("receiver_queue_size", 1000),
-            subscription_role_prefix=options.get("subscription_role_prefix", "tableview"),
-            value_deserializer=options.get("value_deserializer"),
-            schema=options.get("schema"),
-        )
+        # The reader's options the view passes on; the view starts at the earliest message of the compacted topic.
+        passed = {name: value for name, value in options.items() if name != "refresh_poll_interval"}
+        reader = {"start": "earliest", "read_compacted": True, "subscription_role_prefix": "tableview", **passed}
+        self._reader = Reader(session, topic, build_config(ReaderConfig, "table_view", reader))
         self.topic = self._reader.topic
         self._data: dict[str, Any] = {}
         self._listeners: list[Listener] = []

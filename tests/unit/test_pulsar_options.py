@@ -11,6 +11,7 @@ import pulsarwire
 import pulsarwire.options
 from mqwire.common.errors import ConfigurationError, UnknownOptionError
 from pulsarwire.options import ConsumerConfig, ProducerConfig
+from pulsarwire.schema import StringSchema
 
 
 def test_the_public_option_names_match_the_other_packages() -> None:
@@ -85,3 +86,37 @@ def test_connect_checks_its_options_into_one_frozen_config_with_one_default_each
         pulsarwire.connect("pulsar://localhost", initial_backoff_interval=5, max_backoff_interval=1)
     with pytest.raises(ConfigurationError, match="exclude each other"):
         pulsarwire.connect("pulsar+ssl://localhost", auth_token="t", tls_authentication=True)
+
+
+def test_reader_options_are_checked_once_into_a_frozen_config() -> None:
+    from mqwire.common.options import build_config, defaults
+    from pulsarwire.message import EARLIEST, LATEST, MessageId
+    from pulsarwire.options import ReaderConfig
+
+    assert set(defaults(ReaderConfig)) == set(pulsarwire.ReaderOptions.__optional_keys__)
+    assert build_config(ReaderConfig, "reader", {}).start == LATEST
+    assert build_config(ReaderConfig, "reader", {"start": "EARLIEST"}).start == EARLIEST
+    assert build_config(ReaderConfig, "reader", {"start": MessageId(1, 2)}).start == MessageId(1, 2)
+    client = pulsarwire.connect("pulsar://localhost")
+    reader = client.reader("t", start="earliest", reader_name="r", crypto_failure_action="discard")
+    assert reader._start == EARLIEST and reader.options.consumer_name == "r"
+    assert reader.options.crypto_failure_action == "DISCARD"
+    assert reader.options.subscription.startswith("reader-")
+    with pytest.raises(ConfigurationError, match="option start must be"):
+        client.reader("t", start="beginning")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="receiver_queue_size"):
+        client.reader("t", receiver_queue_size=0)
+    with pytest.raises(ValueError, match="give option schema or value_deserializer"):
+        client.reader("t", schema=StringSchema(), value_deserializer=bytes)
+
+
+def test_a_table_view_reads_from_the_earliest_message_of_the_compacted_topic() -> None:
+    from pulsarwire.message import EARLIEST
+
+    client = pulsarwire.connect("pulsar://localhost")
+    view = client.table_view("t", receiver_queue_size=10)
+    reader = view._reader
+    assert reader._start == EARLIEST and reader.options.read_compacted
+    assert reader.options.receiver_queue_size == 10 and reader.options.subscription.startswith("tableview-")
+    with pytest.raises(UnknownOptionError, match="table_view: unknown option 'start'"):
+        client.table_view("t", start="latest")  # type: ignore[call-arg]
