@@ -8,7 +8,7 @@ built, so a wrong one names itself (``ProducerConfig``, ``ConsumerConfig``: the 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -16,6 +16,8 @@ from mqwire.common.contract import Deserializer, Serializer
 from mqwire.common.errors import ConfigurationError, OptionTypeError, UnknownOptionError
 from mqwire.common.options import (
     Check,
+    build_config,
+    callable_or_none,
     check_bool,
     check_choice,
     check_int_range,
@@ -25,6 +27,7 @@ from mqwire.common.options import (
     check_str,
     instance_of,
     int_range,
+    one_of,
     option,
     options_of,
     or_none,
@@ -568,127 +571,112 @@ def _unexpected(kind: str, options: Mapping[str, Any]) -> None:
         raise UnknownOptionError(f"{kind}: unknown option(s) {', '.join(sorted(options))}")
 
 
+def _compression_name(name: str, value: object) -> str | None:
+    return None if value is None else _choice_ignoring_case(name, value, COMPRESSION_TYPES)[0]
+
+
+def _router(name: str, value: object) -> object:
+    if value is not None and not callable(value):
+        raise OptionTypeError(f"option {name} must be callable (partition_key, partitions) -> partition")
+    return value
+
+
+def _encryption_keys(name: str, value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise OptionTypeError(f"option {name} must be a list of key names")
+    names = tuple(value)
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise OptionTypeError(f"option {name} must be a list of key names")
+    return names
+
+
+def _schema(name: str, value: object) -> Schema[Any] | None:
+    if value is not None and not isinstance(value, Schema):
+        raise OptionTypeError(f"option {name} must be a pulsarwire.schema.Schema, not {type(value).__name__}")
+    return value
+
+
+_INITIAL_SEQUENCE_ID = int_range(-1, 2**63 - 1)
+
+
+@options_of(ProducerOptions)
 @dataclass(frozen=True)
 class ProducerConfig:
-    producer_name: str | None = None
-    initial_sequence_id: int | None = None
-    send_timeout: float = 30.0
-    compression: int = 0
-    compression_type: str = "NONE"
-    max_pending_messages: int = 1000
-    block_if_queue_full: bool = True
-    batching_enabled: bool = True
-    batching_max_messages: int = 1000
-    batching_max_allowed_size_in_bytes: int = 128 * 1024
-    batching_max_publish_delay: float = 0.01
-    chunking_enabled: bool = False
-    chunk_max_message_size: int | None = None
-    hashing_scheme: str = "java_string_hash"
-    message_routing_mode: str = "round_robin"
-    message_router: MessageRouter | None = None
-    access_mode: int = ProducerAccessMode.Shared
-    properties: Mapping[str, str] | None = None
-    key_based_batching: bool = False
-    initial_subscription_name: str | None = None
-    auto_update_partitions: bool = True
-    auto_update_partitions_interval: float = 60.0
-    schema_info: SchemaInfo | None = None
-    encryption_keys: tuple[str, ...] = ()
-    crypto_key_reader: CryptoKeyReader | None = None
-    crypto_failure_action: str = "FAIL"
+    """The checked options of a producer (times in seconds; ``compression`` the codec's number and
+    ``compression_type`` its name, from whichever of the two options was given)."""
+
+    key_serializer: Serializer | None = option(None, callable_or_none)
+    value_serializer: Serializer | None = option(None, callable_or_none)
+    schema: Schema[Any] | None = option(None, _schema)
+    producer_name: str | None = option(None, or_none(check_str))
+    initial_sequence_id: int | None = option(None, or_none(_INITIAL_SEQUENCE_ID))
+    send_timeout: float = option(30_000, check_non_negative, name="send_timeout_ms", unit="ms")
+    compression_option: str | None = option(None, _compression_name, name="compression")
+    compression_type_option: str | None = option(None, _compression_name, name="compression_type")
+    max_pending_messages: int = option(1000, int_range(1, _INT32_MAX))
+    block_if_queue_full: bool = option(True, check_bool)
+    batching_enabled: bool = option(True, check_bool)
+    batching_max_messages: int = option(1000, int_range(1, _INT32_MAX))
+    batching_max_allowed_size_in_bytes: int = option(128 * 1024, int_range(1, _INT32_MAX))
+    batching_max_publish_delay: float = option(
+        10, check_non_negative, name="batching_max_publish_delay_ms", unit="ms"
+    )
+    chunking_enabled: bool = option(False, check_bool)
+    chunk_max_message_size: int | None = option(None, or_none(int_range(1, _INT32_MAX)))
+    hashing_scheme: str = option("java_string_hash", one_of(*HASHING_SCHEMES))
+    message_routing_mode: str = option("round_robin", one_of(*ROUTING_MODES))
+    message_router: MessageRouter | None = option(None, _router)
+    access_mode: int = option("Shared", lambda name, value: _choice_ignoring_case(name, value, ACCESS_MODES)[1])
+    properties: Mapping[str, str] = option(None, _string_map)
+    batcher_builder: str = option("default", one_of(*BATCHER_BUILDERS))
+    initial_subscription_name: str | None = option(None, or_none(check_str))
+    auto_update_partitions: bool = option(True, check_bool)
+    auto_update_partitions_interval: float = option(
+        60_000, check_positive, name="auto_update_partitions_interval_ms", unit="ms"
+    )
+    encryption_keys: tuple[str, ...] = option(None, _encryption_keys)
+    crypto_key_reader: CryptoKeyReader | None = option(None, lambda name, value: _key_reader(value))
+    crypto_failure_action: str = option("FAIL", _crypto_failure_action("FAIL", "SEND"))
+
+    def __post_init__(self) -> None:
+        check_schema(self.schema, "value_serializer", self.value_serializer)
+        if self.compression_option is not None and self.compression_type_option is not None:
+            raise ConfigurationError("give compression or compression_type, not both")
+        if self.chunking_enabled and self.batching_enabled:
+            raise ConfigurationError("options chunking_enabled and batching_enabled cannot both be on")
+        if self.encryption_keys and self.crypto_key_reader is None:
+            raise ConfigurationError("option encryption_keys needs option crypto_key_reader")
+        if self.chunking_enabled and self.encryption_keys:
+            raise ConfigurationError("options chunking_enabled and encryption_keys cannot both be on")
 
     @classmethod
-    def build(cls, options: dict[str, Any]) -> ProducerConfig:
-        """Check ``options`` (keyword arguments of ``client.producer``); unknown names are a TypeError."""
-        check_names("producer", options, ProducerOptions)
-        options.pop("key_serializer", None)
-        serializer = options.pop("value_serializer", None)
-        schema = check_schema(options.pop("schema", None), "value_serializer", serializer)
-        take = options.pop
-        name = take("producer_name", None)
-        initial = take("initial_sequence_id", None)
-        # ``compression`` is the name the other two packages use; ``compression_type`` the Pulsar clients' one.
-        alias = take("compression", None)
-        chosen = take("compression_type", None)
-        if alias is not None and chosen is not None:
-            raise ConfigurationError("give compression or compression_type, not both")
-        option = "compression" if alias is not None else "compression_type"
-        given = alias if alias is not None else chosen
-        compression_name, compression = _choice_ignoring_case(
-            option, "NONE" if given is None else given, COMPRESSION_TYPES
-        )
-        router = take("message_router", None)
-        if router is not None and not callable(router):
-            raise OptionTypeError("option message_router must be callable (partition_key, partitions) -> partition")
-        chunk_size = take("chunk_max_message_size", None)
-        access_name = take("access_mode", "Shared")
-        initial_subscription = take("initial_subscription_name", None)
-        built = cls(
-            producer_name=None if name is None else check_str("producer_name", name),
-            initial_sequence_id=None
-            if initial is None
-            else check_int_range("initial_sequence_id", initial, -1, 2**63 - 1),
-            send_timeout=check_non_negative("send_timeout_ms", take("send_timeout_ms", 30_000)) / 1000,
-            compression=compression,
-            compression_type=compression_name,
-            max_pending_messages=check_int_range(
-                "max_pending_messages", take("max_pending_messages", 1000), 1, _INT32_MAX
-            ),
-            block_if_queue_full=check_bool("block_if_queue_full", take("block_if_queue_full", True)),
-            batching_enabled=check_bool("batching_enabled", take("batching_enabled", True)),
-            batching_max_messages=check_int_range(
-                "batching_max_messages", take("batching_max_messages", 1000), 1, _INT32_MAX
-            ),
-            batching_max_allowed_size_in_bytes=check_int_range(
-                "batching_max_allowed_size_in_bytes",
-                take("batching_max_allowed_size_in_bytes", 128 * 1024),
-                1,
-                _INT32_MAX,
-            ),
-            batching_max_publish_delay=check_non_negative(
-                "batching_max_publish_delay_ms", take("batching_max_publish_delay_ms", 10)
-            )
-            / 1000,
-            chunking_enabled=check_bool("chunking_enabled", take("chunking_enabled", False)),
-            chunk_max_message_size=None
-            if chunk_size is None
-            else check_int_range("chunk_max_message_size", chunk_size, 1, _INT32_MAX),
-            hashing_scheme=check_choice("hashing_scheme", take("hashing_scheme", "java_string_hash"), HASHING_SCHEMES),
-            message_routing_mode=check_choice(
-                "message_routing_mode", take("message_routing_mode", "round_robin"), ROUTING_MODES
-            ),
-            message_router=router,
-            access_mode=_choice_ignoring_case("access_mode", access_name, ACCESS_MODES)[1],
-            properties=_string_map("properties", take("properties", None)),
-            key_based_batching=check_choice("batcher_builder", take("batcher_builder", "default"), BATCHER_BUILDERS)
-            == "key_based",
-            initial_subscription_name=None
-            if initial_subscription is None
-            else check_str("initial_subscription_name", initial_subscription),
-            **_partition_updates(take),
-            schema_info=None if schema is None else schema.info,
-            **_producer_crypto(take),
-        )
-        _unexpected("producer", options)
-        if built.chunking_enabled and built.batching_enabled:
-            raise ConfigurationError("options chunking_enabled and batching_enabled cannot both be on")
-        if built.chunking_enabled and built.encryption_keys:
-            raise ConfigurationError("options chunking_enabled and encryption_keys cannot both be on")
-        return built
+    def build(cls, options: Mapping[str, object]) -> ProducerConfig:
+        """Check ``options`` (keyword arguments of ``client.producer``): an UnknownOptionError for a name
+        ProducerOptions does not declare, a ConfigurationError for a wrong value."""
+        return build_config(cls, "producer", options)
 
+    @property
+    def compression_type(self) -> str:
+        """The codec's name: ``compression`` is the name the other two packages use, ``compression_type``
+        the Pulsar clients' one."""
+        return self.compression_option or self.compression_type_option or "NONE"
 
-def _producer_crypto(take: Callable[..., Any]) -> dict[str, Any]:
-    names = take("encryption_keys", None)
-    reader = take("crypto_key_reader", None)
-    action = check_choice("crypto_failure_action", str(take("crypto_failure_action", "FAIL")).upper(),
-                          ("FAIL", "SEND"))
-    if names is None:
-        return {"crypto_key_reader": _key_reader(reader), "crypto_failure_action": action}
-    if isinstance(names, str) or not all(isinstance(n, str) and n for n in names) or not names:
-        raise OptionTypeError("option encryption_keys must be a list of key names")
-    if reader is None:
-        raise ConfigurationError("option encryption_keys needs option crypto_key_reader")
-    return {"encryption_keys": tuple(names), "crypto_key_reader": _key_reader(reader), "crypto_failure_action": action}
+    @property
+    def compression(self) -> int:
+        """The codec's number in the protocol."""
+        return COMPRESSION_TYPES[self.compression_type]
+
+    @property
+    def key_based_batching(self) -> bool:
+        """One batch per key (``batcher_builder="key_based"``)."""
+        return self.batcher_builder == "key_based"
+
+    @property
+    def schema_info(self) -> SchemaInfo | None:
+        """What the broker is told of the schema."""
+        return None if self.schema is None else self.schema.info
 
 
 def _key_reader(reader: object) -> CryptoKeyReader | None:

@@ -120,3 +120,19 @@ def test_a_table_view_reads_from_the_earliest_message_of_the_compacted_topic() -
     assert reader.options.receiver_queue_size == 10 and reader.options.subscription.startswith("tableview-")
     with pytest.raises(UnknownOptionError, match="table_view: unknown option 'start'"):
         client.table_view("t", start="latest")  # type: ignore[call-arg]
+
+
+def test_producer_options_have_one_default_each_in_the_checked_config() -> None:
+    from mqwire.common.options import defaults
+
+    assert set(defaults(ProducerConfig)) == set(pulsarwire.ProducerOptions.__optional_keys__)
+    config = ProducerConfig.build({})
+    assert (config.send_timeout, config.batching_max_publish_delay, config.auto_update_partitions_interval) == (
+        30.0, 0.01, 60.0
+    )
+    assert (config.compression_type, config.compression, config.access_mode, config.properties) == ("NONE", 0, 0, {})
+    assert ProducerConfig.build({"compression": "zstd"}).compression_type == "ZSTD"
+    with pytest.raises(ConfigurationError, match="needs option crypto_key_reader"):
+        ProducerConfig.build({"encryption_keys": ["k"]})
+    with pytest.raises(ConfigurationError, match="cannot both be on"):
+        ProducerConfig.build({"chunking_enabled": True})
