@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from mqwire.common.contract import Deserializer, Serializer
-from mqwire.common.errors import ConfigurationError, OptionTypeError, UnknownOptionError
+from mqwire.common.errors import ConfigurationError, OptionTypeError
 from mqwire.common.options import (
     Check,
     build_config,
@@ -21,7 +21,6 @@ from mqwire.common.options import (
     check_bool,
     check_choice,
     check_int_range,
-    check_names,
     check_non_negative,
     check_positive,
     check_str,
@@ -83,16 +82,6 @@ def _string_map(name: str, value: object) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise OptionTypeError(f"option {name} must be a mapping of str to str")
     return dict(value)
-
-
-def _partition_updates(take: Any) -> dict[str, Any]:
-    return {
-        "auto_update_partitions": check_bool("auto_update_partitions", take("auto_update_partitions", True)),
-        "auto_update_partitions_interval": check_positive(
-            "auto_update_partitions_interval_ms", take("auto_update_partitions_interval_ms", 60_000)
-        )
-        / 1000,
-    }
 
 
 @dataclass(frozen=True)
@@ -565,12 +554,6 @@ def check_schema(schema: object, serde_option: str, serde: object) -> Schema[Any
     return schema
 
 
-def _unexpected(kind: str, options: Mapping[str, Any]) -> None:
-    # Names the TypedDict declares but the build left unread: a gap between the two, named plainly.
-    if options:
-        raise UnknownOptionError(f"{kind}: unknown option(s) {', '.join(sorted(options))}")
-
-
 def _compression_name(name: str, value: object) -> str | None:
     return None if value is None else _choice_ignoring_case(name, value, COMPRESSION_TYPES)[0]
 
@@ -686,114 +669,96 @@ def _key_reader(reader: object) -> CryptoKeyReader | None:
     return reader
 
 
-def consumer_crypto(take: Callable[..., Any]) -> dict[str, Any]:
-    """The crypto options of consumers and readers: ``crypto_key_reader`` and ``crypto_failure_action``."""
-    action = check_choice("crypto_failure_action", str(take("crypto_failure_action", "FAIL")).upper(),
-                          ("FAIL", "DISCARD", "CONSUME"))
-    return {"crypto_key_reader": _key_reader(take("crypto_key_reader", None)), "crypto_failure_action": action}
+def _subscription_type(name: str, value: object) -> tuple[str, int]:
+    return _choice_ignoring_case(name, value, SUBSCRIPTION_TYPES)
 
 
+@options_of(ConsumerOptions)
 @dataclass(frozen=True)
 class ConsumerConfig:
-    subscription: str
-    subscription_type: int = CommandSubscribe.Exclusive
-    subscription_type_name: str = "Exclusive"
-    initial_position: int = CommandSubscribe.Latest
-    receiver_queue_size: int = 1000
-    max_total_receiver_queue_size_across_partitions: int = 50_000
-    consumer_name: str | None = None
-    ack_group_time: float = 0.1
-    ack_group_max_size: int = 1000
-    negative_ack_redelivery_delay: float = 60.0
-    read_compacted: bool = False
-    properties: Mapping[str, str] | None = None
-    subscription_properties: Mapping[str, str] | None = None
-    priority_level: int | None = None
-    key_shared_mode: int = KeySharedMode.AUTO_SPLIT
-    replicate_subscription_state: bool = False
-    ack_timeout: float = 0.0
-    batch_index_ack_enabled: bool = False
-    dead_letter_policy: DeadLetterPolicy | None = None
-    retry_enable: bool = False
-    pattern_auto_discovery_period: float = 60.0
-    auto_update_partitions: bool = True
-    auto_update_partitions_interval: float = 60.0
-    schema_info: SchemaInfo | None = None
-    crypto_key_reader: CryptoKeyReader | None = None
-    crypto_failure_action: str = "FAIL"
+    """The checked options of a consumer (times in seconds; ``subscription`` from ``group`` or
+    ``subscription``, whichever was given)."""
 
-    @classmethod
-    def build(cls, options: dict[str, Any]) -> ConsumerConfig:
-        """Check ``options`` (keyword arguments of ``client.consumer``); unknown names are a TypeError."""
-        check_names("consumer", options, ConsumerOptions)
-        options.pop("key_deserializer", None)
-        deserializer = options.pop("value_deserializer", None)
-        schema = check_schema(options.pop("schema", None), "value_deserializer", deserializer)
-        take = options.pop
-        group = take("group", None)
-        subscription = take("subscription", None)
+    group: str | None = option(None, or_none(check_str))
+    subscription_option: str | None = option(None, or_none(check_str), name="subscription")
+    initial_position: int = option(
+        "latest", lambda name, value: _choice_ignoring_case(name, value, INITIAL_POSITIONS)[1], name="start"
+    )
+    key_deserializer: Deserializer | None = option(None, callable_or_none)
+    value_deserializer: Deserializer | None = option(None, callable_or_none)
+    schema: Schema[Any] | None = option(None, _schema)
+    subscription_type_choice: tuple[str, int] = option("Exclusive", _subscription_type, name="subscription_type")
+    receiver_queue_size: int = option(1000, int_range(1, 1 << 24))
+    max_total_receiver_queue_size_across_partitions: int = option(50_000, int_range(1, 1 << 30))
+    consumer_name: str | None = option(None, or_none(check_str))
+    ack_group_time: float = option(100, check_non_negative, name="ack_group_time_ms", unit="ms")
+    ack_group_max_size: int = option(1000, int_range(1, 1 << 20))
+    negative_ack_redelivery_delay: float = option(
+        60_000, check_non_negative, name="negative_ack_redelivery_delay_ms", unit="ms"
+    )
+    read_compacted: bool = option(False, check_bool)
+    properties: Mapping[str, str] = option(None, _string_map)
+    subscription_properties: Mapping[str, str] = option(None, _string_map)
+    priority_level: int | None = option(None, or_none(int_range(0, _INT32_MAX)))
+    key_shared_mode: int = option(
+        "auto_split", lambda name, value: _choice_ignoring_case(name, value, KEY_SHARED_MODES)[1]
+    )
+    replicate_subscription_state: bool = option(False, check_bool)
+    ack_timeout: float = option(0, check_non_negative, name="ack_timeout_ms", unit="ms")
+    batch_index_ack_enabled: bool = option(False, check_bool)
+    dead_letter_policy: DeadLetterPolicy | None = option(None, lambda name, value: DeadLetterPolicy.of(value))
+    retry_enable: bool = option(False, check_bool)
+    pattern_auto_discovery_period: float = option(
+        60_000, check_positive, name="pattern_auto_discovery_period_ms", unit="ms"
+    )
+    auto_update_partitions: bool = option(True, check_bool)
+    auto_update_partitions_interval: float = option(
+        60_000, check_positive, name="auto_update_partitions_interval_ms", unit="ms"
+    )
+    crypto_key_reader: CryptoKeyReader | None = option(None, lambda name, value: _key_reader(value))
+    crypto_failure_action: str = option("FAIL", _crypto_failure_action("FAIL", "DISCARD", "CONSUME"))
+
+    def __post_init__(self) -> None:
+        check_schema(self.schema, "value_deserializer", self.value_deserializer)
+        group, subscription = self.group, self.subscription_option
         if group is not None and subscription is not None and group != subscription:
             raise ConfigurationError("options group and subscription name the same thing; give one of them")
-        name = subscription if subscription is not None else group
-        if name is None:
+        if group is None and subscription is None:
             raise OptionTypeError("a consumer needs option group (or subscription): the subscription name")
-        name = check_str("group", name)
-        if not name.strip():
+        if not self.subscription.strip():
             raise ConfigurationError("option group must not be blank")
-        type_name, sub_type = _choice_ignoring_case(
-            "subscription_type", take("subscription_type", "Exclusive"), SUBSCRIPTION_TYPES
-        )
-        _, position = _choice_ignoring_case("start", take("start", "latest"), INITIAL_POSITIONS)
-        consumer_name = take("consumer_name", None)
-        priority = take("priority_level", None)
-        built = cls(
-            subscription=name,
-            subscription_type=sub_type,
-            subscription_type_name=type_name,
-            initial_position=position,
-            receiver_queue_size=check_int_range("receiver_queue_size", take("receiver_queue_size", 1000), 1, 1 << 24),
-            max_total_receiver_queue_size_across_partitions=check_int_range(
-                "max_total_receiver_queue_size_across_partitions",
-                take("max_total_receiver_queue_size_across_partitions", 50_000),
-                1,
-                1 << 30,
-            ),
-            consumer_name=None if consumer_name is None else check_str("consumer_name", consumer_name),
-            ack_group_time=check_non_negative("ack_group_time_ms", take("ack_group_time_ms", 100)) / 1000,
-            ack_group_max_size=check_int_range("ack_group_max_size", take("ack_group_max_size", 1000), 1, 1 << 20),
-            negative_ack_redelivery_delay=check_non_negative(
-                "negative_ack_redelivery_delay_ms", take("negative_ack_redelivery_delay_ms", 60_000)
-            )
-            / 1000,
-            read_compacted=check_bool("read_compacted", take("read_compacted", False)),
-            properties=_string_map("properties", take("properties", None)),
-            subscription_properties=_string_map("subscription_properties", take("subscription_properties", None)),
-            priority_level=None if priority is None else check_int_range("priority_level", priority, 0, _INT32_MAX),
-            key_shared_mode=_choice_ignoring_case(
-                "key_shared_mode", take("key_shared_mode", "auto_split"), KEY_SHARED_MODES
-            )[1],
-            replicate_subscription_state=check_bool(
-                "replicate_subscription_state", take("replicate_subscription_state", False)
-            ),
-            ack_timeout=check_non_negative("ack_timeout_ms", take("ack_timeout_ms", 0)) / 1000,
-            batch_index_ack_enabled=check_bool("batch_index_ack_enabled", take("batch_index_ack_enabled", False)),
-            dead_letter_policy=DeadLetterPolicy.of(take("dead_letter_policy", None)),
-            retry_enable=check_bool("retry_enable", take("retry_enable", False)),
-            pattern_auto_discovery_period=check_positive(
-                "pattern_auto_discovery_period_ms", take("pattern_auto_discovery_period_ms", 60_000)
-            )
-            / 1000,
-            **_partition_updates(take),
-            schema_info=None if schema is None else schema.info,
-            **consumer_crypto(take),
-        )
-        _unexpected("consumer", options)
-        if 0 < built.ack_timeout < _MIN_ACK_TIMEOUT:
+        if 0 < self.ack_timeout < _MIN_ACK_TIMEOUT:
             raise ConfigurationError(f"option ack_timeout_ms must be 0 (off) or at least {_MIN_ACK_TIMEOUT * 1000:g}")
-        if built.retry_enable and built.dead_letter_policy is None:
+        if self.retry_enable and self.dead_letter_policy is None:
             raise ConfigurationError(
                 "option retry_enable needs a dead_letter_policy (its max_redeliver_count bounds retries)"
             )
-        if built.read_compacted and built.subscription_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
+        if self.read_compacted and self.subscription_type in (CommandSubscribe.Shared, CommandSubscribe.Key_Shared):
             raise ConfigurationError("option read_compacted works with Exclusive and Failover subscriptions only")
-        return built
+
+    @classmethod
+    def build(cls, options: Mapping[str, object], what: str = "consumer") -> ConsumerConfig:
+        """Check ``options`` (keyword arguments of ``client.consumer``): an UnknownOptionError for a name
+        ConsumerOptions does not declare, a ConfigurationError for a wrong value."""
+        return build_config(cls, what, options)
+
+    @property
+    def subscription(self) -> str:
+        """The subscription's name."""
+        name = self.subscription_option if self.subscription_option is not None else self.group
+        return name or ""
+
+    @property
+    def subscription_type(self) -> int:
+        """The subscription type's number in the protocol."""
+        return self.subscription_type_choice[1]
+
+    @property
+    def subscription_type_name(self) -> str:
+        """The subscription type's name (``"Exclusive"``, ``"Shared"``, ...)."""
+        return self.subscription_type_choice[0]
+
+    @property
+    def schema_info(self) -> SchemaInfo | None:
+        """What the broker is told of the schema."""
+        return None if self.schema is None else self.schema.info

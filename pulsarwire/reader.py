@@ -7,7 +7,6 @@ import uuid
 from pulsarwire.consumer import Subscriber
 from pulsarwire.message import EARLIEST, LATEST
 from pulsarwire.options import ConsumerConfig, ReaderConfig
-from pulsarwire.protocol.pulsar_api_pb2 import CommandSubscribe
 from pulsarwire.session import Session
 from pulsarwire.topic_consumer import TopicConsumer
 
@@ -25,15 +24,18 @@ class Reader(Subscriber):
     def __init__(self, session: Session, topic: str, config: ReaderConfig) -> None:
         self._start = config.start
         self._start_inclusive = config.start_inclusive
-        options = ConsumerConfig(
-            subscription=f"{config.subscription_role_prefix}-{uuid.uuid4().hex[:10]}",
-            subscription_type=CommandSubscribe.Exclusive,
-            receiver_queue_size=config.receiver_queue_size,
-            consumer_name=config.reader_name,
-            read_compacted=config.read_compacted,
-            schema_info=None if config.schema is None else config.schema.info,
-            crypto_key_reader=config.crypto_key_reader,
-            crypto_failure_action=config.crypto_failure_action,
+        # A reader is an Exclusive, non-durable subscription of its own; it acknowledges nothing.
+        options = ConsumerConfig.build(
+            {
+                "subscription": f"{config.subscription_role_prefix}-{uuid.uuid4().hex[:10]}",
+                "receiver_queue_size": config.receiver_queue_size,
+                "consumer_name": config.reader_name,
+                "read_compacted": config.read_compacted,
+                "schema": config.schema,
+                "crypto_key_reader": config.crypto_key_reader,
+                "crypto_failure_action": config.crypto_failure_action,
+            },
+            "reader",
         )
         super().__init__(
             session,

@@ -136,3 +136,22 @@ def test_producer_options_have_one_default_each_in_the_checked_config() -> None:
         ProducerConfig.build({"encryption_keys": ["k"]})
     with pytest.raises(ConfigurationError, match="cannot both be on"):
         ProducerConfig.build({"chunking_enabled": True})
+
+
+def test_consumer_options_have_one_default_each_in_the_checked_config() -> None:
+    from mqwire.common.options import defaults
+
+    assert set(defaults(ConsumerConfig)) == set(pulsarwire.ConsumerOptions.__optional_keys__)
+    config = ConsumerConfig.build({"subscription": "s"})
+    assert (config.subscription, config.subscription_type_name, config.ack_group_time, config.ack_timeout) == (
+        "s", "Exclusive", 0.1, 0.0
+    )
+    assert ConsumerConfig.build({"group": "g", "subscription_type": "shared"}).subscription_type_name == "Shared"
+    with pytest.raises(TypeError, match="needs option group"):
+        ConsumerConfig.build({})
+    with pytest.raises(ConfigurationError, match="name the same thing"):
+        ConsumerConfig.build({"group": "a", "subscription": "b"})
+    with pytest.raises(ConfigurationError, match="ack_timeout_ms must be 0"):
+        ConsumerConfig.build({"group": "g", "ack_timeout_ms": 50})
+    with pytest.raises(ConfigurationError, match="read_compacted works with"):
+        ConsumerConfig.build({"group": "g", "subscription_type": "Shared", "read_compacted": True})
