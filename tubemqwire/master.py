@@ -1,4 +1,4 @@
-"""The master session: one connection to the active master, and the registrations kept alive over it.
+"""The master link: one connection to the active master, and the registrations kept alive over it.
 
 Masters run as one active node and standbys. A standby answers every request with a StandbyException
 (``MasterStandbyError``); the link then moves to the next address, as it does when a connection fails or a
