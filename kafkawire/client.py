@@ -15,12 +15,19 @@ from typing import Any, Self, TypeVar, Unpack
 from kafkawire.admin import Admin
 from kafkawire.consumer import Consumer
 from kafkawire.metadata import ClusterMetadata
-from kafkawire.options import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions, ShareConsumerOptions
+from kafkawire.options import (
+    AdminOptions,
+    ClientConfig,
+    ClientOptions,
+    ConsumerOptions,
+    ProducerOptions,
+    ShareConsumerOptions,
+)
 from kafkawire.producer import Producer
 from kafkawire.session import Session
 from kafkawire.share.consumer import ShareConsumer
 from mqwire.common.errors import ConfigurationError, UnknownOptionError
-from mqwire.common.options import check_names
+from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 
 __all__ = [
@@ -41,7 +48,7 @@ class Client:
     """A Kafka cluster. Use ``async with kafkawire.connect(url) as client``."""
 
     def __init__(self, url: str, **options: Unpack[ClientOptions]) -> None:
-        self._session = _build(Session, "connect", ClientOptions, url, **options)
+        self._session = Session(url, build_config(ClientConfig, "connect", options))
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -1,13 +1,16 @@
 """The options of ``connect`` and of the client's factories, each declared once as a public ``TypedDict``
 (what the type checker sees, and the names ``kafkawire.client`` checks at run time): the Java client's and
-aiokafka's names, times in ms.
+aiokafka's names, times in ms. ``ClientConfig`` is what the options of ``connect`` are checked into.
 """
+
+# ruff: noqa: RUF009 - option() declares a config's field, as dataclasses.field does
 
 from __future__ import annotations
 
 import re
 import ssl as _ssl
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from kafkawire.consumer import PartitionsCallback, PartitionSpec
@@ -15,6 +18,8 @@ from kafkawire.producer import Partitioner
 from kafkawire.sasl import TokenProvider
 from kafkawire.share.consumer import AcknowledgementMode, AcquireMode
 from mqwire.common.contract import Deserializer, Serializer, Start
+from mqwire.common.errors import ConfigurationError
+from mqwire.common.options import check_bool, check_positive, check_str, instance_of, option, options_of, or_none
 
 __all__ = ["AdminOptions", "ClientOptions", "ConsumerOptions", "ProducerOptions", "ShareConsumerOptions"]
 
@@ -301,3 +306,32 @@ class AdminOptions(TypedDict, total=False):
     """
 
     timeout_ms: float
+
+
+@options_of(ClientOptions)
+@dataclass(frozen=True)
+class ClientConfig:
+    """The checked options of ``connect`` (times in seconds). The checks that need the URL (TLS files with
+    ``kafka://``) and the SASL settings' own are the session's."""
+
+    client_id: str = option("mqwire", check_str)
+    request_timeout: float = option(30_000, check_positive, name="request_timeout_ms", unit="ms")
+    connect_timeout: float = option(10_000, check_positive, name="connect_timeout_ms", unit="ms")
+    metadata_max_age: float = option(300_000, check_positive, name="metadata_max_age_ms", unit="ms")
+    retry_backoff: float = option(100, check_positive, name="retry_backoff_ms", unit="ms")
+    retry_backoff_max: float = option(1_000, check_positive, name="retry_backoff_max_ms", unit="ms")
+    allow_auto_create_topics: bool = option(True, check_bool)
+    ssl_context: _ssl.SSLContext | None = option(None, or_none(instance_of(_ssl.SSLContext, "an ssl.SSLContext")))
+    ssl_cafile: str | None = option(None)
+    ssl_certfile: str | None = option(None)
+    ssl_keyfile: str | None = option(None)
+    ssl_check_hostname: bool = option(True, check_bool)
+    sasl_mechanism: str | None = option(None)
+    sasl_plain_username: str | None = option(None)
+    sasl_plain_password: str | None = option(None)
+    sasl_oauth_token_provider: TokenProvider | None = option(None)
+    enable_metrics_push: bool = option(True, check_bool)
+
+    def __post_init__(self) -> None:
+        if self.retry_backoff_max < self.retry_backoff:
+            raise ConfigurationError("option retry_backoff_max_ms must not be below retry_backoff_ms")

@@ -11,18 +11,19 @@ import asyncio
 import logging
 import ssl as _ssl
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafkawire import errors
 from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import BrokerNode, ClusterMetadata
 from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
-from kafkawire.sasl import SaslSettings, TokenProvider
+from kafkawire.sasl import SaslSettings
 from kafkawire.telemetry.measures import ClientMeasures
 from kafkawire.telemetry.reporter import TelemetryReporter
 from mqwire.common.affinity import Affinity
 from mqwire.common.errors import (
     ClosedError,
+    ConfigurationError,
     ConnectError,
     ConnectionLostError,
     MqwireError,
@@ -30,11 +31,14 @@ from mqwire.common.errors import (
     RetriableError,
 )
 from mqwire.common.lifecycle import Children, Closable, Lifecycle
-from mqwire.common.options import check_bool, check_positive, check_str
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
 from mqwire.common.stats import ClientCounters, ClientStats, split_children
 from mqwire.common.urls import parse_service_url
+
+if TYPE_CHECKING:
+    # Only an annotation here: kafkawire.options imports the modules that import this one.
+    from kafkawire.options import ClientConfig
 
 log = logging.getLogger(__name__)
 
@@ -59,58 +63,40 @@ TRANSACTION_COORDINATOR = 1
 class Session:
     """The connections to one Kafka cluster and what is known of it, shared by everything a client made."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        client_id: str = "mqwire",
-        request_timeout_ms: int = 30_000,
-        connect_timeout_ms: int = 10_000,
-        metadata_max_age_ms: int = 300_000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1_000,
-        allow_auto_create_topics: bool = True,
-        ssl_context: _ssl.SSLContext | None = None,
-        ssl_cafile: str | None = None,
-        ssl_certfile: str | None = None,
-        ssl_keyfile: str | None = None,
-        ssl_check_hostname: bool = True,
-        sasl_mechanism: str | None = None,
-        sasl_plain_username: str | None = None,
-        sasl_plain_password: str | None = None,
-        sasl_oauth_token_provider: TokenProvider | None = None,
-        enable_metrics_push: bool = True,
-    ) -> None:
+    def __init__(self, url: str, config: ClientConfig) -> None:
         self._url = parse_service_url(url, schemes=SCHEMES)
         self._sasl = (
             None
-            if sasl_mechanism is None
-            else SaslSettings(sasl_mechanism, sasl_plain_username, sasl_plain_password, sasl_oauth_token_provider)
+            if config.sasl_mechanism is None
+            else SaslSettings(
+                config.sasl_mechanism,
+                config.sasl_plain_username,
+                config.sasl_plain_password,
+                config.sasl_oauth_token_provider,
+            )
         )
-        self.client_id = check_str("client_id", client_id)
-        self.request_timeout = check_positive("request_timeout_ms", request_timeout_ms) / 1000
-        self.connect_timeout = check_positive("connect_timeout_ms", connect_timeout_ms) / 1000
-        self.metadata_max_age = check_positive("metadata_max_age_ms", metadata_max_age_ms) / 1000
-        self.retry_backoff = check_positive("retry_backoff_ms", retry_backoff_ms) / 1000
-        self.retry_backoff_max = check_positive("retry_backoff_max_ms", retry_backoff_max_ms) / 1000
-        if self.retry_backoff_max < self.retry_backoff:
-            raise ValueError("option retry_backoff_max_ms must not be below retry_backoff_ms")
-        self.allow_auto_create_topics = check_bool("allow_auto_create_topics", allow_auto_create_topics)
-        if ssl_context is not None and not isinstance(ssl_context, _ssl.SSLContext):
-            raise TypeError("option ssl_context must be an ssl.SSLContext")
-        check_bool("ssl_check_hostname", ssl_check_hostname)
-        files = {"ssl_cafile": ssl_cafile, "ssl_certfile": ssl_certfile, "ssl_keyfile": ssl_keyfile}
+        self.client_id = config.client_id
+        self.request_timeout = config.request_timeout
+        self.connect_timeout = config.connect_timeout
+        self.metadata_max_age = config.metadata_max_age
+        self.retry_backoff = config.retry_backoff
+        self.retry_backoff_max = config.retry_backoff_max
+        self.allow_auto_create_topics = config.allow_auto_create_topics
+        ssl_context = config.ssl_context
+        files = {
+            "ssl_cafile": config.ssl_cafile, "ssl_certfile": config.ssl_certfile, "ssl_keyfile": config.ssl_keyfile
+        }
         given = [name for name, value in files.items() if value is not None]
         if given and (ssl_context is not None or not self._url.tls):
-            raise ValueError(f"option {given[0]} needs a kafka+ssl:// URL and no ssl_context")
+            raise ConfigurationError(f"option {given[0]} needs a kafka+ssl:// URL and no ssl_context")
         if self._url.tls and ssl_context is None:
             # Certificates and host names are verified unless the application says otherwise.
-            ssl_context = _ssl.create_default_context(cafile=ssl_cafile)
-            ssl_context.check_hostname = ssl_check_hostname
-            if not ssl_check_hostname:
+            ssl_context = _ssl.create_default_context(cafile=config.ssl_cafile)
+            ssl_context.check_hostname = config.ssl_check_hostname
+            if not config.ssl_check_hostname:
                 ssl_context.verify_mode = _ssl.CERT_REQUIRED
-            if ssl_certfile is not None:
-                ssl_context.load_cert_chain(ssl_certfile, ssl_keyfile)
+            if config.ssl_certfile is not None:
+                ssl_context.load_cert_chain(config.ssl_certfile, config.ssl_keyfile)
         self._ssl = ssl_context
         self.metadata = ClusterMetadata()
         self._bootstrap = AddressRotation(self._url.addresses)
@@ -128,7 +114,7 @@ class Session:
         # Timings for client telemetry; the producers and consumers add to them per request.
         self.measures = ClientMeasures()
         self.telemetry = TelemetryReporter(
-            self, enabled=check_bool("enable_metrics_push", enable_metrics_push)
+            self, enabled=config.enable_metrics_push
         )
         # Children are still closed (and request metadata) while the lifecycle is closing; this marks the end.
         self._closing = False

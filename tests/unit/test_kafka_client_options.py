@@ -170,7 +170,6 @@ def test_the_option_typeddicts_live_in_options_and_are_the_ones_exported() -> No
 @pytest.mark.parametrize(
     ("declared", "factory"),
     [
-        ("ClientOptions", "kafkawire.session:Session"),
         ("ProducerOptions", "kafkawire.producer:Producer"),
         ("ConsumerOptions", "kafkawire.consumer:Consumer"),
         ("ShareConsumerOptions", "kafkawire.share.consumer:ShareConsumer"),
@@ -189,3 +188,24 @@ def test_each_typeddict_declares_exactly_what_its_factory_takes(declared: str, f
     taken = {n for n, p in inspect.signature(made).parameters.items() if p.kind is p.KEYWORD_ONLY}
     typed = getattr(kafkawire.options, declared)
     assert taken == typed.__required_keys__ | typed.__optional_keys__
+
+
+def test_connect_checks_its_options_into_one_frozen_config_with_one_default_each() -> None:
+    import dataclasses
+
+    from kafkawire.options import ClientConfig, ClientOptions
+    from mqwire.common.options import build_config, defaults
+
+    assert set(defaults(ClientConfig)) == ClientOptions.__optional_keys__
+    config = build_config(ClientConfig, "connect", {})
+    assert (config.client_id, config.request_timeout, config.metadata_max_age, config.retry_backoff_max) == (
+        "mqwire", 30.0, 300.0, 1.0
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.client_id = "x"  # type: ignore[misc]
+    session = kafkawire.connect("kafka://x:1", connect_timeout_ms=2500, client_id="app")._session
+    assert (session.connect_timeout, session.client_id, session.request_timeout) == (2.5, "app", 30.0)
+    with pytest.raises(ConfigurationError, match="retry_backoff_max_ms must not be below"):
+        kafkawire.connect("kafka://x:1", retry_backoff_ms=500, retry_backoff_max_ms=100)
+    with pytest.raises(ConfigurationError, match="ssl_cafile needs a kafka\\+ssl://"):
+        kafkawire.connect("kafka://x:1", ssl_cafile="ca.pem")

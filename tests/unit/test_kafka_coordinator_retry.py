@@ -9,11 +9,14 @@ import pytest
 
 from kafkawire import errors
 from kafkawire.metadata import BrokerNode
+from kafkawire.options import ClientConfig
 from kafkawire.session import GROUP_COORDINATOR, Session
+from mqwire.common.options import build_config
 
 
 def session(timeout_ms: int = 2_000) -> Session:
-    return Session("kafka://127.0.0.1:1", retry_backoff_ms=1, retry_backoff_max_ms=5, request_timeout_ms=timeout_ms)
+    options = {"retry_backoff_ms": 1, "retry_backoff_max_ms": 5, "request_timeout_ms": timeout_ms}
+    return Session("kafka://127.0.0.1:1", build_config(ClientConfig, "connect", options))
 
 
 def remembered(c: Session, key: str) -> bool:
