@@ -39,7 +39,7 @@ class AvgMax:
 
 
 class ClientMeasures:
-    """What one client's producers and consumers time, shared through the cluster session."""
+    """What one client's producers and consumers time, shared through the client's ``Session``."""
 
     __slots__ = (
         "commit_latency",

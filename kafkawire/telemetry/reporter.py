@@ -52,7 +52,7 @@ Encoder = Callable[..., bytes]
 
 
 class TelemetryHost(Protocol):
-    """What the reporter needs of the cluster session."""
+    """What the reporter needs of the client's ``Session``."""
 
     client_id: str
     measures: ClientMeasures
