@@ -60,22 +60,13 @@ class ClientBalanceConsumer(Consumer):
         self._balance: ClientBalanceMembership | None = None
 
     async def _join(self, assignment: Assignment) -> None:
-        session = self._session
         membership = ClientBalanceMembership(
-            session.master,
-            client_id=self.client_id,
-            group=self.group,
-            host=session.host,
-            topics=self.topics,
-            filters=self.msg_types,
-            credentials=assignment.settings.credentials,
-            interval=session.heartbeat_interval,
-            request_timeout=session.request_timeout,
+            self._session.master,
+            self._member(assignment),
             held=lambda: [fetcher.partition for fetcher in assignment.fetchers.values()],
             on_failure=self._fail,
             source_count=self.source_count,
             node_id=self.node_id,
-            default_broker_port=session.default_broker_port,
         )
         self._membership = self._balance = membership
         await membership.start()

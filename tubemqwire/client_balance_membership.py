@@ -9,17 +9,17 @@ changed; the answer carries a list again only when it is newer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 
 from mqwire.common.errors import MqwireError
 from tubemqwire import identity
-from tubemqwire.auth import Credentials
 from tubemqwire.errors import error_for_code
 from tubemqwire.master import MasterLink, Membership
+from tubemqwire.member import Member
 from tubemqwire.protocol import client_balance as proto
 from tubemqwire.protocol import consumer as server_balance
 from tubemqwire.protocol.client_balance import ClientBalanceAnswer, ClusterView
-from tubemqwire.protocol.constants import DEFAULT_BROKER_PORT, Method
+from tubemqwire.protocol.constants import Method
 from tubemqwire.protocol.metadata import PartitionInfo, PartitionMeta, parse_topic_meta
 
 log = logging.getLogger(__name__)
@@ -32,34 +32,26 @@ class ClientBalanceMembership(Membership):
     def __init__(
         self,
         link: MasterLink,
+        member: Member,
         *,
-        client_id: str,
-        group: str,
-        host: str,
-        topics: Iterable[str],
-        filters: Mapping[str, Iterable[str]],
-        credentials: Credentials,
-        interval: float,
-        request_timeout: float,
         held: Callable[[], list[PartitionInfo]],
         on_failure: Callable[[MqwireError], None],
         source_count: int = -1,
         node_id: int = -1,
-        default_broker_port: int = DEFAULT_BROKER_PORT,
     ) -> None:
-        super().__init__(link, interval=interval, name=f"TubeMQ client-balance consumer {client_id}")
-        self.client_id = client_id
-        self.group = group
-        self.host = host
-        self.topics = tuple(sorted(set(topics)))
-        self.filters = {topic: tuple(sorted(types)) for topic, types in filters.items()}
-        self.credentials = credentials
+        super().__init__(link, interval=member.interval, name=f"TubeMQ client-balance consumer {member.client_id}")
+        self.client_id = member.client_id
+        self.group = member.group
+        self.host = member.host
+        self.topics = member.topics
+        self.filters = member.filters
+        self.credentials = member.credentials
         self.source_count = source_count
         self.node_id = node_id
-        self._timeout = request_timeout
+        self._timeout = member.request_timeout
         self._held = held
         self._on_failure = on_failure
-        self._default_port = default_broker_port
+        self._default_port = member.default_broker_port
         self.view = ClusterView()
         self._partitions: dict[str, PartitionMeta] = {}
         self._reported: frozenset[str] | None = None

@@ -27,6 +27,7 @@ from tubemqwire.assignment import Assignment
 from tubemqwire.consumer_membership import ConsumerMembership
 from tubemqwire.fetcher import INDEX_ENTRY_SIZE, Batch, FetchSettings
 from tubemqwire.master import Membership
+from tubemqwire.member import Member
 from tubemqwire.message import Message
 from tubemqwire.names import check_msg_types, check_topics
 from tubemqwire.options import ConsumerConfig
@@ -143,23 +144,19 @@ class Consumer:
             raise
         assignment.start()
 
+    def _member(self, assignment: Assignment) -> Member:
+        """Who this consumer is to the master."""
+        credentials = assignment.settings.credentials
+        return self._session.member(self.client_id, self.topics, credentials, group=self.group, filters=self.msg_types)
+
     async def _join(self, assignment: Assignment) -> None:
         """Register with the master and follow its rebalance instructions."""
-        session = self._session
         membership = ConsumerMembership(
-            session.master,
-            client_id=self.client_id,
-            group=self.group,
-            host=session.host,
-            topics=self.topics,
-            filters=self.msg_types,
-            credentials=assignment.settings.credentials,
-            interval=session.heartbeat_interval,
-            request_timeout=session.request_timeout,
+            self._session.master,
+            self._member(assignment),
             subscriptions=assignment.subscriptions,
             on_event=self._events.put_nowait,
             on_failure=self._fail,
-            default_broker_port=session.default_broker_port,
         )
         self._membership = membership
         await membership.start()

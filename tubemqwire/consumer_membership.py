@@ -11,15 +11,15 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 
 from mqwire.common.errors import MqwireError
 from tubemqwire import identity
-from tubemqwire.auth import Credentials
 from tubemqwire.errors import error_for_code
 from tubemqwire.master import MasterLink, Membership
+from tubemqwire.member import Member
 from tubemqwire.protocol import consumer as proto
-from tubemqwire.protocol.constants import DEFAULT_BROKER_PORT, Method
+from tubemqwire.protocol.constants import Method
 from tubemqwire.protocol.consumer import RebalanceEvent
 from tubemqwire.protocol.metadata import SubscribeInfo
 
@@ -35,32 +35,24 @@ class ConsumerMembership(Membership):
     def __init__(
         self,
         link: MasterLink,
+        member: Member,
         *,
-        client_id: str,
-        group: str,
-        host: str,
-        topics: Iterable[str],
-        filters: Mapping[str, Iterable[str]],
-        credentials: Credentials,
-        interval: float,
-        request_timeout: float,
         subscriptions: Callable[[], list[SubscribeInfo]],
         on_event: Callable[[RebalanceEvent], None],
         on_failure: Callable[[MqwireError], None],
-        default_broker_port: int = DEFAULT_BROKER_PORT,
     ) -> None:
-        super().__init__(link, interval=interval, name=f"TubeMQ consumer {client_id}")
-        self.client_id = client_id
-        self.group = group
-        self.host = host
-        self.topics = tuple(sorted(set(topics)))
-        self.filters = {topic: tuple(sorted(types)) for topic, types in filters.items()}
-        self.credentials = credentials
-        self._timeout = request_timeout
+        super().__init__(link, interval=member.interval, name=f"TubeMQ consumer {member.client_id}")
+        self.client_id = member.client_id
+        self.group = member.group
+        self.host = member.host
+        self.topics = member.topics
+        self.filters = member.filters
+        self.credentials = member.credentials
+        self._timeout = member.request_timeout
         self._subscriptions = subscriptions
         self._on_event = on_event
         self._on_failure = on_failure
-        self._default_port = default_broker_port
+        self._default_port = member.default_broker_port
         self._session_time_ms = int(time.time() * 1000)
         self._results: deque[RebalanceEvent] = deque()
         self._settle_until = 0.0

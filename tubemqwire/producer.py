@@ -139,17 +139,8 @@ class Producer:
         await session.start()
         self._client_id = identity.producer_id(session.host)
         self._sent_addr = identity.address_id(session.host)
-        membership = ProducerMembership(
-            session.master,
-            client_id=self._client_id,
-            host=session.host,
-            topics=self.topics,
-            credentials=session.credentials(),
-            interval=session.heartbeat_interval,
-            request_timeout=session.request_timeout,
-            default_broker_port=session.default_broker_port,
-            on_update=self._metadata_changed,
-        )
+        member = session.member(self._client_id, self.topics, session.credentials())
+        membership = ProducerMembership(session.master, member, on_update=self._metadata_changed)
         self._membership = membership
         await membership.start()
         try:

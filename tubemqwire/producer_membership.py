@@ -10,14 +10,13 @@ import logging
 from collections.abc import Callable, Iterable
 
 from tubemqwire import identity
-from tubemqwire.auth import Credentials
 from tubemqwire.errors import error_for_code
 from tubemqwire.master import MasterLink, Membership
+from tubemqwire.member import Member
 from tubemqwire.protocol import producer as proto
 from tubemqwire.protocol.constants import (
     BROKER_CHECKSUM_UNKNOWN,
     CONFIG_ID_UNDEFINED,
-    DEFAULT_BROKER_PORT,
     DEFAULT_MAX_MESSAGE_SIZE,
     ErrorCode,
     Method,
@@ -44,26 +43,14 @@ def place_partitions(
 
 
 class ProducerMembership(Membership):
-    def __init__(
-        self,
-        link: MasterLink,
-        *,
-        client_id: str,
-        host: str,
-        topics: Iterable[str],
-        credentials: Credentials,
-        interval: float,
-        request_timeout: float,
-        default_broker_port: int = DEFAULT_BROKER_PORT,
-        on_update: Callable[[], None] | None = None,
-    ) -> None:
-        super().__init__(link, interval=interval, name=f"TubeMQ producer {client_id}")
-        self.client_id = client_id
-        self.host = host
-        self.topics = frozenset(topics)
-        self.credentials = credentials
-        self._timeout = request_timeout
-        self._default_port = default_broker_port
+    def __init__(self, link: MasterLink, member: Member, *, on_update: Callable[[], None] | None = None) -> None:
+        super().__init__(link, interval=member.interval, name=f"TubeMQ producer {member.client_id}")
+        self.client_id = member.client_id
+        self.host = member.host
+        self.topics = frozenset(member.topics)
+        self.credentials = member.credentials
+        self._timeout = member.request_timeout
+        self._default_port = member.default_broker_port
         self._on_update = on_update
         self.broker_checksum = BROKER_CHECKSUM_UNKNOWN
         self.brokers: dict[int, BrokerInfo] = {}

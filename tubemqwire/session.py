@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import ssl as _ssl
+from collections.abc import Iterable, Mapping
 
 from mqwire.common.affinity import Affinity
 from mqwire.common.errors import ClosedError
@@ -18,6 +19,7 @@ from tubemqwire import identity
 from tubemqwire.auth import Credentials
 from tubemqwire.brokers import BrokerConnections
 from tubemqwire.master import MasterLink
+from tubemqwire.member import Member
 from tubemqwire.options import ClientConfig
 from tubemqwire.protocol.constants import (
     DEFAULT_BROKER_PORT,
@@ -87,6 +89,29 @@ class Session:
     def credentials(self) -> Credentials:
         """Fresh token state for one registration, with the session's user (if any)."""
         return Credentials(self.username, self._password)
+
+    def member(
+        self,
+        client_id: str,
+        topics: Iterable[str],
+        credentials: Credentials,
+        *,
+        group: str = "",
+        filters: Mapping[str, Iterable[str]] | None = None,
+    ) -> Member:
+        """Who a producer or consumer is to the master, with this session's address, heartbeat period,
+        request timeout and default broker port."""
+        return Member.of(
+            client_id=client_id,
+            host=self.host,
+            topics=topics,
+            credentials=credentials,
+            interval=self.heartbeat_interval,
+            request_timeout=self.request_timeout,
+            default_broker_port=self.default_broker_port,
+            group=group,
+            filters=filters,
+        )
 
     def adopt(self, child: Closable) -> None:
         """Close ``child`` with the session."""

@@ -255,3 +255,12 @@ def test_penalized_partitions_are_skipped_for_a_while() -> None:
 def test_no_partition_is_a_typed_error() -> None:
     with pytest.raises(TopicNoPartitionError):
         PartitionRouter().choose("orders", ())
+
+
+def test_a_member_carries_the_session_settings_every_membership_needs() -> None:
+    session = tubemqwire.connect("tubemq+ssl://m1", heartbeat_interval_ms=5000, request_timeout_ms=2000)._session
+    member = session.member("c1", ["b_topic", "a_topic", "b_topic"], session.credentials(), group="g",
+                            filters={"a_topic": ["y", "x"]})
+    assert (member.topics, member.filters, member.group) == (("a_topic", "b_topic"), {"a_topic": ("x", "y")}, "g")
+    assert (member.interval, member.request_timeout, member.default_broker_port) == (5.0, 2.0, 8124)
+    assert session.member("p1", ["t"], session.credentials()).filters == {}
