@@ -1,25 +1,28 @@
 """The producer's buffer: records collected into one open batch per partition until the sender takes them.
 
 A batch is ready when it is full, its linger time is up, a flush asks for everything, or it is a retry.
-``drain`` hands the sender at most one ready batch per partition, grouped by the leader that takes them, and
-reports when the next batch will become ready so the sender can sleep until then. Records are encoded into
-the batch as they arrive (``BatchBuilder``), so sending a batch costs one compression and one copy.
+``drain`` hands the sender at most one ready batch per partition, grouped by the leader that takes them, as
+far as the sender's ``SendWindow`` lets them go, and reports when the next batch will become ready so the
+sender can sleep until then. Records are encoded into the batch as they arrive (``BatchBuilder``), so
+sending a batch costs one compression and one copy.
+
+Batching is all here, the short way of a bare value included (``append_now``); the waits on the buffer
+that need the event loop (for room, for a flush) are the sender's (``buffer_waits``). Nothing here awaits.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from kafkawire.bulk import BulkSend
 from kafkawire.delivery import BatchOutcome, RecordFuture
-from kafkawire.errors import BufferFullError
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import HEADER_SIZE, BatchBuilder
-from mqwire.common.errors import MqwireError, RequestTimeoutError
+from mqwire.common.errors import MqwireError
 
 Header = tuple[str, bytes | None]
 
@@ -37,6 +40,25 @@ def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequen
     return size
 
 
+@dataclass(frozen=True, slots=True)
+class SendWindow:
+    """What the sender lets through now, as ``drain`` reads it: taken by the sender before each drain.
+
+    ``leader_of`` is the metadata's leader lookup (-1: unknown). A node in ``full_nodes`` has as many requests
+    in flight as it may. A partition with a batch in flight (``in_flight``) sends no other while ``strict``
+    (one batch per partition on the wire), and an idempotent producer's retry waits until the partition has
+    none in flight (a retry must be the lowest sequence outstanding). A partition in ``held`` may not send at
+    all yet (not added to the transaction).
+    """
+
+    leader_of: Callable[[str, int], int]
+    full_nodes: frozenset[int] | set[int]
+    in_flight: Mapping[TopicPartition, int]
+    strict: bool
+    idempotent: bool
+    held: frozenset[TopicPartition] | set[TopicPartition]
+
+
 class ProducerBatch:
     """The records of one partition that travel together, and the outcome their futures share."""
 
@@ -48,7 +70,6 @@ class ProducerBatch:
         "closed",
         "created",
         "deadline",
-        "done",
         "in_flight",
         "last_error",
         "outcome",
@@ -64,8 +85,7 @@ class ProducerBatch:
         # The records' timestamps and what became of them, for the futures of records from enqueue; the
         # records of enqueue_many calls are also in ``bulk`` runs: (the call, its first index in this
         # batch, the call's positions of the run).
-        loop = asyncio.get_running_loop()
-        self.outcome = BatchOutcome(tp.topic, tp.partition, loop)
+        self.outcome = BatchOutcome.on_running_loop(tp.topic, tp.partition)
         self.bulk: list[tuple[BulkSend, int, range | list[int]]] | None = None
         self.created = created
         self.deadline = deadline
@@ -78,7 +98,6 @@ class ProducerBatch:
         self.reserved = 0
         self.last_error: BaseException | None = None
         self._encoded: bytearray | None = None
-        self.done: asyncio.Future[None] = loop.create_future()
 
     def __len__(self) -> int:
         return len(self.outcome.timestamps)
@@ -134,8 +153,6 @@ class ProducerBatch:
     def _finish(self) -> None:
         self.closed = True  # a settled batch takes no more records (enqueue's short way looks at this)
         self._encoded = None
-        if not self.done.done():
-            self.done.set_result(None)
 
 
 class Accumulator:
@@ -152,6 +169,7 @@ class Accumulator:
         max_request_size: int,
         clock: Callable[[], float] | None = None,
         on_ready: Callable[[], None] = lambda: None,
+        on_space: Callable[[], None] = lambda: None,
         transactional: bool = False,
     ) -> None:
         self.transactional = transactional
@@ -165,10 +183,11 @@ class Accumulator:
         self.clock = clock or time.monotonic
         # Called when the sender should look again: a batch was created, filled, or needs a flush.
         self._on_ready = on_ready
+        # Called when memory is returned and the buffer has room (a producer may be waiting for it).
+        self.on_space = on_space
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
         self.used = 0
-        self._space_waiters: deque[asyncio.Future[None]] = deque()
         self._flushing = 0
         self.closing = False
         # Counts batches closed for appends: the producer yields to the sender when it grows.
@@ -234,6 +253,19 @@ class Accumulator:
         if size >= self.batch_size:
             self.seal(batch)
         return future
+
+    def append_now(self, batch: ProducerBatch, value: bytes) -> RecordFuture | None:
+        """``append_open`` for the producer's most common record, a bare value (no key, no headers) stamped
+        now: None if it does not fit. The batch is closed once it is full."""
+        outcome = batch.outcome
+        timestamps = outcome.timestamps
+        index = len(timestamps)
+        size = batch.builder.add_now(value, timestamps)
+        if size < 0:
+            return None
+        if size >= self.batch_size:
+            self.seal(batch)
+        return RecordFuture(outcome, index)
 
     def open_batch(self, topic: str, partition: int) -> ProducerBatch | None:
         """The partition's batch still taking records, if any."""
@@ -336,45 +368,23 @@ class Accumulator:
     def full(self) -> bool:
         return self.used >= self.buffer_memory
 
-    async def wait_for_space(self, timeout: float) -> None:
-        """Wait until the buffer has room; BufferFullError after ``timeout`` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self.full:
-            waiter: asyncio.Future[None] = loop.create_future()
-            self._space_waiters.append(waiter)
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await waiter
-            except TimeoutError:
-                raise BufferFullError(
-                    f"the producer buffer ({self.buffer_memory} bytes) stayed full for {timeout:g} s"
-                ) from None
-            finally:
-                if waiter in self._space_waiters:
-                    self._space_waiters.remove(waiter)
-
     def _release(self, batch: ProducerBatch) -> None:
         self.used -= batch.reserved
         batch.reserved = 0
-        while self._space_waiters and not self.full:
-            waiter = self._space_waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)
+        if self.used < self.buffer_memory:
+            self.on_space()
 
     # ----------------------------------------------------------------------------------- draining
     def drain(
-        self,
-        now: float,
-        leader_of: Callable[[TopicPartition], int],
-        can_send: Callable[[int], bool],
-        partition_ready: Callable[[TopicPartition, ProducerBatch], bool],
+        self, now: float, window: SendWindow
     ) -> tuple[dict[int, list[ProducerBatch]], float | None, set[str]]:
-        """Take the sendable batches, one per partition, grouped by leader.
+        """Take the sendable batches, one per partition, grouped by leader, as far as ``window`` lets them.
 
         Returns the batches, the time the next batch becomes ready (None: only an event can make one), and
         the topics with a partition whose leader is unknown.
         """
+        leader_of, full_nodes, in_flight, held = window.leader_of, window.full_nodes, window.in_flight, window.held
+        strict, idempotent = window.strict, window.idempotent
         taken: dict[int, list[ProducerBatch]] = {}
         request_sizes: dict[int, int] = {}
         next_time: float | None = None
@@ -392,11 +402,13 @@ class Accumulator:
             if not (batch.closed or len(queue) > 1 or flushing or batch.attempts or now >= ready_at):
                 next_time = ready_at if next_time is None else min(next_time, ready_at)
                 continue
-            node = leader_of(tp)
+            node = leader_of(tp.topic, tp.partition)
             if node < 0:
                 unknown.add(tp.topic)
                 continue
-            if not can_send(node) or not partition_ready(tp, batch):
+            if node in full_nodes or tp in held:
+                continue
+            if in_flight.get(tp) and (strict or (idempotent and batch.sequence is not None)):
                 continue
             size = request_sizes.get(node, 0)
             if size and size + batch.encoded_size > self.max_request_size:
@@ -448,6 +460,10 @@ class Accumulator:
         heads = [queue[0].deadline for queue in self._queues.values() if queue]
         return min(heads) if heads else None
 
+    def waiting_partitions(self) -> Iterator[TopicPartition]:
+        """The partitions with batches waiting to be sent."""
+        return (tp for tp, queue in self._queues.items() if queue)
+
     def queued(self) -> Iterator[ProducerBatch]:
         """Batches waiting to be sent (not in flight)."""
         for queue in self._queues.values():
@@ -469,21 +485,13 @@ class Accumulator:
         return list(self._incomplete)
 
     # ----------------------------------------------------------------------------------- flushing
-    async def flush(self, timeout: float | None = None) -> None:
-        """Make every batch ready now and wait until all that exist at this moment are done; raises
-        RequestTimeoutError (a TimeoutError) if ``timeout`` seconds pass first."""
-        pending = [batch.done for batch in self._incomplete]
-        if not pending:
-            return
+    def begin_flush(self) -> None:
+        """Every batch is ready now, however long it lingered, until ``end_flush``."""
         self._flushing += 1
         self._on_ready()
-        try:
-            _, late = await asyncio.wait(pending, timeout=timeout)
-        finally:
-            self._flushing -= 1
-        if late:
-            # The batches go on being sent; only the wait is over, as asyncio's timeouts mean.
-            raise RequestTimeoutError(f"flush: {len(late)} batches not acknowledged within {timeout} s")
+
+    def end_flush(self) -> None:
+        self._flushing -= 1
 
     def buffered_records(self) -> int:
         """Records in batches not yet acknowledged or failed (counted when asked, not as they come)."""

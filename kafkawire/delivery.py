@@ -71,8 +71,24 @@ class BatchOutcome:
         # The cancelled records' places, each with the message given to cancel().
         self._cancelled: dict[int, Any] | None = None
 
+    @classmethod
+    def on_running_loop(cls, topic: str, partition: int) -> BatchOutcome:
+        """The outcome of a new batch of ``topic``/``partition``, settled on the event loop running now."""
+        return cls(topic, partition, asyncio.get_running_loop())
+
     def __len__(self) -> int:
         return len(self.timestamps)
+
+    def when_settled(self) -> asyncio.Future[None]:
+        """A future done once the batch is acknowledged or failed (at once if it is already)."""
+        waiter: asyncio.Future[None] = self.loop.create_future()
+        if self.settled:
+            waiter.set_result(None)
+        else:
+            if self._waiters is None:
+                self._waiters = []
+            self._waiters.append((-1, waiter))  # -1: no record's place, so no record's cancel touches it
+        return waiter
 
     def succeed(self, base_offset: int, log_append_time: int = -1) -> None:
         """The broker stored the batch from ``base_offset`` (-1: not told, as with acks=0).

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self
 
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, ProducerBatch, estimate_record_size
+from kafkawire.buffer_waits import BufferWaits
 from kafkawire.bulk import BulkMetadata, BulkSend
 from kafkawire.delivery import RecordFuture
 from kafkawire.message import RecordMetadata
@@ -142,6 +143,7 @@ class Producer:
             on_ready=waker.wake,
             transactional=transactional_id is not None,
         )
+        self._waits = BufferWaits(self._accumulator)
         self._sender = Sender(
             session,
             self._accumulator,
@@ -239,7 +241,7 @@ class Producer:
         """Send everything buffered now and wait until each of those records is acknowledged or failed;
         raises RequestTimeoutError (a TimeoutError) if ``timeout`` seconds pass first."""
         self._affinity.check()
-        await self._accumulator.flush(timeout)
+        await self._waits.flush(timeout)
 
     async def close(self) -> None:
         """Flush, then stop. Records not delivered within ``delivery_timeout_ms`` fail as usual. In a process
@@ -360,15 +362,9 @@ class Producer:
             # Most records of a loop of plain sends: bytes to the default topic's sticky partition, whose open
             # batch the previous such record found. Everything else the checks below would look at is fixed
             # while that batch is open (and closing the producer closes it first).
-            # Accumulator.append_open, written out: a call less per record.
-            outcome = batch.outcome
-            timestamps = outcome.timestamps
-            index = len(timestamps)
-            size = batch.builder.add_now(value, timestamps)
-            if size >= 0:
-                record = RecordFuture(outcome, index)
-                if size >= self.batch_size:
-                    self._accumulator.seal(batch)
+            record = self._accumulator.append_now(batch, value)
+            if record is not None:
+                if batch.closed:
                     await asyncio.sleep(0)  # the batch is complete: let the sender ship it now
                 return record
         if not self._running:
@@ -406,7 +402,7 @@ class Producer:
         if accumulator.closing:
             raise ClosedError("producer is closed")
         if accumulator.used >= self.buffer_memory:
-            await accumulator.wait_for_space(self.max_block)
+            await self._waits.for_space(self.max_block)
         cached = self._topics.get(topic)
         if cached is None or cached[0] != self._session.metadata.version:
             await self._partitions(topic)
@@ -584,7 +580,7 @@ class Producer:
             if accumulator.closing:
                 raise ClosedError("producer is closed")
             if accumulator.used >= self.buffer_memory:
-                await accumulator.wait_for_space(self.max_block)
+                await self._waits.for_space(self.max_block)
                 shipped = accumulator.sealed
             if sticky:
                 _, partitions, available = self._topics[topic]
@@ -704,7 +700,7 @@ class Producer:
         await self._producer_id_ready()
 
         async def flush() -> None:
-            await self._accumulator.flush(None)
+            await self._waits.flush(None)
             if self._sender.fatal_error is not None:
                 raise self._sender.fatal_error
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkawire import errors
-from kafkawire.accumulator import SEQUENCE_LIMIT, Accumulator, ProducerBatch
+from kafkawire.accumulator import SEQUENCE_LIMIT, Accumulator, ProducerBatch, SendWindow
 from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.messages import (
@@ -210,16 +210,7 @@ class Sender:
         self.accumulator.abort_all(error)
 
     def _send_ready(self, now: float) -> float | None:
-        metadata = self.session.metadata
-        max_in_flight = self.config.max_in_flight
-        node_in_flight = self._node_in_flight
-
-        def can_send(node: int) -> bool:
-            return node_in_flight.get(node, 0) < max_in_flight
-
-        drained, next_time, unknown = self.accumulator.drain(
-            now, lambda tp: metadata.leader_id(tp.topic, tp.partition), can_send, self._partition_ready
-        )
+        drained, next_time, unknown = self.accumulator.drain(now, self._window())
         if unknown:
             self.session.request_update(unknown)
             retry_at = now + self.config.retry_backoff
@@ -231,16 +222,23 @@ class Sender:
             self.waker.wake()
         return next_time
 
-    def _partition_ready(self, tp: TopicPartition, batch: ProducerBatch) -> bool:
-        if self.transaction is not None and not self.transaction.partition_ready(tp):
-            return False
-        in_flight = self._partition_in_flight.get(tp, 0)
-        if in_flight == 0:
-            return True
-        if self.config.max_in_flight == 1:
-            return False  # strict ordering: one batch per partition on the wire
-        # A retry must be the lowest sequence outstanding: wait until earlier sends have answered.
-        return not (self.idempotence is not None and batch.sequence is not None)
+    def _window(self) -> SendWindow:
+        """What may be sent now: the leaders, the nodes without room for a request, the partitions' requests
+        in flight, and those not in the transaction yet (asked of the coordinator as they are found)."""
+        max_in_flight = self.config.max_in_flight
+        full = {node for node, count in self._node_in_flight.items() if count >= max_in_flight}
+        transaction = self.transaction
+        held: set[TopicPartition] = set()
+        if transaction is not None:
+            held = {tp for tp in self.accumulator.waiting_partitions() if not transaction.partition_ready(tp)}
+        return SendWindow(
+            leader_of=self.session.metadata.leader_id,
+            full_nodes=full,
+            in_flight=self._partition_in_flight,
+            strict=max_in_flight == 1,
+            idempotent=self.idempotence is not None,
+            held=held,
+        )
 
     # ---------------------------------------------------------------------------------- requests
     def _dispatch(self, node: int, batches: list[ProducerBatch]) -> None:

@@ -116,7 +116,7 @@ async def test_bulk_calls_of_a_batch_past_int64_fail_with_the_batch(base_offset:
     with pytest.raises(ProtocolError, match="past int64"):
         call.future.result()
     assert batch.outcome.error is call.future.exception()
-    assert batch.done.done()
+    assert batch.outcome.settled and batch.closed
 
 
 async def test_bulk_calls_of_a_batch_within_int64_get_their_offsets() -> None:
