@@ -149,7 +149,7 @@ class ShareConsumer:
         self._space = asyncio.Event()
         self._wake = asyncio.Event()  # the supervisor: assignment or leaders changed
         self._acked = asyncio.Event()  # fetch loops waiting for room: acknowledgements to send
-        self._sessions: dict[int, ShareSession] = {}
+        self._share_sessions: dict[int, ShareSession] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._loops: dict[int, asyncio.Task[None]] = {}
         self._by_node: dict[int, frozenset[TopicPartition]] = {}
@@ -325,13 +325,13 @@ class ShareConsumer:
         tp = message.topic_partition
         self._acks.check(tp, message.offset, message._serial, time.monotonic())
         node = self._session.metadata.leader_id(*tp)
-        session = self._sessions.get(node)
-        if session is None:
+        share = self._share_sessions.get(node)
+        if share is None:
             raise errors.NotLeaderOrFollowerError(
                 f"{tp.topic}[{tp.partition}]: no share session with its leader"
             )
         async with self._lock(node):
-            if not session.can_acknowledge:
+            if not share.can_acknowledge:
                 raise errors.ShareSessionNotFoundError(
                     f"{tp.topic}[{tp.partition}]: the share session is reopening"
                 )
@@ -343,16 +343,16 @@ class ShareConsumer:
                     f"the broker offers v{version}"
                 )
             sent_at = time.monotonic()
-            body = session.acknowledge_request({tp: {message.offset: RENEW}}, self._topic_ids(), renew=True)
+            body = share.acknowledge_request({tp: {message.offset: RENEW}}, self._topic_ids(), renew=True)
             response = await connection.request(body, version=version)
             if response.error_code:
                 error = errors.error_for(
                     response.error_code, response.error_message or "ShareAcknowledge (renew)"
                 )
                 if isinstance(error, _SESSION_LOST):
-                    session.reset()
+                    share.reset()
                 raise error
-            session.answered()
+            share.answered()
         for topic in response.responses:
             for part in topic.partitions:
                 if part.error_code:
@@ -385,13 +385,13 @@ class ShareConsumer:
         return failures
 
     async def _acknowledge_all(self, *, close: bool) -> None:
-        nodes = set(self._sessions)
+        nodes = set(self._share_sessions)
         await asyncio.gather(*(self._acknowledge_node(node, close=close) for node in nodes))
         metadata = self._session.metadata
         stranded = [
             tp
             for tp in self._acks.pending_partitions()
-            if (session := self._sessions.get(metadata.leader_id(*tp))) is None or not session.can_acknowledge
+            if (share := self._share_sessions.get(metadata.leader_id(*tp))) is None or not share.can_acknowledge
         ]
         if stranded:
             # Acks of partitions whose leader has no open session (it moved): they cannot be sent; the
@@ -403,12 +403,12 @@ class ShareConsumer:
                 )
 
     async def _acknowledge_node(self, node: int, *, close: bool) -> None:
-        session = self._sessions[node]
+        share = self._share_sessions[node]
         async with self._lock(node):
             led = [
                 tp for tp in self._acks.pending_partitions() if self._session.metadata.leader_id(*tp) == node
             ]
-            if not session.can_acknowledge:
+            if not share.can_acknowledge:
                 return
             ids = self._topic_ids()
             acks = self._take_acks(tp for tp in led if tp.topic in ids)
@@ -416,7 +416,7 @@ class ShareConsumer:
                 return
             try:
                 connection = await self._session.connection(node)
-                body = session.acknowledge_request(acks, ids, close=close)
+                body = share.acknowledge_request(acks, ids, close=close)
                 response = await connection.request(
                     body, version=connection.version_for(SHARE_ACKNOWLEDGE_KEY)
                 )
@@ -431,9 +431,9 @@ class ShareConsumer:
                 )
                 self._fail(acks, error)
                 if isinstance(error, _SESSION_LOST):
-                    session.reset()
+                    share.reset()
                 return
-            session.answered()
+            share.answered()
             names = self._session.metadata.topic_names
             for topic in response.responses:
                 for part in topic.partitions:
@@ -497,7 +497,7 @@ class ShareConsumer:
             await self._wake.wait()
 
     async def _fetch_loop(self, node: int) -> None:
-        session = self._sessions.setdefault(node, ShareSession(self.group, self.member_id))
+        share = self._share_sessions.setdefault(node, ShareSession(self.group, self.member_id))
         backoff = self._session.new_backoff()
         try:
             while True:
@@ -505,14 +505,14 @@ class ShareConsumer:
                 if not want:
                     return  # commit and close still acknowledge through the session
                 if len(self._buffer) >= self._max_poll_records:
-                    if session.can_acknowledge and self._acks.has_pending(want):
+                    if share.can_acknowledge and self._acks.has_pending(want):
                         await self._acknowledge_node(node, close=False)
                         continue
                     self._space.clear()
                     self._acked.clear()
                     await _first(self._space.wait(), self._acked.wait())
                     continue
-                if await self._fetch_once(node, session, want):
+                if await self._fetch_once(node, share, want):
                     backoff.reset()
                 else:
                     await asyncio.sleep(backoff.next_delay())
@@ -524,17 +524,17 @@ class ShareConsumer:
             if self._loops.get(node) is asyncio.current_task():
                 del self._loops[node]
 
-    async def _fetch_once(self, node: int, session: ShareSession, want: frozenset[TopicPartition]) -> bool:
+    async def _fetch_once(self, node: int, share: ShareSession, want: frozenset[TopicPartition]) -> bool:
         """One ShareFetch; False when the loop should back off."""
         async with self._lock(node):
             ids = self._topic_ids()
             want = frozenset(tp for tp in want if tp.topic in ids)  # a topic deleted meanwhile: not asked for
-            acks = self._take_acks(want) if session.can_acknowledge else {}
+            acks = self._take_acks(want) if share.can_acknowledge else {}
             sent_at = time.monotonic()
             try:
                 connection = await self._session.connection(node)
                 version = connection.version_for(SHARE_FETCH_KEY)
-                body = session.fetch_request(want, acks, ids, self._settings)
+                body = share.fetch_request(want, acks, ids, self._settings)
                 timeout = self._session.request_timeout + self._settings.max_wait_ms / 1000
                 self.counters.requests += 1
                 response = await connection.request(body, version=version, timeout=timeout)
@@ -549,7 +549,7 @@ class ShareConsumer:
                 self.counters.error(exc)
                 self._fail(acks, exc)
                 self._acks.answered(acks)
-                session.reset()
+                share.reset()
                 self._session.request_update(self.topics)
                 self._wake.set()
                 return False
@@ -560,12 +560,12 @@ class ShareConsumer:
                 )
                 self.counters.error(error)
                 self._fail(acks, error)
-                session.reset()
+                share.reset()
                 if not error.retriable and not isinstance(error, _SESSION_LOST):
                     self._error = error
                     self._data.set()
                 return False
-            session.answered()
+            share.answered()
         deadline = sent_at + response.acquisition_lock_timeout_ms / 1000
         names = self._session.metadata.topic_names
         healthy = True
