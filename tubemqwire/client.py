@@ -37,7 +37,7 @@ __all__ = ["Client", "MsgTypes", "Topics", "connect"]
 class Client:
     """A TubeMQ cluster reached through its masters. Use ``async with tubemqwire.connect(url) as client``.
 
-    The options are those of :class:`~tubemqwire.options.ClientOptions`. Closing the client closes
+    The options are those of :class:`tubemqwire.ClientOptions`. Closing the client closes
     every producer and consumer it made.
     """
 
@@ -80,7 +80,7 @@ class Client:
     def producer(self, topics: Topics, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A producer publishing ``topics`` (one name or several); use ``async with``.
 
-        The options are those of :class:`~tubemqwire.options.ProducerOptions`, which describes them.
+        The options are those of :class:`tubemqwire.ProducerOptions`, which describes them.
         """
         producer = Producer(self._session, topics, build_config(ProducerConfig, "producer", options))
         self._session.affinity.check()
@@ -91,7 +91,7 @@ class Client:
         """A consumer of ``topics`` (one name or several) in ``group``, its partitions assigned by the
         master; use ``async with``.
 
-        The options are those of :class:`~tubemqwire.options.ConsumerOptions`, which describes them.
+        The options are those of :class:`tubemqwire.ConsumerOptions`, which describes them.
         """
         consumer = Consumer(self._session, topics, build_config(ConsumerConfig, "consumer", options))
         self._session.affinity.check()
@@ -105,7 +105,7 @@ class Client:
         told to (the ``partitions`` option, ``connect_partition``) rather than those the master assigns;
         use ``async with``.
 
-        The options are those of :class:`~tubemqwire.options.ClientBalanceConsumerOptions`: the
+        The options are those of :class:`tubemqwire.ClientBalanceConsumerOptions`: the
         consumer's, and ``partitions``, ``source_count`` and ``node_id``.
         """
         config = build_config(ClientBalanceConsumerConfig, "client_balance_consumer", options)
@@ -122,6 +122,6 @@ def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:
     ``url`` is ``tubemq://master1:port[,master2:port...]`` (master port 8715 by default) or
     ``tubemq+ssl://...`` (TLS, master port 8716 by default).
 
-    The options are those of :class:`~tubemqwire.options.ClientOptions`, which describes them.
+    The options are those of :class:`tubemqwire.ClientOptions`, which describes them.
     """
     return Client(url, **options)
