@@ -20,6 +20,7 @@ SHARED = {
     "errors": None,
     "handshake": None,
     "message": "Message",
+    "options": None,
     "producer": "Producer",
     "session": "Session",
     "sync": "Client",
