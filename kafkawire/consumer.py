@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
@@ -41,6 +41,7 @@ from kafkawire.offsets import (
     fetch_committed,
     list_offsets,
 )
+from kafkawire.options import PartitionsCallback, PartitionSpec
 from kafkawire.receive_queue import ReceiveQueue
 from mqwire.common.contract import Deserializer, Start
 from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, ReceiveTimeoutError
@@ -57,11 +58,9 @@ log = logging.getLogger(__name__)
 STARTS = ("earliest", "latest")
 GROUP_PROTOCOLS = ("classic", "consumer")
 REMOTE_ASSIGNORS = ("uniform", "range")
-PartitionsCallback = Callable[[set[TopicPartition]], Awaitable[None]]
 ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 INT32_MAX = 2**31 - 1
 
-PartitionSpec = TopicPartition | tuple[str, int] | int
 IsolationLevel = Literal["read_uncommitted", "read_committed"]
 GroupProtocol = Literal["classic", "consumer"]
 # How often a poll limited to some partitions looks again while others' records wait.

@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import re
 import ssl as _ssl
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
-from kafkawire.consumer import PartitionsCallback, PartitionSpec
-from kafkawire.producer import Partitioner
+from kafkawire.metadata import TopicPartition
 from kafkawire.sasl import TokenProvider
-from kafkawire.share.consumer import AcknowledgementMode, AcquireMode
 from mqwire.common.contract import Deserializer, Serializer, Start
 from mqwire.common.errors import ConfigurationError
 from mqwire.common.options import check_bool, check_positive, check_str, instance_of, option, options_of, or_none
 
 __all__ = ["AdminOptions", "ClientOptions", "ConsumerOptions", "ProducerOptions", "ShareConsumerOptions"]
+
+# The types of some options, declared with the options: the modules that take them import them from here.
+PartitionSpec = TopicPartition | tuple[str, int] | int
+"""A partition as the consumer's calls take it: a TopicPartition, (topic, partition), or a partition number."""
+PartitionsCallback = Callable[[set[TopicPartition]], Awaitable[None]]
+"""A rebalance callback: called with the partitions assigned, revoked or lost."""
+Partitioner = Callable[[bytes | None, list[int], list[int]], int]
+"""``partitioner(key, all_partitions, available_partitions) -> partition``."""
+AcknowledgementMode = Literal["implicit", "explicit"]
+AcquireMode = Literal["batch_optimized", "record_limit"]
 
 
 class ClientOptions(TypedDict, total=False):

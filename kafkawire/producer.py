@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self
 
@@ -23,6 +23,7 @@ from kafkawire.delivery import RecordFuture
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndMetadata
+from kafkawire.options import Partitioner
 from kafkawire.partitioner import StickyPartitioner, partition_for_key
 from kafkawire.protocol.records import HEADER_SIZE
 from kafkawire.sender import Sender, SenderConfig
@@ -43,8 +44,6 @@ log = logging.getLogger(__name__)
 Header = tuple[str, bytes | None]
 HeadersInput = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
 # aiokafka's signature: (key, all partitions, partitions with a leader) -> partition.
-Partitioner = Callable[[bytes | None, list[int], list[int]], int]
-
 COMPRESSIONS = (None, "none", "gzip", "snappy", "lz4", "zstd")
 INT32_MAX = 2**31 - 1
 # Record timestamps are int64 milliseconds; like the Java producer, a negative one is refused (brokers do too).

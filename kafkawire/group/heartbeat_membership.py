@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkawire import errors
-from kafkawire.group.membership import PartitionsCallback
 from kafkawire.group.metadata import GroupMetadata
 from kafkawire.group.poll_watch import PollWatch
 from kafkawire.metadata import TopicPartition
+from kafkawire.options import PartitionsCallback
 from kafkawire.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupTopicPartitions
 from mqwire.common.errors import (
     ConnectError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkawire import errors
@@ -27,6 +27,7 @@ from kafkawire.group.protocol import (
     encode_subscription,
 )
 from kafkawire.metadata import TopicPartition
+from kafkawire.options import PartitionsCallback
 from kafkawire.protocol.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -48,8 +49,6 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_TYPE = "consumer"
 LEAVE_GROUP_MEMBERS_MIN = 3  # LeaveGroup v3+ names members in a list
-
-PartitionsCallback = Callable[[set[TopicPartition]], Awaitable[None]]
 
 
 class Rejoin(Exception):

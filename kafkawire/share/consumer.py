@@ -14,10 +14,11 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
+from kafkawire.options import AcknowledgementMode, AcquireMode
 from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED, DecompressionBudget
 from kafkawire.share.acks import RENEW, AcknowledgeType, ShareAcks
 from kafkawire.share.membership import SHARE_ACKNOWLEDGE_KEY, SHARE_FETCH_KEY, ShareMembership
@@ -45,8 +46,6 @@ __all__ = ["AcknowledgementMode", "ShareConsumer"]
 
 log = logging.getLogger(__name__)
 
-AcknowledgementMode = Literal["implicit", "explicit"]
-AcquireMode = Literal["batch_optimized", "record_limit"]
 
 RENEW_MIN_VERSION = 2  # ShareAcknowledge v2: RENEW acknowledgements (KIP-1222)
 

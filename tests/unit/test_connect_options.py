@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from mqwire.cli import build_parser, client_options_of
+from mqwire.cli.systems import UsageError, configure, options_for, url_for
 from mqwire.common.errors import ConfigurationError
 from mqwire.connect_options import client_options, jaas_credentials, kafka_url, read_config
-from mqwire.cli.systems import UsageError, configure, options_for, url_for
 from sparkwire.options import kafka_url as spark_kafka_url
 
 SECRET = "s3cr3t-value"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import pytest
 
@@ -46,7 +45,10 @@ def window(
     held: set[TopicPartition] | None = None,
 ) -> SendWindow:
     """A sender's view: ``leaders`` by partition, and nothing in flight unless said."""
-    leader_of: Callable[[str, int], int] = lambda topic, partition: leaders.get(TopicPartition(topic, partition), -1)
+
+    def leader_of(topic: str, partition: int) -> int:
+        return leaders.get(TopicPartition(topic, partition), -1)
+
     return SendWindow(leader_of, full or set(), in_flight or {}, strict, idempotent, held or set())
 
 
