@@ -111,6 +111,7 @@ def test_unknown_options_are_configuration_errors_with_the_closest_name() -> Non
     with pytest.raises(UnknownOptionError, match=r"client_balance_consumer: unknown option 'node' \(did you mean"):
         client.client_balance_consumer("orders", node=1)  # type: ignore[call-arg]
     assert issubclass(UnknownOptionError, ConfigurationError)
+    assert tubemqwire.UnknownOptionError is UnknownOptionError
 
 
 def test_each_option_has_its_one_default_in_the_documented_unit() -> None:
