@@ -8,10 +8,10 @@
                 await consumer.ack(message)
 """
 
-from pulsarwire.admin import Admin, AdminError, AdminOptions, RetriableAdminError, TopicAlreadyExistsError
+from pulsarwire.admin import Admin, AdminOptions
 from pulsarwire.client import Client, connect
 from pulsarwire.consumer import Consumer
-from pulsarwire.crypto import CryptoError, CryptoKeyReader, EncryptionKeyInfo
+from pulsarwire.crypto import CryptoKeyReader, EncryptionKeyInfo
 from pulsarwire.errors import *  # noqa: F403 - the whole error hierarchy is part of the public API
 from pulsarwire.errors import __all__ as _error_names
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId, Receipt
@@ -20,7 +20,7 @@ from pulsarwire.options import ClientOptions, ConsumerOptions, DeadLetterPolicy,
 from pulsarwire.producer import Producer
 from pulsarwire.reader import Reader
 from pulsarwire.table_view import TableView, TableViewOptions
-from pulsarwire.transaction import Transaction, TransactionError, TransactionTimeoutError
+from pulsarwire.transaction import Transaction
 
 # The earlier names of the option TypedDicts, from before they were named as kafkawire's and tubemqwire's
 # are: the same classes, so that code written against them still imports and type-checks.
@@ -35,13 +35,11 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "Admin",
-    "AdminError",
     "AdminOptions",
     "Client",
     "ClientOptions",
     "Consumer",
     "ConsumerOptions",
-    "CryptoError",
     "CryptoKeyReader",
     "DeadLetterPolicy",
     "EncryptionKeyInfo",
@@ -53,13 +51,9 @@ __all__ = [
     "Reader",
     "ReaderOptions",
     "Receipt",
-    "RetriableAdminError",
     "TableView",
     "TableViewOptions",
-    "TopicAlreadyExistsError",
     "Transaction",
-    "TransactionError",
-    "TransactionTimeoutError",
     "connect",
     *_error_names,
 ]

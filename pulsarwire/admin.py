@@ -13,20 +13,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, TypedDict
 
-from mqwire.common.errors import (
-    BrokerError,
-    ConfigurationError,
-    FatalBrokerError,
-    ProtocolError,
-    RetriableBrokerError,
-)
+from mqwire.common.errors import BrokerError, ConfigurationError, ProtocolError
 from mqwire.common.http import HttpEndpoint, Response, request
 from mqwire.common.lifecycle import Lifecycle
 from mqwire.common.options import check_int_range, check_positive
-from pulsarwire.errors import TopicNotFoundError
+from pulsarwire.errors import AdminError, RetriableAdminError, TopicAlreadyExistsError, TopicNotFoundError
 from pulsarwire.topics import DEFAULT_NAMESPACE, complete_name
 
-__all__ = ["Admin", "AdminError", "AdminOptions", "TopicAlreadyExistsError"]
+__all__ = ["Admin", "AdminOptions"]
 
 _MAX_PARTITIONS = 100_000
 
@@ -55,18 +49,6 @@ def check_admin_url(admin_url: str, *, brokers_tls: bool, sends_token: bool, all
             "option admin_url is http:// while the brokers use TLS (pulsar+ssl://): the auth_token would cross in"
             " clear; use an https:// admin_url, or pass admin_allow_insecure_http=True"
         )
-
-
-class AdminError(FatalBrokerError):
-    """The admin API refused a request; ``code`` is the HTTP status."""
-
-
-class RetriableAdminError(RetriableBrokerError):
-    """The admin API answered a status that may pass (5xx, 429); ``code`` is the HTTP status."""
-
-
-class TopicAlreadyExistsError(AdminError):
-    """``create_topic`` on a topic that exists (pass ``exist_ok=True`` to accept it)."""
 
 
 class Admin:

@@ -28,11 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqwire.common.errors import ConfigurationError, MqwireError
+from mqwire.common.errors import ConfigurationError
+from pulsarwire.errors import CryptoError
 from pulsarwire.protocol.pulsar_api_pb2 import EncryptionKeys, KeyValue
 from pulsarwire.protocol.wire import LEN, length_delimited, tag
 
-__all__ = ["CryptoError", "CryptoKeyReader", "EncryptionKeyInfo", "MessageDecryptor", "MessageEncryptor"]
+__all__ = ["CryptoKeyReader", "EncryptionKeyInfo", "MessageDecryptor", "MessageEncryptor"]
 
 IV_LENGTH = 12
 DATA_KEY_LIFETIME = 4 * 3600.0
@@ -44,10 +45,6 @@ FAILED_KEY_RETRY = 60.0
 _CACHE_SIZE = 256
 _ENCRYPTION_KEYS = tag(13, LEN)
 _ENCRYPTION_PARAM = tag(15, LEN)
-
-
-class CryptoError(MqwireError):
-    """A message could not be encrypted or decrypted (a missing or wrong key, a corrupt payload)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 A payload whose metadata names encryption keys is decrypted with the consumer's
 :class:`pulsarwire.crypto.MessageDecryptor`. When that fails, its ``crypto_failure_action`` decides, as in
 the Java client: "CONSUME" delivers it still encrypted (and compressed: the keys travel with the message),
-"FAIL" and "DISCARD" raise :class:`Undecryptable` and leave the entry to the consumer, which keeps it
+"FAIL" and "DISCARD" raise :class:`pulsarwire.errors.Undecryptable` and leave the entry to the consumer, which keeps it
 unacknowledged or acknowledges it.
 """
 
@@ -12,14 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pulsarwire.crypto import CryptoError, MessageDecryptor
+from pulsarwire.crypto import MessageDecryptor
+from pulsarwire.errors import CryptoError, Undecryptable
 from pulsarwire.protocol.batch import decompress_payload
 
-__all__ = ["OpenedPayload", "Undecryptable", "open_payload"]
-
-
-class Undecryptable(CryptoError):
-    """An encrypted entry that could not be decrypted, with crypto_failure_action "FAIL" or "DISCARD"."""
+__all__ = ["OpenedPayload", "open_payload"]
 
 
 @dataclass(slots=True)
@@ -42,7 +39,7 @@ def open_payload(
     """Decrypt (when the metadata names encryption keys) and decompress one entry's payload.
 
     ``metadata`` is its MessageMetadata; ``max_uncompressed`` bounds what a lying ``uncompressed_size``
-    can make us allocate. Raises :class:`Undecryptable` (see the module) or ProtocolError (a corrupt
+    can make us allocate. Raises :class:`pulsarwire.errors.Undecryptable` (see the module) or ProtocolError (a corrupt
     compressed payload).
     """
     if len(metadata.encryption_keys):

@@ -1,5 +1,6 @@
-"""Errors of the Pulsar client: the shared hierarchy, one named exception per broker ``ServerError``, and the
-errors the client raises on its own, without a broker error code behind them.
+"""Errors of the Pulsar client: the shared hierarchy, one named exception per broker ``ServerError``, the
+errors the client raises on its own, without a broker error code behind them, and those of the admin API,
+encryption, transactions and schemas.
 
 Whether a code is retriable follows the reference clients: a later attempt, usually after a fresh lookup,
 can succeed for a broker that is not ready, overloaded or briefly without metadata; it cannot for refused
@@ -168,6 +169,41 @@ class ConsumerClosedError(ClosedError):
     """The consumer (or reader) is closed."""
 
 
+class AdminError(FatalBrokerError):
+    """The admin API refused a request; ``code`` is the HTTP status."""
+
+
+class RetriableAdminError(RetriableBrokerError):
+    """The admin API answered a status that may pass (5xx, 429); ``code`` is the HTTP status."""
+
+
+class TopicAlreadyExistsError(AdminError):
+    """``create_topic`` on a topic that exists (pass ``exist_ok=True`` to accept it)."""
+
+
+class CryptoError(MqwireError):
+    """A message could not be encrypted or decrypted (a missing or wrong key, a corrupt payload)."""
+
+
+# Not exported: the consumer catches it and keeps or acknowledges the entry as crypto_failure_action says.
+class Undecryptable(CryptoError):
+    """An encrypted entry that could not be decrypted, with crypto_failure_action "FAIL" or "DISCARD"."""
+
+
+class TransactionError(MqwireError):
+    """A transaction cannot take more work: it is committed, aborted, or failed."""
+
+
+class TransactionTimeoutError(TransactionError):
+    """The transaction outlived its ``timeout_ms``: the coordinator aborts it, so its sends and acks fail."""
+
+
+class SchemaMismatchError(FatalError, ValueError):
+    """``decode_with``: the writer's schema cannot be resolved to this (the reader's) schema.
+
+    A consumer turns it into a ``SchemaResolutionError`` that carries the message's position."""
+
+
 _BY_CODE: dict[int, type[BrokerError]] = {
     0: UnknownServerError,
     1: MetadataError,
@@ -209,6 +245,7 @@ def error_for(server_error: int, message: str) -> BrokerError:
 
 
 __all__ = [
+    "AdminError",
     "AuthenticationError",
     "AuthorizationError",
     "BrokerAuthenticationError",
@@ -223,6 +260,7 @@ __all__ = [
     "ConsumerBusyError",
     "ConsumerClosedError",
     "ConsumerNotFoundError",
+    "CryptoError",
     "DeserializationError",
     "FatalBrokerError",
     "FatalError",
@@ -247,8 +285,10 @@ __all__ = [
     "ProtocolError",
     "ReceiveTimeoutError",
     "RequestTimeoutError",
+    "RetriableAdminError",
     "RetriableBrokerError",
     "RetriableError",
+    "SchemaMismatchError",
     "SchemaResolutionError",
     "SendTimeoutError",
     "SerializationError",
@@ -257,11 +297,14 @@ __all__ = [
     "SubscriptionNotFoundError",
     "TooManyRedirectsError",
     "TooManyRequestsError",
+    "TopicAlreadyExistsError",
     "TopicNotFoundError",
     "TopicTerminatedError",
     "TransactionConflictError",
     "TransactionCoordinatorNotFoundError",
+    "TransactionError",
     "TransactionNotFoundError",
+    "TransactionTimeoutError",
     "UnknownServerError",
     "UnsupportedRuntimeError",
     "UnsupportedVersionError",

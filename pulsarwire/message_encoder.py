@@ -16,8 +16,8 @@ from typing import Any
 
 from mqwire.common.checksums import Buffer
 from pulsarwire.batch_builder import Batch, batch_metadata, split_chunks
-from pulsarwire.crypto import CryptoError, MessageEncryptor
-from pulsarwire.errors import MessageTooBigError
+from pulsarwire.crypto import MessageEncryptor
+from pulsarwire.errors import CryptoError, MessageTooBigError
 from pulsarwire.protocol import commands
 from pulsarwire.protocol.batch import compress_payload
 from pulsarwire.protocol.frames import encode_payload_frame_pieces, encode_payload_frame_raw

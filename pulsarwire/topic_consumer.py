@@ -35,8 +35,8 @@ from pulsarwire.connection import PulsarConnection
 from pulsarwire.crypto import MessageDecryptor
 from pulsarwire.dead_letter import DeadLetters
 from pulsarwire.entry_decoder import decode_entry
-from pulsarwire.entry_payload import Undecryptable, open_payload
-from pulsarwire.errors import ConsumerClosedError
+from pulsarwire.entry_payload import open_payload
+from pulsarwire.errors import ConsumerClosedError, Undecryptable
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import EARLIEST, LATEST, Message, MessageId
 from pulsarwire.options import ConsumerConfig

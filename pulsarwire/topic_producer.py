@@ -26,8 +26,8 @@ from mqwire.common.stats import ProducerCounters
 from pulsarwire import errors
 from pulsarwire.batch_builder import Batch, BatchBuilder, KeyBasedBatchBuilder
 from pulsarwire.connection import DEFAULT_MAX_MESSAGE_SIZE, PulsarConnection
-from pulsarwire.crypto import CryptoError, MessageEncryptor
-from pulsarwire.errors import MessageTooBigError, ProducerClosedError, SendTimeoutError
+from pulsarwire.crypto import MessageEncryptor
+from pulsarwire.errors import CryptoError, MessageTooBigError, ProducerClosedError, SendTimeoutError
 from pulsarwire.handler import TopicHandler, close_remote
 from pulsarwire.message import Receipt, receipt
 from pulsarwire.message_encoder import Encoded, MessageEncoder, OutgoingMessage

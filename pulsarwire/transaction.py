@@ -20,11 +20,11 @@ from collections.abc import Callable, Coroutine, Generator
 from types import TracebackType
 from typing import Any
 
-from mqwire.common.errors import MqwireError
 from mqwire.common.lifecycle import OwnedTasks
 from mqwire.common.options import check_int_range
 from pulsarwire import errors
 from pulsarwire.connection import PulsarConnection
+from pulsarwire.errors import TransactionError, TransactionTimeoutError
 from pulsarwire.protocol.commands import unwrap, wrap
 from pulsarwire.protocol.pulsar_api_pb2 import (
     CommandAddPartitionToTxn,
@@ -37,19 +37,11 @@ from pulsarwire.protocol.pulsar_api_pb2 import (
 )
 from pulsarwire.session import Session
 
-__all__ = ["Transaction", "TransactionCoordinators", "TransactionError", "TransactionTimeoutError"]
+__all__ = ["Transaction", "TransactionCoordinators"]
 
 log = logging.getLogger(__name__)
 
 ASSIGN_TOPIC = "persistent://pulsar/system/transaction_coordinator_assign"
-
-
-class TransactionError(MqwireError):
-    """A transaction cannot take more work: it is committed, aborted, or failed."""
-
-
-class TransactionTimeoutError(TransactionError):
-    """The transaction outlived its ``timeout_ms``: the coordinator aborts it, so its sends and acks fail."""
 
 
 class TransactionCoordinators:

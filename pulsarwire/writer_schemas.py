@@ -14,8 +14,9 @@ from typing import Any
 
 from mqwire.common.errors import MqwireError, SchemaResolutionError
 from mqwire.common.lifecycle import OwnedTasks
+from pulsarwire.errors import SchemaMismatchError
 from pulsarwire.message import Message
-from pulsarwire.schema import Schema, SchemaInfo, SchemaMismatchError, SchemaType, TopicSchema
+from pulsarwire.schema import Schema, SchemaInfo, SchemaType, TopicSchema
 from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
 from pulsarwire.topics import PARTITION_SUFFIX, partition_of

@@ -17,6 +17,7 @@ The modules here are sans-IO: definitions and the encoding of values. ``Client.g
 for a topic's schema.
 """
 
+from pulsarwire.errors import SchemaMismatchError
 from pulsarwire.schema.auto import AutoConsumeSchema
 from pulsarwire.schema.info import SchemaInfo, SchemaType, TopicSchema
 from pulsarwire.schema.records import Float32, Int32, avro_definition
@@ -28,7 +29,6 @@ from pulsarwire.schema.schemas import (
     ProtobufNativeSchema,
     ProtobufSchema,
     Schema,
-    SchemaMismatchError,
     StringSchema,
 )
 

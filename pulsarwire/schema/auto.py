@@ -11,8 +11,9 @@ import json
 import struct
 from typing import Any
 
+from pulsarwire.errors import SchemaMismatchError
 from pulsarwire.schema.info import SchemaInfo, SchemaType
-from pulsarwire.schema.schemas import Schema, SchemaMismatchError, _fastavro, _key_value_parts
+from pulsarwire.schema.schemas import Schema, _fastavro, _key_value_parts
 
 __all__ = ["AutoConsumeSchema"]
 

@@ -14,7 +14,7 @@ import struct
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-from mqwire.common.errors import FatalError
+from pulsarwire.errors import SchemaMismatchError
 from pulsarwire.schema.info import SchemaInfo, SchemaType
 from pulsarwire.schema.records import avro_definition, from_dict, to_dict
 
@@ -29,17 +29,10 @@ __all__ = [
     "ProtobufNativeSchema",
     "ProtobufSchema",
     "Schema",
-    "SchemaMismatchError",
     "StringSchema",
 ]
 
 T = TypeVar("T")
-
-
-class SchemaMismatchError(FatalError, ValueError):
-    """``decode_with``: the writer's schema cannot be resolved to this (the reader's) schema.
-
-    A consumer turns it into a ``SchemaResolutionError`` that carries the message's position."""
 
 
 class Schema(ABC, Generic[T]):

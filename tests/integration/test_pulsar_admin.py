@@ -10,7 +10,7 @@ import pytest
 import pulsarwire
 from mqwire.common.errors import ClosedError, ConnectError
 from mqwire.testing.endpoints import PulsarBroker
-from pulsarwire.admin import TopicAlreadyExistsError
+from pulsarwire.errors import TopicAlreadyExistsError
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,8 @@ import pulsarwire
 from mqwire.common.errors import ProtocolError
 from pulsarwire.chunks import COMPLETE, DROPPED, DUPLICATE, INCOMPLETE, ChunkAssembler
 from pulsarwire.crypto import MessageDecryptor, MessageEncryptor
-from pulsarwire.entry_payload import OpenedPayload, Undecryptable, open_payload
+from pulsarwire.entry_payload import OpenedPayload, open_payload
+from pulsarwire.errors import Undecryptable
 from pulsarwire.message_encoder import MessageEncoder, OutgoingMessage
 from pulsarwire.protocol.frames import decode_frame
 from pulsarwire.protocol.metadata import encode_message_metadata, producer_name_field

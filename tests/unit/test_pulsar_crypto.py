@@ -9,7 +9,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 import pulsarwire
-from pulsarwire.crypto import CryptoError, MessageDecryptor, MessageEncryptor
+from pulsarwire.crypto import MessageDecryptor, MessageEncryptor
+from pulsarwire.errors import CryptoError
 from pulsarwire.protocol.metadata import encode_message_metadata, producer_name_field
 from pulsarwire.protocol.pulsar_api_pb2 import MessageMetadata
 

@@ -15,7 +15,8 @@ import pytest
 
 import pulsarwire
 from pulsarwire import crypto
-from pulsarwire.crypto import MAX_KEYS_TRIED, CryptoError, EncryptionKeyInfo, MessageDecryptor, MessageEncryptor
+from pulsarwire.crypto import MAX_KEYS_TRIED, EncryptionKeyInfo, MessageDecryptor, MessageEncryptor
+from pulsarwire.errors import CryptoError
 from pulsarwire.protocol.pulsar_api_pb2 import EncryptionKeys, MessageMetadata
 from tests.unit.test_pulsar_crypto import key_files, sealed
 

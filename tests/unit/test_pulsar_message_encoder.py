@@ -12,8 +12,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 import pulsarwire
 from pulsarwire.batch_builder import BatchBuilder, batch_metadata
-from pulsarwire.crypto import CryptoError, MessageDecryptor, MessageEncryptor
-from pulsarwire.errors import MessageTooBigError
+from pulsarwire.crypto import MessageDecryptor, MessageEncryptor
+from pulsarwire.errors import CryptoError, MessageTooBigError
 from pulsarwire.message_encoder import CHUNK_HEADROOM, MessageEncoder, OutgoingMessage, chunk_size
 from pulsarwire.protocol.batch import encode_entry_fast
 from pulsarwire.protocol.frames import Frame, decode_frame, encode_payload_frame
