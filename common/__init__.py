@@ -2,32 +2,8 @@
 
 from mqwire.common.channel import Channel
 from mqwire.common.correlation import CorrelationTable
-from mqwire.common.errors import (
-    AuthenticationError,
-    BrokerError,
-    ChecksumError,
-    ClosedError,
-    ConfigurationError,
-    ConnectError,
-    ConnectionLostError,
-    DeserializationError,
-    FatalBrokerError,
-    FatalError,
-    ForkedClientError,
-    FrameTooLargeError,
-    MqwireError,
-    OptionTypeError,
-    ProtocolError,
-    ReceiveTimeoutError,
-    RequestTimeoutError,
-    RetriableBrokerError,
-    RetriableError,
-    SchemaResolutionError,
-    SerializationError,
-    UnsupportedRuntimeError,
-    UnsupportedVersionError,
-    WrongLoopError,
-)
+from mqwire.common.errors import *  # noqa: F403 - the whole error hierarchy
+from mqwire.common.errors import __all__ as __all__  # the hierarchy's names, extended below
 from mqwire.common.framing import FrameSplitter, LengthPrefixedSplitter
 from mqwire.common.policy import AddressRotation, Backoff
 from mqwire.common.pool import ConnectionPool
@@ -35,38 +11,15 @@ from mqwire.common.transport import Connection
 from mqwire.common.urls import ServiceUrl, parse_service_url
 
 __all__ = [
+    *__all__,
     "AddressRotation",
-    "AuthenticationError",
     "Backoff",
-    "BrokerError",
     "Channel",
-    "ChecksumError",
-    "ClosedError",
-    "ConfigurationError",
-    "ConnectError",
     "Connection",
-    "ConnectionLostError",
     "ConnectionPool",
     "CorrelationTable",
-    "DeserializationError",
-    "FatalBrokerError",
-    "FatalError",
-    "ForkedClientError",
     "FrameSplitter",
-    "FrameTooLargeError",
     "LengthPrefixedSplitter",
-    "MqwireError",
-    "OptionTypeError",
-    "ProtocolError",
-    "ReceiveTimeoutError",
-    "RequestTimeoutError",
-    "RetriableBrokerError",
-    "RetriableError",
-    "SchemaResolutionError",
-    "SerializationError",
     "ServiceUrl",
-    "UnsupportedRuntimeError",
-    "UnsupportedVersionError",
-    "WrongLoopError",
     "parse_service_url",
 ]

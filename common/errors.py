@@ -7,7 +7,37 @@ the same way everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+# The hierarchy: what each package's errors module re-exports whole (ErrorCodes is the packages' own tool).
+__all__ = [
+    "AuthenticationError",
+    "BrokerError",
+    "ChecksumError",
+    "ClosedError",
+    "ConfigurationError",
+    "ConnectError",
+    "ConnectionLostError",
+    "DeserializationError",
+    "FatalBrokerError",
+    "FatalError",
+    "ForkedClientError",
+    "FrameTooLargeError",
+    "MqwireError",
+    "OptionTypeError",
+    "ProtocolError",
+    "ReceiveTimeoutError",
+    "RequestTimeoutError",
+    "RetriableBrokerError",
+    "RetriableError",
+    "SchemaResolutionError",
+    "SerializationError",
+    "UnknownOptionError",
+    "UnsupportedRuntimeError",
+    "UnsupportedVersionError",
+    "WrongLoopError",
+]
 
 
 class MqwireError(Exception):
@@ -187,3 +217,24 @@ class SchemaResolutionError(DeserializationError):
         self.writer_version = writer_version
         self.reader_version = reader_version
         self.reason = reason
+
+
+class ErrorCodes:
+    """A broker's numeric error codes and the named exception of each; a code not listed gets ``unknown``.
+
+    ``error_for`` builds the exception with the broker's message (``"<fallback> <code>"`` when it sent none)
+    and keeps the number in ``code``.
+    """
+
+    def __init__(self, by_code: Mapping[int, type[BrokerError]], *, unknown: type[BrokerError], fallback: str) -> None:
+        self._by_code = dict(by_code)
+        self._unknown = unknown
+        self._fallback = fallback
+
+    def error_class(self, code: int) -> type[BrokerError]:
+        """The exception class of ``code``."""
+        return self._by_code.get(code, self._unknown)
+
+    def error_for(self, code: int, message: str) -> BrokerError:
+        """The exception of ``code`` carrying the broker's ``message``."""
+        return self.error_class(code)(message or f"{self._fallback} {code}", code=code)

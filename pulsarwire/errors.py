@@ -9,32 +9,21 @@ credentials, missing topics or a fenced producer.
 
 from __future__ import annotations
 
+from mqwire.common.errors import *  # noqa: F403 - the shared hierarchy, re-exported whole
 from mqwire.common.errors import (
     AuthenticationError,
     BrokerError,
-    ChecksumError,
     ClosedError,
-    ConfigurationError,
-    ConnectError,
-    ConnectionLostError,
-    DeserializationError,
+    ErrorCodes,
     FatalBrokerError,
     FatalError,
-    ForkedClientError,
-    FrameTooLargeError,
     MqwireError,
-    OptionTypeError,
-    ProtocolError,
-    ReceiveTimeoutError,
     RequestTimeoutError,
     RetriableBrokerError,
     RetriableError,
-    SchemaResolutionError,
-    SerializationError,
-    UnsupportedRuntimeError,
     UnsupportedVersionError,
-    WrongLoopError,
 )
+from mqwire.common.errors import __all__ as __all__  # the hierarchy's names, extended below
 
 
 class UnknownServerError(RetriableBrokerError):
@@ -204,77 +193,68 @@ class SchemaMismatchError(FatalError, ValueError):
     A consumer turns it into a ``SchemaResolutionError`` that carries the message's position."""
 
 
-_BY_CODE: dict[int, type[BrokerError]] = {
-    0: UnknownServerError,
-    1: MetadataError,
-    2: PersistenceError,
-    3: BrokerAuthenticationError,
-    4: AuthorizationError,
-    5: ConsumerBusyError,
-    6: ServiceNotReadyError,
-    7: ProducerBlockedQuotaExceededError,
-    8: ProducerBlockedQuotaExceededFatalError,
-    9: ServerChecksumError,
-    10: BrokerUnsupportedVersionError,
-    11: TopicNotFoundError,
-    12: SubscriptionNotFoundError,
-    13: ConsumerNotFoundError,
-    14: TooManyRequestsError,
-    15: TopicTerminatedError,
-    16: ProducerBusyError,
-    17: InvalidTopicNameError,
-    18: IncompatibleSchemaError,
-    19: ConsumerAssignError,
-    20: TransactionCoordinatorNotFoundError,
-    21: InvalidTxnStatusError,
-    22: NotAllowedError,
-    23: TransactionConflictError,
-    24: TransactionNotFoundError,
-    25: ProducerFencedError,
-}
+_CODES = ErrorCodes(
+    {
+        0: UnknownServerError,
+        1: MetadataError,
+        2: PersistenceError,
+        3: BrokerAuthenticationError,
+        4: AuthorizationError,
+        5: ConsumerBusyError,
+        6: ServiceNotReadyError,
+        7: ProducerBlockedQuotaExceededError,
+        8: ProducerBlockedQuotaExceededFatalError,
+        9: ServerChecksumError,
+        10: BrokerUnsupportedVersionError,
+        11: TopicNotFoundError,
+        12: SubscriptionNotFoundError,
+        13: ConsumerNotFoundError,
+        14: TooManyRequestsError,
+        15: TopicTerminatedError,
+        16: ProducerBusyError,
+        17: InvalidTopicNameError,
+        18: IncompatibleSchemaError,
+        19: ConsumerAssignError,
+        20: TransactionCoordinatorNotFoundError,
+        21: InvalidTxnStatusError,
+        22: NotAllowedError,
+        23: TransactionConflictError,
+        24: TransactionNotFoundError,
+        25: ProducerFencedError,
+    },
+    unknown=UnknownServerError,
+    fallback="Pulsar server error",
+)
 
 
 def error_class(server_error: int) -> type[BrokerError]:
     """The exception class for a ``ServerError`` code (UnknownServerError for codes not listed)."""
-    return _BY_CODE.get(server_error, UnknownServerError)
+    return _CODES.error_class(server_error)
 
 
 def error_for(server_error: int, message: str) -> BrokerError:
     """The exception for a ``ServerError`` code and the broker's message; ``code`` keeps the number."""
-    return error_class(server_error)(message or f"Pulsar server error {server_error}", code=server_error)
+    return _CODES.error_for(server_error, message)
 
 
 __all__ = [
+    *__all__,
     "AdminError",
-    "AuthenticationError",
     "AuthorizationError",
     "BrokerAuthenticationError",
-    "BrokerError",
     "BrokerUnsupportedVersionError",
-    "ChecksumError",
-    "ClosedError",
-    "ConfigurationError",
-    "ConnectError",
-    "ConnectionLostError",
     "ConsumerAssignError",
     "ConsumerBusyError",
     "ConsumerClosedError",
     "ConsumerNotFoundError",
     "CryptoError",
-    "DeserializationError",
-    "FatalBrokerError",
-    "FatalError",
-    "ForkedClientError",
-    "FrameTooLargeError",
     "IncompatibleSchemaError",
     "InvalidTopicNameError",
     "InvalidTxnStatusError",
     "LookupFailedError",
     "MessageTooBigError",
     "MetadataError",
-    "MqwireError",
     "NotAllowedError",
-    "OptionTypeError",
     "PersistenceError",
     "ProducerBlockedQuotaExceededError",
     "ProducerBlockedQuotaExceededFatalError",
@@ -282,16 +262,9 @@ __all__ = [
     "ProducerClosedError",
     "ProducerFencedError",
     "ProducerQueueIsFullError",
-    "ProtocolError",
-    "ReceiveTimeoutError",
-    "RequestTimeoutError",
     "RetriableAdminError",
-    "RetriableBrokerError",
-    "RetriableError",
     "SchemaMismatchError",
-    "SchemaResolutionError",
     "SendTimeoutError",
-    "SerializationError",
     "ServerChecksumError",
     "ServiceNotReadyError",
     "SubscriptionNotFoundError",
@@ -306,9 +279,6 @@ __all__ = [
     "TransactionNotFoundError",
     "TransactionTimeoutError",
     "UnknownServerError",
-    "UnsupportedRuntimeError",
-    "UnsupportedVersionError",
-    "WrongLoopError",
     "error_class",
     "error_for",
 ]
