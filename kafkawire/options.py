@@ -3,8 +3,6 @@
 aiokafka's names, times in ms. ``ClientConfig`` is what the options of ``connect`` are checked into.
 """
 
-# ruff: noqa: RUF009 - option() declares a config's field, as dataclasses.field does
-
 from __future__ import annotations
 
 import re

@@ -3,8 +3,6 @@ checker sees), and the frozen configs the producer and consumer options are chec
 built, so a wrong one names itself (``ProducerConfig``, ``ConsumerConfig``: the package's own, not exported).
 """
 
-# ruff: noqa: RUF009 - option() declares a config's field, as dataclasses.field does
-
 from __future__ import annotations
 
 import ssl

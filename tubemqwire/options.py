@@ -5,8 +5,6 @@ producers and consumers read.
 Times are in milliseconds, as the ``_ms`` suffixes say; the configs hold them in seconds.
 """
 
-# ruff: noqa: RUF009 - option() declares a config's field, as dataclasses.field does
-
 from __future__ import annotations
 
 import ssl as _ssl
