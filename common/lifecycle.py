@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from typing import Any, Protocol, TypeVar
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeVar
 
 from mqwire.common.errors import ClosedError
 
-__all__ = ["Children", "Closable", "Lifecycle", "OwnedTasks"]
+__all__ = ["AsyncResource", "Children", "Closable", "Lifecycle", "OwnedTasks"]
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +139,30 @@ class Lifecycle:
         finally:
             await self.tasks.cancel_all()
             self._closed = True
+
+
+class AsyncResource(ABC):
+    """What opens with ``start`` and ends with ``close``: clients, producers, consumers, readers, table views.
+
+    ``async with`` starts it and closes it however the block ends.
+    """
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Open it (connect, register, subscribe): what a failure to reach the brokers raises is raised here."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release what it holds."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
 
 
 class Closable(Protocol):

@@ -9,8 +9,7 @@ caller's code and an ``UnknownOptionError`` (a ``ConfigurationError``) naming it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from types import TracebackType
-from typing import Any, Self, TypeVar, Unpack
+from typing import Any, TypeVar, Unpack
 
 from kafkawire.admin import Admin
 from kafkawire.consumer import Consumer
@@ -27,6 +26,7 @@ from kafkawire.producer import Producer
 from kafkawire.session import Session
 from kafkawire.share.consumer import ShareConsumer
 from mqwire.common.errors import ConfigurationError, UnknownOptionError
+from mqwire.common.lifecycle import AsyncResource
 from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 
@@ -44,20 +44,11 @@ __all__ = [
 T = TypeVar("T")
 
 
-class Client:
+class Client(AsyncResource):
     """A Kafka cluster. Use ``async with kafkawire.connect(url) as client``."""
 
     def __init__(self, url: str, **options: Unpack[ClientOptions]) -> None:
         self._session = Session(url, build_config(ClientConfig, "connect", options))
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     @property
     def closed(self) -> bool:

@@ -20,7 +20,6 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
 from kafkawire import errors
@@ -45,7 +44,7 @@ from kafkawire.options import PartitionsCallback, PartitionSpec
 from kafkawire.receive_queue import ReceiveQueue
 from mqwire.common.contract import Deserializer, Start
 from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, ReceiveTimeoutError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerStats, PartitionLag
@@ -67,7 +66,7 @@ GroupProtocol = Literal["classic", "consumer"]
 FILTERED_POLL = 0.01
 
 
-class Consumer:
+class Consumer(AsyncResource):
     """Use as ``async with client.consumer("topic", start="earliest") as consumer: async for m in consumer``."""
 
     def __init__(
@@ -197,15 +196,6 @@ class Consumer:
         self._affinity = session.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Find the partitions, their starting offsets (committed ones first), and start fetching."""
         self._affinity.check()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Unpack
 
+from mqwire.common.lifecycle import AsyncResource
 from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 from pulsarwire.admin import Admin, AdminOptions
@@ -31,7 +31,7 @@ from pulsarwire.transaction import Transaction, TransactionCoordinators
 __all__ = ["Client", "connect"]
 
 
-class Client:
+class Client(AsyncResource):
     """A Pulsar cluster reached through its service URL. Use ``async with pulsarwire.connect(url) as client``.
 
     The options (timeouts, reconnection delays, authentication, TLS, the admin API) are those of
@@ -42,15 +42,6 @@ class Client:
     def __init__(self, url: str, /, **options: Unpack[ClientOptions]) -> None:
         self._session = Session(url, build_config(ClientConfig, "connect", options))
         self._coordinators: TransactionCoordinators | None = None
-
-    async def __aenter__(self) -> Client:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def start(self) -> None:
         """Connect to the service URL, so that a wrong address fails here rather than at first use."""

@@ -7,12 +7,11 @@ import logging
 import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from types import TracebackType
 from typing import Any, Unpack
 
 from mqwire.common.contract import Deserializer
 from mqwire.common.errors import MqwireError, ReceiveTimeoutError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.options import check_non_negative
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats, PartitionLag
@@ -33,7 +32,7 @@ from pulsarwire.writer_schemas import WriterSchemas
 log = logging.getLogger(__name__)
 
 
-class Subscriber:
+class Subscriber(AsyncResource):
     """What consumers and readers share: sub-consumers per partition merged into one receive queue."""
 
     def __init__(
@@ -81,15 +80,6 @@ class Subscriber:
         self.dead_letters: DeadLetters | None = None
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Any:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     def _make(self, given: str, topic: str, partition: int, queue_size: int) -> TopicConsumer:
         return TopicConsumer(
             self._session,
@@ -511,10 +501,6 @@ class Consumer(Subscriber):
         )
         self.dead_letters = dead_letters
         self.subscription = built.subscription
-
-    async def __aenter__(self) -> Consumer:
-        await self.start()
-        return self
 
     def skip(self, message: object) -> None:
         """Go on past the message of a DeserializationError (``error.message``) and acknowledge it.

@@ -8,11 +8,10 @@ import logging
 import time
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from types import TracebackType
 from typing import Any, Unpack
 
 from mqwire.common.errors import MqwireError, RequestTimeoutError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.serde import check_serializer, to_bytes
 from mqwire.common.stats import ProducerCounters, ProducerStats
 from pulsarwire.errors import ProducerClosedError, ProducerQueueIsFullError
@@ -29,7 +28,7 @@ log = logging.getLogger(__name__)
 Headers = Mapping[str, bytes | str] | None
 
 
-class Producer:
+class Producer(AsyncResource):
     """Publishes to one topic; ``async with client.producer(topic, **options) as producer``.
 
     Values and keys are bytes (or None) unless ``value_serializer`` / ``key_serializer`` (callables
@@ -66,15 +65,6 @@ class Producer:
         self._affinity = session.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     @property
     def _closed(self) -> bool:
         return self._life.closed

@@ -48,10 +48,6 @@ class Reader(Subscriber):
         )
         self.topic = self.topics[0]
 
-    async def __aenter__(self) -> Reader:
-        await self.start()
-        return self
-
     def _make(self, given: str, topic: str, partition: int, queue_size: int) -> TopicConsumer:
         start = self._start
         if partition >= 0 and start not in (EARLIEST, LATEST):

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from mqwire.common.contract import Deserializer
 from mqwire.common.errors import MqwireError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.options import build_config, check_names, check_positive
 from pulsarwire.message import Message
 from pulsarwire.options import ReaderConfig
@@ -45,7 +44,7 @@ class TableViewOptions(TypedDict, total=False):
     refresh_poll_interval: float
 
 
-class TableView:
+class TableView(AsyncResource):
     """The latest value of each key of ``topic``: ``async with client.table_view(topic) as table``.
 
     A reader of every partition from the earliest message (of the compacted topic where it is compacted)
@@ -70,15 +69,6 @@ class TableView:
         self._affinity = session.affinity
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> TableView:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Read what the topic holds now, then keep reading in the background."""
         self._affinity.check()

@@ -7,9 +7,9 @@ the client only makes things over it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Self, Unpack
+from typing import Unpack
 
+from mqwire.common.lifecycle import AsyncResource
 from mqwire.common.options import build_config
 from mqwire.common.stats import ClientStats
 from tubemqwire.client_balance import ClientBalanceConsumer
@@ -34,7 +34,7 @@ Topics = str | Sequence[str]
 __all__ = ["Client", "MsgTypes", "Topics", "connect"]
 
 
-class Client:
+class Client(AsyncResource):
     """A TubeMQ cluster reached through its masters. Use ``async with tubemqwire.connect(url) as client``.
 
     The options are those of :class:`tubemqwire.ClientOptions`. Closing the client closes
@@ -45,15 +45,6 @@ class Client:
         self._session = Session(url, build_config(ClientConfig, "connect", options))
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Find our own address and check that some master accepts a connection."""
         self._session.affinity.check_connect()

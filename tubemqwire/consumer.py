@@ -14,11 +14,10 @@ import logging
 import secrets
 from collections import deque
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Self
 
 from mqwire.common.errors import ClosedError, MqwireError, ReceiveTimeoutError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.options import check_type
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats, PartitionLag
@@ -60,7 +59,7 @@ def _still_valid(message: Message) -> bool:
     return isinstance(batch, Batch) and batch.valid
 
 
-class Consumer:
+class Consumer(AsyncResource):
     """Consumes ``topics`` as a member of ``group``; ``async with client.consumer(...) as consumer``.
 
     Made by :meth:`tubemqwire.Client.consumer`, which describes the options. ``topics`` (sorted, without
@@ -98,15 +97,6 @@ class Consumer:
         self.client_id = ""
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Register with the master; partitions follow as the master balances the group."""
         self._affinity.check()

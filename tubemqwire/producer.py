@@ -13,11 +13,10 @@ import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from mqwire.common.errors import ClosedError, RequestTimeoutError, RetriableError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.policy import Backoff
 from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ProducerCounters, ProducerStats
@@ -89,7 +88,7 @@ def msg_time_text(msg_time: datetime | str | int | None) -> str | None:
     return text
 
 
-class Producer:
+class Producer(AsyncResource):
     """Publishes to one or more topics; ``async with client.producer("orders") as producer``.
 
     Made by :meth:`tubemqwire.Client.producer`, which describes the options. ``topics`` (sorted, without
@@ -120,15 +119,6 @@ class Producer:
         self._sent_addr = 0
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Register with the master, wait until every topic has partitions, connect to their brokers."""
         self._affinity.check()

@@ -13,8 +13,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine, Iterable
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
@@ -35,7 +34,7 @@ from mqwire.common.errors import (
     RetriableError,
     UnsupportedVersionError,
 )
-from mqwire.common.lifecycle import Lifecycle, OwnedTasks
+from mqwire.common.lifecycle import AsyncResource, Lifecycle, OwnedTasks
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerCounters, ConsumerStats
 
@@ -65,7 +64,7 @@ _LEADER_MOVED = (
 )
 
 
-class ShareConsumer:
+class ShareConsumer(AsyncResource):
     """A member of a share group; made by ``client.share_consumer(topics, group=...)``, used with ``async with``.
 
     Records come as ``ShareMessage`` (a ``Message`` with ``delivery_count``). In ``"implicit"`` mode every
@@ -172,15 +171,6 @@ class ShareConsumer:
     def closed(self) -> bool:
         """Whether ``close`` has begun."""
         return self._life.closed
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def start(self) -> None:
         """Join the share group; a broker without share groups raises ``UnsupportedVersionError`` naming the API."""
