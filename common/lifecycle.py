@@ -13,11 +13,12 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
+from mqwire.common.affinity import Affinity
 from mqwire.common.errors import ClosedError
 
-__all__ = ["AsyncResource", "Children", "Closable", "Lifecycle", "OwnedTasks"]
+__all__ = ["AsyncResource", "Children", "ClientSession", "Closable", "Lifecycle", "OwnedTasks", "SessionClient"]
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,50 @@ class AsyncResource(ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+class ClientSession(Protocol):
+    """The state a client shares with what it makes: what its ``start`` and ``close`` drive."""
+
+    affinity: Affinity
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun."""
+
+    async def start(self) -> None:
+        """Connect: a wrong address or refused credentials fail here."""
+
+    async def close(self) -> None:
+        """Close what the client made, then the connections."""
+
+
+S = TypeVar("S", bound=ClientSession)
+
+
+class SessionClient(AsyncResource, Generic[S]):
+    """A client over its session: ``start`` connects, ``close`` closes what it made, then the connections."""
+
+    _session: S
+
+    async def start(self) -> None:
+        """Connect, so that a wrong address or refused credentials fail here rather than at first use."""
+        self._session.affinity.check_connect()
+        await self._session.start()
+
+    async def close(self) -> None:
+        """Close every producer, consumer, reader and admin this client made (producers flush first), then the
+        connections.
+
+        In a process forked after the client was made it does nothing: the connections are the parent's."""
+        if not self._session.affinity.may_close():
+            return
+        await self._session.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` has begun."""
+        return self._session.closed
 
 
 class Closable(Protocol):

@@ -26,7 +26,7 @@ from kafkawire.producer import Producer
 from kafkawire.session import Session
 from kafkawire.share.consumer import ShareConsumer
 from mqwire.common.errors import ConfigurationError, UnknownOptionError
-from mqwire.common.lifecycle import AsyncResource
+from mqwire.common.lifecycle import SessionClient
 from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 
@@ -44,16 +44,11 @@ __all__ = [
 T = TypeVar("T")
 
 
-class Client(AsyncResource):
+class Client(SessionClient[Session]):
     """A Kafka cluster. Use ``async with kafkawire.connect(url) as client``."""
 
     def __init__(self, url: str, **options: Unpack[ClientOptions]) -> None:
         self._session = Session(url, build_config(ClientConfig, "connect", options))
-
-    @property
-    def closed(self) -> bool:
-        """Whether ``close`` has begun."""
-        return self._session.closed
 
     @property
     def client_id(self) -> str:
@@ -64,19 +59,6 @@ class Client(AsyncResource):
     def metadata(self) -> ClusterMetadata:
         """What the client knows of the cluster: brokers, topics, partitions and their leaders."""
         return self._session.metadata
-
-    async def start(self) -> None:
-        """Connect to a bootstrap server and load the cluster metadata."""
-        self._session.affinity.check_connect()
-        await self._session.start()
-
-    async def close(self) -> None:
-        """Close the producers, consumers and admins made by this client (producers flush), then the connections.
-
-        In a process forked after the client was made it does nothing: the connections are the parent's."""
-        if not self._session.affinity.may_close():
-            return
-        await self._session.close()
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
         """Reload metadata for ``topics`` (None: every topic; []: brokers only)."""

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Unpack
 
-from mqwire.common.lifecycle import AsyncResource
+from mqwire.common.lifecycle import SessionClient
 from mqwire.common.options import build_config, check_names
 from mqwire.common.stats import ClientStats
 from pulsarwire.admin import Admin, AdminOptions
@@ -31,7 +31,7 @@ from pulsarwire.transaction import Transaction, TransactionCoordinators
 __all__ = ["Client", "connect"]
 
 
-class Client(AsyncResource):
+class Client(SessionClient[Session]):
     """A Pulsar cluster reached through its service URL. Use ``async with pulsarwire.connect(url) as client``.
 
     The options (timeouts, reconnection delays, authentication, TLS, the admin API) are those of
@@ -42,24 +42,6 @@ class Client(AsyncResource):
     def __init__(self, url: str, /, **options: Unpack[ClientOptions]) -> None:
         self._session = Session(url, build_config(ClientConfig, "connect", options))
         self._coordinators: TransactionCoordinators | None = None
-
-    async def start(self) -> None:
-        """Connect to the service URL, so that a wrong address fails here rather than at first use."""
-        self._session.affinity.check_connect()
-        await self._session.start()
-
-    async def close(self) -> None:
-        """Close every producer (after it flushed), consumer and reader of this client, then the connections.
-
-        In a process forked after the client was made it does nothing: the connections are the parent's."""
-        if not self._session.affinity.may_close():
-            return
-        await self._session.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether ``close`` has begun."""
-        return self._session.closed
 
     @property
     def service_url(self) -> str:

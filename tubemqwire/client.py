@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Unpack
 
-from mqwire.common.lifecycle import AsyncResource
+from mqwire.common.lifecycle import SessionClient
 from mqwire.common.options import build_config
 from mqwire.common.stats import ClientStats
 from tubemqwire.client_balance import ClientBalanceConsumer
@@ -34,7 +34,7 @@ Topics = str | Sequence[str]
 __all__ = ["Client", "MsgTypes", "Topics", "connect"]
 
 
-class Client(AsyncResource):
+class Client(SessionClient[Session]):
     """A TubeMQ cluster reached through its masters. Use ``async with tubemqwire.connect(url) as client``.
 
     The options are those of :class:`tubemqwire.ClientOptions`. Closing the client closes
@@ -45,24 +45,6 @@ class Client(AsyncResource):
         self._session = Session(url, build_config(ClientConfig, "connect", options))
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def start(self) -> None:
-        """Find our own address and check that some master accepts a connection."""
-        self._session.affinity.check_connect()
-        await self._session.start()
-
-    async def close(self) -> None:
-        """Close every producer and consumer made by this client, then the connections.
-
-        In a process forked after the client was made it does nothing: the connections are the parent's."""
-        if not self._session.affinity.may_close():
-            return
-        await self._session.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether ``close`` has begun."""
-        return self._session.closed
-
     def stats(self) -> ClientStats:
         """Connections, reconnects and errors, with the stats of each producer and consumer open now."""
         return self._session.stats()

@@ -7,7 +7,8 @@ import pytest
 import kafkawire
 import pulsarwire
 import tubemqwire
-from mqwire.common.lifecycle import AsyncResource
+from mqwire.common.affinity import Affinity
+from mqwire.common.lifecycle import AsyncResource, SessionClient
 
 
 class _Counted(AsyncResource):
@@ -64,3 +65,40 @@ def test_a_subclass_without_start_or_close_cannot_be_made() -> None:
 )
 def test_the_client_objects_open_and_close_as_one(cls: type) -> None:
     assert issubclass(cls, AsyncResource)
+
+
+class _Session:
+    """A session that records what its client asked of it."""
+
+    def __init__(self) -> None:
+        self.affinity = Affinity("test client")
+        self.calls: list[str] = []
+
+    @property
+    def closed(self) -> bool:
+        return "close" in self.calls
+
+    async def start(self) -> None:
+        self.calls.append("start")
+
+    async def close(self) -> None:
+        self.calls.append("close")
+
+
+class _Client(SessionClient[_Session]):
+    def __init__(self) -> None:
+        self._session = _Session()
+
+
+async def test_a_session_client_starts_and_closes_its_session() -> None:
+    client = _Client()
+    async with client:
+        assert client._session.calls == ["start"]
+        assert not client.closed
+    assert client._session.calls == ["start", "close"]
+    assert client.closed
+
+
+@pytest.mark.parametrize("cls", [kafkawire.Client, pulsarwire.Client, tubemqwire.Client])
+def test_the_three_clients_are_session_clients(cls: type) -> None:
+    assert issubclass(cls, SessionClient)
