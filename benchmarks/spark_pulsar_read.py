@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import uuid
 
-from spark_versus_client import run
+from spark_versus_client import client_count, run
 
 import pulsarwire
 
@@ -35,16 +35,8 @@ async def fill(url: str, topic: str, records: int, size: int) -> None:
 
 async def client_read(url: str, topic: str, records: int, size: int) -> None:
     """Every record of the topic with one pulsarwire reader, as a one-process application reads it."""
-    seen = total = 0
     async with pulsarwire.connect(url) as client, client.reader(topic, start="earliest") as reader:
-        while seen < records:
-            batch = await reader.getmany(timeout=30)
-            if not batch:
-                raise SystemExit(f"the plain client stopped after {seen} of {records} records")
-            seen += len(batch)
-            total += sum(len(m.value) for m in batch)
-    if seen != records or total != records * size:
-        raise SystemExit(f"the plain client read {seen} records / {total} bytes, expected {records}")
+        await client_count(reader.getmany, records, size)
 
 
 if __name__ == "__main__":

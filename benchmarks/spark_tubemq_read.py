@@ -19,7 +19,7 @@ import time
 import uuid
 
 from clients import tubemq_in_flight
-from spark_versus_client import run
+from spark_versus_client import client_count, run
 
 import tubemqwire
 
@@ -48,18 +48,8 @@ async def fill(url: str, topic: str, records: int, size: int) -> None:
 
 async def client_read(url: str, topic: str, records: int, size: int) -> None:
     """Every record of the topic with one tubemqwire consumer, as a one-process application reads it."""
-    seen = total = 0
     async with tubemqwire.connect(url) as client, client.consumer(topic, start="earliest") as consumer:
-        while seen < records:
-            batch = await consumer.getmany(timeout=30)
-            if not batch:
-                raise SystemExit(f"the plain client stopped after {seen} of {records} records")
-            for message in batch:
-                total += len(message.value)
-                await consumer.ack(message)
-            seen += len(batch)
-    if seen != records or total != records * size:
-        raise SystemExit(f"the plain client read {seen} records / {total} bytes, expected {records}")
+        await client_count(consumer.getmany, records, size, consumer.ack)
 
 
 if __name__ == "__main__":

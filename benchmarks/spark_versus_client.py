@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -61,6 +61,28 @@ def spark_count(reader: Callable[[], Any], records: int, size: int) -> None:
     rows, total = reader().load().selectExpr("count(*)", "sum(length(value))").first()
     if rows != records or total != records * size:
         raise SystemExit(f"the Spark source read {rows} rows / {total} bytes, expected {records} / {records * size}")
+
+
+async def client_count(
+    getmany: Callable[..., Awaitable[Sequence[Any]]],
+    records: int,
+    size: int,
+    ack: Callable[[Any], Awaitable[None]] | None = None,
+) -> None:
+    """Receive the whole topic with the plain client's ``getmany`` (acknowledging each message with ``ack``
+    when given, as applications do) and check it is all there."""
+    seen = total = 0
+    while seen < records:
+        batch = await getmany(timeout=30)
+        if not batch:
+            raise SystemExit(f"the plain client stopped after {seen} of {records} records")
+        for message in batch:
+            total += len(message.value)
+            if ack is not None:
+                await ack(message)
+        seen += len(batch)
+    if seen != records or total != records * size:
+        raise SystemExit(f"the plain client read {seen} records / {total} bytes, expected {records}")
 
 
 def compare(runs: dict[str, Callable[[], None]], records: int, repeat: int) -> dict[str, float]:
