@@ -22,15 +22,13 @@ import kafkawire
 from mqwire.common.contract import Producer
 from sparkwire import options as opts
 from sparkwire.batches import drive
-from sparkwire.kafka_read import OffsetRange, kafka_topics, read_range
+from sparkwire.kafka_read import ARROW_SCHEMA, OffsetRange, kafka_topics, read_range
 from sparkwire.kafka_stream import KafkaStreamReader
+from sparkwire.read_columns import spark_ddl
 from sparkwire.security import kafka_connect
 from sparkwire.writing import ArrowRowsWriter, RowsSender, RowsStreamWriter
 
-SCHEMA = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
-    "headers map<string, binary>"
-)
+SCHEMA = spark_ddl(ARROW_SCHEMA)
 
 
 class KafkaDataSource(DataSource):

@@ -14,18 +14,9 @@ import kafkawire
 from sparkwire import options as opts
 from sparkwire.batches import Rows
 from sparkwire.options import ConnectOptions
+from sparkwire.read_columns import LONG, read_schema
 
-ARROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("headers", pa.map_(pa.string(), pa.binary())),
-    ]
-)
+ARROW_SCHEMA = read_schema([("offset", LONG)])
 FETCH_TIMEOUT_MS = 1000
 # A fetch that keeps coming back empty before the end offset means the range can no longer be read.
 MAX_EMPTY_FETCHES = 30

@@ -22,23 +22,11 @@ from pulsarwire.topic_pattern import TopicPattern
 from pulsarwire.topics import partition_of
 from sparkwire import options as opts
 from sparkwire.batches import Rows, drive, size_of
+from sparkwire.read_columns import BINARY, read_schema, spark_ddl
 from sparkwire.security import pulsar_connect
 
-SCHEMA = (
-    "key binary, value binary, topic string, partition int, message_id binary, timestamp timestamp, "
-    "headers map<string, binary>"
-)
-ARROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("message_id", pa.binary()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("headers", pa.map_(pa.string(), pa.binary())),
-    ]
-)
+ARROW_SCHEMA = read_schema([("message_id", BINARY)])
+SCHEMA = spark_ddl(ARROW_SCHEMA)
 RECEIVE_TIMEOUT = 30.0  # seconds without a message before a range that should hold more is given up
 
 

@@ -16,25 +16,11 @@ from pyspark.sql.datasource import (
 import tubemqwire
 from sparkwire import options as opts
 from sparkwire.batches import Rows, drive, size_of
+from sparkwire.read_columns import LONG, STRING, read_schema, spark_ddl
 from sparkwire.security import tubemq_connect
 
-SCHEMA = (
-    "key binary, value binary, topic string, partition int, partition_key string, message_id long, "
-    "timestamp timestamp, msg_type string, headers map<string, binary>"
-)
-ARROW_SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("partition_key", pa.string()),
-        ("message_id", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("msg_type", pa.string()),
-        ("headers", pa.map_(pa.string(), pa.binary())),
-    ]
-)
+ARROW_SCHEMA = read_schema([("partition_key", STRING), ("message_id", LONG)], [("msg_type", STRING)])
+SCHEMA = spark_ddl(ARROW_SCHEMA)
 RECEIVE_TIMEOUT = 30.0  # seconds without progress before a range that should hold more is given up
 POLL = 0.5  # seconds a task waits for a message before it looks at the confirmed position again
 
