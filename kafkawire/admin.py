@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kafkawire import errors
 from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndTimestamp, fetch_committed, list_offsets
+from kafkawire.options import AdminConfig
 from kafkawire.protocol.messages import (
     CreatableTopic,
     CreatableTopicConfig,
@@ -40,7 +41,6 @@ from kafkawire.protocol.messages import (
 from kafkawire.share import admin as share_admin
 from kafkawire.share.admin import ShareGroupDescription
 from mqwire.common.errors import ClosedError, RetriableError
-from mqwire.common.options import check_positive
 
 if TYPE_CHECKING:
     from kafkawire.session import Session
@@ -157,9 +157,9 @@ class GroupDescription:
 class Admin:
     """Use as ``async with client.admin() as admin``."""
 
-    def __init__(self, session: Session, *, timeout_ms: float = 60_000) -> None:
+    def __init__(self, session: Session, config: AdminConfig) -> None:
         self._session = session
-        self.timeout = check_positive("timeout_ms", timeout_ms) / 1000
+        self.timeout = config.timeout
         self._closed = False
 
     async def __aenter__(self) -> Admin:

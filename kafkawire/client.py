@@ -3,23 +3,28 @@
 A ``Client`` is a thin face over a ``Session`` (``kafkawire.session``), the session that holds the
 connections, the metadata and the coordinators. Every option is declared in ``kafkawire.options``
 (``ClientOptions``, ``ProducerOptions``, ``ConsumerOptions``, ...), so a misspelled one is a type error in the
-caller's code and an ``UnknownOptionError`` (a ``ConfigurationError``) naming it at run time.
+caller's code and an ``UnknownOptionError`` (a ``ConfigurationError``) naming it at run time; each factory
+checks its options into the frozen config (``ProducerConfig``, ...) that the object it makes reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, Unpack
+from collections.abc import Iterable
+from typing import Unpack
 
 from kafkawire.admin import Admin
 from kafkawire.consumer import Consumer
 from kafkawire.metadata import ClusterMetadata
 from kafkawire.options import (
+    AdminConfig,
     AdminOptions,
     ClientConfig,
     ClientOptions,
+    ConsumerConfig,
     ConsumerOptions,
+    ProducerConfig,
     ProducerOptions,
+    ShareConsumerConfig,
     ShareConsumerOptions,
 )
 from kafkawire.producer import Producer
@@ -27,7 +32,7 @@ from kafkawire.session import Session
 from kafkawire.share.consumer import ShareConsumer
 from mqwire.common.errors import ConfigurationError, UnknownOptionError
 from mqwire.common.lifecycle import SessionClient
-from mqwire.common.options import build_config, check_names
+from mqwire.common.options import build_config
 from mqwire.common.stats import ClientStats
 
 __all__ = [
@@ -40,8 +45,6 @@ __all__ = [
     "UnknownOptionError",
     "connect",
 ]
-
-T = TypeVar("T")
 
 
 class Client(SessionClient[Session]):
@@ -80,7 +83,7 @@ class Client(SessionClient[Session]):
         The options are those of ``ProducerOptions``.
         """
         self._session.affinity.check()
-        return _build(Producer, "producer", ProducerOptions, self._session, topic, **options)
+        return Producer(self._session, topic, build_config(ProducerConfig, "producer", options))
 
     def consumer(self, topics: str | Iterable[str] = (), /, **options: Unpack[ConsumerOptions]) -> Consumer:
         """A consumer of ``topics`` (or of a ``pattern=``, or of ``partitions=``); start it with ``async with``.
@@ -88,7 +91,7 @@ class Client(SessionClient[Session]):
         The options are those of ``ConsumerOptions``.
         """
         self._session.affinity.check()
-        return _build(Consumer, "consumer", ConsumerOptions, self._session, topics, **options)
+        return Consumer(self._session, topics, build_config(ConsumerConfig, "consumer", options))
 
     def share_consumer(self, topics: str | Iterable[str], /, **options: Unpack[ShareConsumerOptions]) -> ShareConsumer:
         """A member of the share group ``group=`` reading ``topics`` (KIP-932); start it with ``async with``.
@@ -98,7 +101,8 @@ class Client(SessionClient[Session]):
         if "group" not in options:
             raise ConfigurationError("share_consumer: the group option is required")
         self._session.affinity.check()
-        return _build(ShareConsumer, "share_consumer", ShareConsumerOptions, self._session, topics, **options)
+        config = build_config(ShareConsumerConfig, "share_consumer", options)
+        return ShareConsumer(self._session, topics, config)
 
     def admin(self, **options: Unpack[AdminOptions]) -> Admin:
         """The administration client (topics, configs, groups); use it with ``async with``.
@@ -106,7 +110,7 @@ class Client(SessionClient[Session]):
         The options are those of ``AdminOptions``.
         """
         self._session.affinity.check()
-        return _build(Admin, "admin", AdminOptions, self._session, **options)
+        return Admin(self._session, build_config(AdminConfig, "admin", options))
 
     def __repr__(self) -> str:
         return f"Client(client_id={self._session.client_id!r})"
@@ -120,9 +124,3 @@ def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:
     """
     return Client(url, **options)
 
-
-def _build(factory: Callable[..., T], what: str, declared: type[Any], *args: Any, **options: Any) -> T:
-    """``factory(*args, **options)``, an option ``declared`` (a TypedDict) does not list being an
-    UnknownOptionError that names it and the closest known one."""
-    check_names(what, options, declared)
-    return factory(*args, **options)

@@ -19,8 +19,8 @@ import dataclasses
 import logging
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, Self
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Self
 
 from kafkawire import errors
 from kafkawire.fetcher import FetchConfig, Fetcher, PartitionState
@@ -40,12 +40,12 @@ from kafkawire.offsets import (
     fetch_committed,
     list_offsets,
 )
-from kafkawire.options import PartitionsCallback, PartitionSpec
+from kafkawire.options import ConsumerConfig, GroupProtocol, IsolationLevel, PartitionSpec, check_pattern
 from kafkawire.receive_queue import ReceiveQueue
-from mqwire.common.contract import Deserializer, Start
-from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, ReceiveTimeoutError
+from mqwire.common.contract import Start
+from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, OptionTypeError, ReceiveTimeoutError
 from mqwire.common.lifecycle import AsyncResource, Lifecycle
-from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
+from mqwire.common.options import check_int_range, check_non_negative
 from mqwire.common.serde import Deserializing
 from mqwire.common.stats import ConsumerStats, PartitionLag
 
@@ -54,14 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STARTS = ("earliest", "latest")
-GROUP_PROTOCOLS = ("classic", "consumer")
-REMOTE_ASSIGNORS = ("uniform", "range")
 ISOLATION_LEVELS = {"read_uncommitted": READ_UNCOMMITTED, "read_committed": READ_COMMITTED}
 INT32_MAX = 2**31 - 1
 
-IsolationLevel = Literal["read_uncommitted", "read_committed"]
-GroupProtocol = Literal["classic", "consumer"]
 # How often a poll limited to some partitions looks again while others' records wait.
 FILTERED_POLL = 0.01
 
@@ -69,117 +64,54 @@ FILTERED_POLL = 0.01
 class Consumer(AsyncResource):
     """Use as ``async with client.consumer("topic", start="earliest") as consumer: async for m in consumer``."""
 
-    def __init__(
-        self,
-        session: Session,
-        topics: str | Iterable[str] = (),
-        *,
-        group: str | None = None,
-        start: Start = "latest",
-        auto_offset_reset: Start | None = None,
-        partitions: Iterable[PartitionSpec] | None = None,
-        pattern: str | re.Pattern[str] | None = None,
-        key_deserializer: Deserializer | None = None,
-        value_deserializer: Deserializer | None = None,
-        isolation_level: IsolationLevel = "read_uncommitted",
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_partition_fetch_bytes: int = 1_048_576,
-        fetch_max_decompressed_bytes: int = 67_108_864,
-        max_buffered_records: int = 10_000,
-        enable_auto_commit: bool = True,
-        auto_commit_interval_ms: float = 5_000,
-        commit_acknowledged_only: bool = False,
-        check_crcs: bool = True,
-        group_protocol: GroupProtocol = "classic",
-        partition_assignment_strategy: str | Sequence[str] = ("range", "roundrobin"),
-        session_timeout_ms: int = 45_000,
-        heartbeat_interval_ms: int = 3_000,
-        max_poll_interval_ms: int = 300_000,
-        rebalance_timeout_ms: int | None = None,
-        group_instance_id: str | None = None,
-        group_remote_assignor: str | None = None,
-        on_assigned: PartitionsCallback | None = None,
-        on_revoked: PartitionsCallback | None = None,
-        on_lost: PartitionsCallback | None = None,
-    ) -> None:
+    def __init__(self, session: Session, topics: str | Iterable[str], config: ConsumerConfig) -> None:
         self._session = session
         self.topics = _topics(topics)
-        if group is not None and (not isinstance(group, str) or not group):
-            raise TypeError("option group must be a non-empty str or None")
+        group = config.group
         self.group = group
-        if not isinstance(start, str):
-            raise TypeError("option start must be 'earliest' or 'latest'")
-        check_choice("start", start, STARTS)
-        if auto_offset_reset is not None:
-            # aiokafka's name for the same thing; both given must agree.
-            check_choice("auto_offset_reset", auto_offset_reset, STARTS)
-            if start != "latest" and start != auto_offset_reset:
-                raise ValueError("options start and auto_offset_reset disagree; give one of them")
-            start = auto_offset_reset
-        self.start_from: Start = start
-        self._pattern = _pattern(pattern)
+        self.start_from: Start = config.start
+        self._pattern = config.pattern
         if self._pattern is not None and self.topics:
-            raise ValueError("give topics or pattern, not both")
-        self._requested = _partitions(partitions, self.topics)
-        if self._requested is not None and self._pattern is not None:
-            raise ValueError("options partitions and pattern exclude each other")
-        if not isinstance(isolation_level, str):
-            raise TypeError("option isolation_level must be 'read_uncommitted' or 'read_committed'")
-        isolation = ISOLATION_LEVELS[check_choice("isolation_level", isolation_level, ISOLATION_LEVELS)]
-        self.isolation_level = isolation_level
-        self.enable_auto_commit = check_bool("enable_auto_commit", enable_auto_commit) and group is not None
-        self.auto_commit_interval = check_positive("auto_commit_interval_ms", auto_commit_interval_ms) / 1000
-        self.commit_acknowledged_only = check_bool("commit_acknowledged_only", commit_acknowledged_only)
+            raise ConfigurationError("give topics or pattern, not both")
+        self._requested = _partitions(config.partitions, self.topics)
+        self.isolation_level: IsolationLevel = config.isolation_level
+        self.enable_auto_commit = config.enable_auto_commit and group is not None
+        self.auto_commit_interval = config.auto_commit_interval
+        self.commit_acknowledged_only = config.commit_acknowledged_only
         self._config = FetchConfig(
-            max_wait_ms=check_int_range("fetch_max_wait_ms", fetch_max_wait_ms, 0, INT32_MAX),
-            min_bytes=check_int_range("fetch_min_bytes", fetch_min_bytes, 0, INT32_MAX),
-            max_bytes=check_int_range("fetch_max_bytes", fetch_max_bytes, 1, INT32_MAX),
-            max_partition_bytes=check_int_range("max_partition_fetch_bytes", max_partition_fetch_bytes, 1, INT32_MAX),
-            isolation_level=isolation,
+            max_wait_ms=config.fetch_max_wait_ms,
+            min_bytes=config.fetch_min_bytes,
+            max_bytes=config.fetch_max_bytes,
+            max_partition_bytes=config.max_partition_fetch_bytes,
+            isolation_level=ISOLATION_LEVELS[config.isolation_level],
             reset=self.start_from,
-            check_crcs=check_bool("check_crcs", check_crcs),
+            check_crcs=config.check_crcs,
             request_timeout=session.request_timeout,
             retry_backoff=session.retry_backoff,
-            max_decompressed_bytes=check_int_range(
-                "fetch_max_decompressed_bytes", fetch_max_decompressed_bytes, 1, INT32_MAX
-            ),
+            max_decompressed_bytes=config.fetch_max_decompressed_bytes,
         )
         # The group options are checked now even when the group is joined only after subscribe().
-        self._group_protocol = check_choice("group_protocol", group_protocol, GROUP_PROTOCOLS)
-        poll_interval_ms = check_int_range("max_poll_interval_ms", max_poll_interval_ms, 1, INT32_MAX)
-        # The Java client's rule: how long a rebalance may take is the poll interval unless given.
-        self._rebalance_timeout_ms = (
-            poll_interval_ms
-            if rebalance_timeout_ms is None
-            else check_int_range("rebalance_timeout_ms", rebalance_timeout_ms, 1, INT32_MAX)
-        )
-        self._group_instance_id = _optional_name("group_instance_id", group_instance_id)
-        if group_remote_assignor is not None and group_remote_assignor not in REMOTE_ASSIGNORS:
-            raise ValueError(f"option group_remote_assignor must be one of {REMOTE_ASSIGNORS} or None")
-        self._remote_assignor = group_remote_assignor
-        self._session_timeout_ms = check_int_range("session_timeout_ms", session_timeout_ms, 1, INT32_MAX)
-        self._heartbeat_interval_ms = check_int_range("heartbeat_interval_ms", heartbeat_interval_ms, 1, INT32_MAX)
-        if self._group_protocol == "classic" and heartbeat_interval_ms >= session_timeout_ms:
-            raise ValueError("option heartbeat_interval_ms must be lower than session_timeout_ms")
-        self._assignors = _assignors(partition_assignment_strategy)
+        self._group_protocol: GroupProtocol = config.group_protocol
+        self._rebalance_timeout_ms = config.rebalance_timeout_ms
+        self._group_instance_id = config.group_instance_id
+        self._remote_assignor = config.group_remote_assignor
+        self._session_timeout_ms = config.session_timeout_ms
+        self._heartbeat_interval_ms = config.heartbeat_interval_ms
+        self._assignors = _assignors(config.partition_assignment_strategy)
         self._poll_watch: PollWatch | None = (
-            PollWatch(poll_interval_ms / 1000) if group is not None and self._requested is None else None
+            PollWatch(config.max_poll_interval_ms / 1000) if group is not None and self._requested is None else None
         )
         self._membership: GroupMembership | HeartbeatMembership | None = None
-        for name, callback in (("on_assigned", on_assigned), ("on_revoked", on_revoked), ("on_lost", on_lost)):
-            if callback is not None and not callable(callback):
-                raise TypeError(f"option {name} must be an async callable taking a set of TopicPartition")
-        self._on_assigned = on_assigned
-        self._on_revoked = on_revoked
+        self._on_assigned = config.on_assigned
+        self._on_revoked = config.on_revoked
         # As in the Java client, partitions lost without a chance to commit go to on_revoked unless on_lost is given.
-        self._on_lost = on_lost if on_lost is not None else on_revoked
+        self._on_lost = config.on_lost if config.on_lost is not None else config.on_revoked
+        key_deserializer, value_deserializer = config.key_deserializer, config.value_deserializer
         self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _offset)
         self._deserializing = key_deserializer is not None or value_deserializer is not None
         # Started, and nothing to apply between the queue and the application: receive's hot path.
         self._plain = False
-        self._queue = ReceiveQueue(check_int_range("max_buffered_records", max_buffered_records, 1, INT32_MAX))
+        self._queue = ReceiveQueue(config.max_buffered_records)
         self._states: dict[TopicPartition, PartitionState] = {}
         self._fetcher = Fetcher(session, self._states, self._queue, self._config)
         self._acked: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -255,7 +187,7 @@ class Consumer(AsyncResource):
         of those topics. Takes effect in the background, as in aiokafka.
         """
         names = _topics(topics)
-        compiled = _pattern(pattern)
+        compiled = check_pattern("pattern", pattern)
         if bool(names) == (compiled is not None):
             raise ValueError("subscribe needs topics or pattern (one of them)")
         self._change(names, compiled, None)
@@ -883,39 +815,20 @@ def _offset(message: Message) -> int:
     return message.offset
 
 
-def _pattern(pattern: str | re.Pattern[str] | None) -> re.Pattern[str] | None:
-    if pattern is None:
-        return None
-    if isinstance(pattern, str):
-        return re.compile(pattern)
-    if isinstance(pattern, re.Pattern):
-        return pattern
-    raise TypeError("option pattern must be a str or re.Pattern")
-
-
-def _assignors(strategy: str | Sequence[str]) -> list[Assignor]:
-    names = [strategy] if isinstance(strategy, str) else list(strategy)
-    if not names:
-        raise ValueError("option partition_assignment_strategy must name at least one assignor")
+def _assignors(names: tuple[str, ...]) -> list[Assignor]:
     for name in names:
         if name not in ASSIGNORS:
-            raise ValueError(
+            raise ConfigurationError(
                 f"option partition_assignment_strategy: unknown assignor {name!r}; choose from {sorted(ASSIGNORS)}"
             )
     return [ASSIGNORS[name] for name in names]
-
-
-def _optional_name(option: str, value: str | None) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise TypeError(f"option {option} must be a non-empty str or None")
-    return value
 
 
 def _topics(topics: str | Iterable[str]) -> list[str]:
     items = [topics] if isinstance(topics, str) else list(topics)
     for topic in items:
         if not isinstance(topic, str) or not topic:
-            raise TypeError("topics must be a str or an iterable of non-empty str")
+            raise OptionTypeError("topics must be a str or an iterable of non-empty str")
     return list(dict.fromkeys(items))
 
 
@@ -926,17 +839,17 @@ def _partitions(partitions: Iterable[PartitionSpec] | None, topics: list[str]) -
     for item in partitions:
         if isinstance(item, int) and not isinstance(item, bool):
             if len(topics) != 1:
-                raise ValueError("option partitions: a bare partition number needs exactly one topic")
+                raise ConfigurationError("option partitions: a bare partition number needs exactly one topic")
             tp = TopicPartition(topics[0], item)
         elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], int):
             tp = TopicPartition(item[0], item[1])
         else:
-            raise TypeError(f"option partitions: expected int or (topic, partition), got {item!r}")
+            raise OptionTypeError(f"option partitions: expected int or (topic, partition), got {item!r}")
         if tp.partition < 0:
-            raise ValueError(f"option partitions: negative partition {tp.partition}")
+            raise ConfigurationError(f"option partitions: negative partition {tp.partition}")
         if tp.topic not in topics:
-            raise ValueError(f"option partitions: topic {tp.topic!r} is not among the consumer's topics")
+            raise ConfigurationError(f"option partitions: topic {tp.topic!r} is not among the consumer's topics")
         result.append(tp)
     if not result:
-        raise ValueError("option partitions must not be empty")
+        raise ConfigurationError("option partitions must not be empty")
     return list(dict.fromkeys(result))

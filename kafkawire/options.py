@@ -12,10 +12,25 @@ from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from kafkawire.metadata import TopicPartition
+from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED
 from kafkawire.sasl import TokenProvider
 from mqwire.common.contract import Deserializer, Serializer, Start
-from mqwire.common.errors import ConfigurationError
-from mqwire.common.options import check_bool, check_positive, check_str, instance_of, option, options_of, or_none
+from mqwire.common.errors import ConfigurationError, OptionTypeError
+from mqwire.common.options import (
+    Check,
+    callable_or_none,
+    check_bool,
+    check_choice,
+    check_non_negative,
+    check_positive,
+    check_str,
+    instance_of,
+    int_range,
+    one_of,
+    option,
+    options_of,
+    or_none,
+)
 
 __all__ = ["AdminOptions", "ClientOptions", "ConsumerOptions", "ProducerOptions", "ShareConsumerOptions"]
 
@@ -28,6 +43,19 @@ Partitioner = Callable[[bytes | None, list[int], list[int]], int]
 """``partitioner(key, all_partitions, available_partitions) -> partition``."""
 AcknowledgementMode = Literal["implicit", "explicit"]
 AcquireMode = Literal["batch_optimized", "record_limit"]
+IsolationLevel = Literal["read_uncommitted", "read_committed"]
+GroupProtocol = Literal["classic", "consumer"]
+
+INT32_MAX = 2**31 - 1
+COMPRESSIONS = (None, "none", "gzip", "snappy", "lz4", "zstd")
+STARTS = ("earliest", "latest")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+GROUP_PROTOCOLS = ("classic", "consumer")
+REMOTE_ASSIGNORS = ("uniform", "range")
+# Java's bound: more produce requests in flight than this could reorder an idempotent producer's batches.
+MAX_IDEMPOTENT_IN_FLIGHT = 5
+# Times are held in seconds converted from ms; a rule comparing sums of them allows for float rounding.
+_ROUNDING = 1e-9
 
 
 class ClientOptions(TypedDict, total=False):
@@ -341,3 +369,277 @@ class ClientConfig:
     def __post_init__(self) -> None:
         if self.retry_backoff_max < self.retry_backoff:
             raise ConfigurationError("option retry_backoff_max_ms must not be below retry_backoff_ms")
+
+
+# ------------------------------------------------------------------------------------------- value checks
+def _name_or_none(name: str, value: object) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise OptionTypeError(f"option {name} must be a non-empty str or None")
+    return value
+
+
+def _acks(name: str, value: object) -> int:
+    """``acks`` as the protocol's number: ``"all"`` is -1."""
+    if value == "all":
+        return -1
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionTypeError(f"option {name} must be 0, 1, -1 or 'all', not {value!r}")
+    return check_choice(name, value, (0, 1, -1))
+
+
+def _compression(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise OptionTypeError(f"option {name} must be a str or None")
+    return check_choice(name, value, COMPRESSIONS)
+
+
+def _partitioner(name: str, value: object) -> object:
+    if value is not None and not callable(value):
+        raise OptionTypeError(f"option {name} must be callable (key, all_partitions, available) -> partition")
+    return value
+
+
+def _named(*choices: str) -> Check:
+    """The check of a str option that is one of ``choices``: another type is an OptionTypeError."""
+    listed = " or ".join(map(repr, choices))
+
+    def check(name: str, value: object) -> str:
+        if not isinstance(value, str):
+            raise OptionTypeError(f"option {name} must be {listed}")
+        return check_choice(name, value, choices)
+
+    return check
+
+
+def check_pattern(name: str, value: object) -> re.Pattern[str] | None:
+    if value is None or isinstance(value, re.Pattern):
+        return value
+    if not isinstance(value, str):
+        raise OptionTypeError(f"option {name} must be a str or re.Pattern")
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ConfigurationError(f"option {name}: {value!r} is no regular expression: {exc}") from None
+
+
+def _partition_specs(name: str, value: object) -> tuple[PartitionSpec, ...] | None:
+    """The partitions as a tuple (an iterator is read once, here); what each names is checked against the
+    consumer's topics by the consumer."""
+    if value is None:
+        return None
+    if not isinstance(value, Iterable):
+        raise OptionTypeError(f"option {name} must be an iterable of partitions, not {type(value).__name__}")
+    return tuple(value)
+
+
+def _assignor_names(name: str, value: object) -> tuple[str, ...]:
+    """The assignors' names as a tuple; the consumer finds each among the assignors it knows."""
+    names = [value] if isinstance(value, str) else list(value) if isinstance(value, Iterable) else None
+    if names is None:
+        raise OptionTypeError(f"option {name} must be an assignor's name or a sequence of them")
+    if not names:
+        raise ConfigurationError(f"option {name} must name at least one assignor")
+    return tuple(names)
+
+
+def _remote_assignor(name: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if value not in REMOTE_ASSIGNORS:
+        raise ConfigurationError(f"option {name} must be one of {REMOTE_ASSIGNORS} or None")
+    return str(value)
+
+
+def _rebalance_callback(name: str, value: object) -> object:
+    if value is not None and not callable(value):
+        raise OptionTypeError(f"option {name} must be an async callable taking a set of TopicPartition")
+    return value
+
+
+def _share_group(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"share_consumer: {name} must be a non-empty string")
+    return value
+
+
+def _share_mode(*choices: str) -> Check:
+    listed = " or ".join(map(repr, choices))
+
+    def check(name: str, value: object) -> str:
+        if value not in choices:
+            raise ConfigurationError(f"{name} must be {listed}, not {value!r}")
+        return str(value)
+
+    return check
+
+
+def _at_least(low: int) -> Check:
+    """The check of an int option of ``low`` or more, with no upper bound."""
+
+    def check(name: str, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise OptionTypeError(f"{name} must be an integer of at least {low}, not {value!r}")
+        if value < low:
+            raise ConfigurationError(f"{name} must be an integer of at least {low}, not {value!r}")
+        return value
+
+    return check
+
+
+# ------------------------------------------------------------------------------------- factories' configs
+@options_of(ProducerOptions)
+@dataclass(frozen=True)
+class ProducerConfig:
+    """The checked options of ``client.producer`` (times in seconds, but ``transaction_timeout_ms``, which
+    the coordinator is sent in ms). ``compression``, ``buffer_memory`` and ``idempotent`` resolve the
+    options that say the same thing twice, and Java's rule for idempotence."""
+
+    key_serializer: Serializer | None = option(None, callable_or_none)
+    value_serializer: Serializer | None = option(None, callable_or_none)
+    acks: int = option("all", _acks)
+    linger: float = option(5, check_non_negative, name="linger_ms", unit="ms")
+    batch_size: int = option(16_384, int_range(1, INT32_MAX))
+    compression_option: str | None = option(None, _compression, name="compression")
+    compression_type_option: str | None = option(None, _compression, name="compression_type")
+    max_request_size: int = option(1_048_576, int_range(1, INT32_MAX))
+    request_timeout: float = option(30_000, check_positive, name="request_timeout_ms", unit="ms")
+    delivery_timeout: float = option(120_000, check_positive, name="delivery_timeout_ms", unit="ms")
+    retry_backoff: float = option(100, check_positive, name="retry_backoff_ms", unit="ms")
+    retry_backoff_max: float = option(1_000, check_positive, name="retry_backoff_max_ms", unit="ms")
+    retries: int = option(INT32_MAX, int_range(0, INT32_MAX))
+    enable_idempotence: bool | None = option(None, or_none(check_bool))
+    max_in_flight: int = option(5, int_range(1, INT32_MAX), name="max_in_flight_requests_per_connection")
+    buffer_memory_option: int = option(33_554_432, int_range(1, 2**62), name="buffer_memory")
+    max_buffer_size: int | None = option(None, or_none(int_range(1, 2**62)))
+    max_block: float = option(60_000, check_non_negative, name="max_block_ms", unit="ms")
+    partitioner: Partitioner | None = option(None, _partitioner)
+    transactional_id: str | None = option(None, _name_or_none)
+    transaction_timeout_ms: int = option(60_000, int_range(1, INT32_MAX))
+
+    def __post_init__(self) -> None:
+        given = (self.compression_option, self.compression_type_option)
+        if None not in given and given[0] != given[1]:
+            raise ConfigurationError("options compression and compression_type disagree; give one of them")
+        if self.delivery_timeout < self.linger + self.request_timeout - _ROUNDING:
+            raise ConfigurationError("option delivery_timeout_ms must be at least linger_ms + request_timeout_ms")
+        if self.retry_backoff_max < self.retry_backoff:
+            raise ConfigurationError("option retry_backoff_max_ms must not be below retry_backoff_ms")
+        if self.transactional_id is not None and self.enable_idempotence is False:
+            raise ConfigurationError("option transactional_id needs enable_idempotence (leave it unset or True)")
+        if self.enable_idempotence or self.transactional_id is not None:
+            if self.acks != -1:
+                raise ConfigurationError("option enable_idempotence needs acks='all'")
+            if self.max_in_flight > MAX_IDEMPOTENT_IN_FLIGHT:
+                raise ConfigurationError(
+                    "option max_in_flight_requests_per_connection must be at most 5 with idempotence"
+                )
+            if self.retries == 0:
+                raise ConfigurationError("option enable_idempotence needs retries > 0")
+
+    @property
+    def compression(self) -> str | None:
+        """The batches' codec, from ``compression`` or ``compression_type``; None for no compression."""
+        given = self.compression_option if self.compression_option is not None else self.compression_type_option
+        return None if given in (None, "none") else given
+
+    @property
+    def buffer_memory(self) -> int:
+        """What the buffered batches may hold together: ``max_buffer_size`` when given, else ``buffer_memory``."""
+        return self.buffer_memory_option if self.max_buffer_size is None else self.max_buffer_size
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether the producer is idempotent: as asked, or, unasked, Java's rule (on unless ``acks``,
+        ``max_in_flight_requests_per_connection`` or ``retries`` conflict with it); a transactional
+        producer always is."""
+        if self.enable_idempotence is not None:
+            return self.enable_idempotence
+        if self.transactional_id is not None:
+            return True
+        return self.acks == -1 and self.max_in_flight <= MAX_IDEMPOTENT_IN_FLIGHT and self.retries > 0
+
+
+@options_of(ConsumerOptions)
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """The checked options of ``client.consumer`` (``auto_commit_interval`` in seconds; the times sent to
+    brokers stay in ms). ``partitions`` is checked against the consumed topics, and the assignors' names
+    against the assignors, by the consumer."""
+
+    group: str | None = option(None, _name_or_none)
+    start_option: Start = option("latest", _named(*STARTS), name="start")
+    auto_offset_reset: Start | None = option(None, or_none(one_of(*STARTS)))
+    partitions: tuple[PartitionSpec, ...] | None = option(None, _partition_specs)
+    pattern: re.Pattern[str] | None = option(None, check_pattern)
+    key_deserializer: Deserializer | None = option(None, callable_or_none)
+    value_deserializer: Deserializer | None = option(None, callable_or_none)
+    isolation_level: IsolationLevel = option("read_uncommitted", _named(*ISOLATION_LEVELS))
+    fetch_max_wait_ms: int = option(500, int_range(0, INT32_MAX))
+    fetch_min_bytes: int = option(1, int_range(0, INT32_MAX))
+    fetch_max_bytes: int = option(52_428_800, int_range(1, INT32_MAX))
+    max_partition_fetch_bytes: int = option(1_048_576, int_range(1, INT32_MAX))
+    fetch_max_decompressed_bytes: int = option(DEFAULT_MAX_UNCOMPRESSED, int_range(1, INT32_MAX))
+    max_buffered_records: int = option(10_000, int_range(1, INT32_MAX))
+    enable_auto_commit: bool = option(True, check_bool)
+    auto_commit_interval: float = option(5_000, check_positive, name="auto_commit_interval_ms", unit="ms")
+    commit_acknowledged_only: bool = option(False, check_bool)
+    check_crcs: bool = option(True, check_bool)
+    group_protocol: GroupProtocol = option("classic", one_of(*GROUP_PROTOCOLS))
+    partition_assignment_strategy: tuple[str, ...] = option(("range", "roundrobin"), _assignor_names)
+    session_timeout_ms: int = option(45_000, int_range(1, INT32_MAX))
+    heartbeat_interval_ms: int = option(3_000, int_range(1, INT32_MAX))
+    max_poll_interval_ms: int = option(300_000, int_range(1, INT32_MAX))
+    rebalance_timeout_option: int | None = option(None, or_none(int_range(1, INT32_MAX)), name="rebalance_timeout_ms")
+    group_instance_id: str | None = option(None, _name_or_none)
+    group_remote_assignor: str | None = option(None, _remote_assignor)
+    on_assigned: PartitionsCallback | None = option(None, _rebalance_callback)
+    on_revoked: PartitionsCallback | None = option(None, _rebalance_callback)
+    on_lost: PartitionsCallback | None = option(None, _rebalance_callback)
+
+    def __post_init__(self) -> None:
+        reset = self.auto_offset_reset
+        # aiokafka's and Java's name for start: both given must agree.
+        if reset is not None and self.start_option != "latest" and self.start_option != reset:
+            raise ConfigurationError("options start and auto_offset_reset disagree; give one of them")
+        if self.pattern is not None and self.partitions is not None:
+            raise ConfigurationError("options partitions and pattern exclude each other")
+        if self.group_protocol == "classic" and self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigurationError("option heartbeat_interval_ms must be lower than session_timeout_ms")
+
+    @property
+    def start(self) -> Start:
+        """Where a partition without a committed offset starts: ``auto_offset_reset`` when given, else ``start``."""
+        return self.start_option if self.auto_offset_reset is None else self.auto_offset_reset
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        """How long a rebalance may take (ms): the Java client's rule, the poll interval unless given."""
+        given = self.rebalance_timeout_option
+        return self.max_poll_interval_ms if given is None else given
+
+
+@options_of(ShareConsumerOptions)
+@dataclass(frozen=True)
+class ShareConsumerConfig:
+    """The checked options of ``client.share_consumer`` (times in ms, as ShareFetch sends them)."""
+
+    group: str = option(None, _share_group)
+    share_acknowledgement_mode: AcknowledgementMode = option("implicit", _share_mode("implicit", "explicit"))
+    key_deserializer: Deserializer | None = option(None, callable_or_none)
+    value_deserializer: Deserializer | None = option(None, callable_or_none)
+    fetch_max_wait_ms: int = option(500, _at_least(0))
+    fetch_min_bytes: int = option(1, _at_least(0))
+    fetch_max_bytes: int = option(52_428_800, _at_least(1))
+    max_poll_records: int = option(500, _at_least(1))
+    share_acquire_mode: AcquireMode = option("batch_optimized", _share_mode("batch_optimized", "record_limit"))
+    check_crcs: bool = option(True, check_bool)
+    client_rack: str | None = option(None, or_none(check_str))
+    fetch_max_decompressed_bytes: int = option(DEFAULT_MAX_UNCOMPRESSED, _at_least(1))
+
+
+@options_of(AdminOptions)
+@dataclass(frozen=True)
+class AdminConfig:
+    """The checked options of ``client.admin`` (times in seconds)."""
+
+    timeout: float = option(60_000, check_positive, name="timeout_ms", unit="ms")

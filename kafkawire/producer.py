@@ -2,7 +2,7 @@
 
 Records are appended to the open batch of their partition (``accumulator``); a background task
 (``sender``) ships ready batches to the partition leaders. Options keep the names of the Java client and
-aiokafka and are checked here, when the producer is built.
+aiokafka; the client checks them into a ``ProducerConfig`` (``kafkawire.options``) before the producer is built.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from kafkawire.delivery import RecordFuture
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndMetadata
-from kafkawire.options import Partitioner
+from kafkawire.options import ProducerConfig
 from kafkawire.partitioner import StickyPartitioner, partition_for_key
 from kafkawire.protocol.records import HEADER_SIZE
 from kafkawire.sender import Sender, SenderConfig
@@ -32,8 +32,7 @@ from kafkawire.waker import Waker
 from mqwire.common.contract import Serializer
 from mqwire.common.errors import ClosedError, ConfigurationError, OptionTypeError
 from mqwire.common.lifecycle import Lifecycle
-from mqwire.common.options import check_bool, check_choice, check_int_range, check_non_negative, check_positive
-from mqwire.common.serde import check_serializer, to_bytes
+from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ProducerStats
 
 if TYPE_CHECKING:
@@ -43,101 +42,43 @@ log = logging.getLogger(__name__)
 
 Header = tuple[str, bytes | None]
 HeadersInput = Mapping[str, bytes | None] | Iterable[tuple[str, bytes | None]] | None
-# aiokafka's signature: (key, all partitions, partitions with a leader) -> partition.
-COMPRESSIONS = (None, "none", "gzip", "snappy", "lz4", "zstd")
 INT32_MAX = 2**31 - 1
 # Record timestamps are int64 milliseconds; like the Java producer, a negative one is refused (brokers do too).
 INT64_MAX = 2**63 - 1
 _BYTES_TYPES = (bytes, bytearray, memoryview)
 
 
-def _acks(value: object) -> int:
-    if value == "all":
-        return -1
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"option acks must be 0, 1, -1 or 'all', not {value!r}")
-    return check_choice("acks", value, (0, 1, -1))
-
-
 class Producer:
     """Use as ``async with client.producer("topic", **options) as producer``."""
 
-    def __init__(
-        self,
-        session: Session,
-        topic: str | None = None,
-        *,
-        key_serializer: Serializer | None = None,
-        value_serializer: Serializer | None = None,
-        acks: int | str = "all",
-        linger_ms: float = 5,
-        batch_size: int = 16_384,
-        compression: str | None = None,
-        compression_type: str | None = None,
-        max_request_size: int = 1_048_576,
-        request_timeout_ms: float = 30_000,
-        delivery_timeout_ms: float = 120_000,
-        retry_backoff_ms: float = 100,
-        retry_backoff_max_ms: float = 1_000,
-        retries: int = INT32_MAX,
-        enable_idempotence: bool | None = None,
-        max_in_flight_requests_per_connection: int = 5,
-        buffer_memory: int = 33_554_432,
-        max_buffer_size: int | None = None,
-        max_block_ms: float = 60_000,
-        partitioner: Partitioner | None = None,
-        transactional_id: str | None = None,
-        transaction_timeout_ms: int = 60_000,
-    ) -> None:
+    def __init__(self, session: Session, topic: str | None, config: ProducerConfig) -> None:
         if topic is not None and (not isinstance(topic, str) or not topic):
-            raise TypeError("topic must be a non-empty str or None")
+            raise OptionTypeError("topic must be a non-empty str or None")
         self._session = session
         self.topic = topic
-        self._key_serializer = check_serializer("key_serializer", key_serializer)
-        self._value_serializer = check_serializer("value_serializer", value_serializer)
-        self.acks = _acks(acks)
-        linger = check_non_negative("linger_ms", linger_ms) / 1000
-        self.batch_size = check_int_range("batch_size", batch_size, 1, INT32_MAX)
-        self.compression = self._compression(compression, compression_type)
-        self.max_request_size = check_int_range("max_request_size", max_request_size, 1, INT32_MAX)
-        request_timeout = check_positive("request_timeout_ms", request_timeout_ms) / 1000
-        delivery_timeout = check_positive("delivery_timeout_ms", delivery_timeout_ms) / 1000
-        if delivery_timeout < linger + request_timeout:
-            raise ValueError("option delivery_timeout_ms must be at least linger_ms + request_timeout_ms")
-        retry_backoff = check_positive("retry_backoff_ms", retry_backoff_ms) / 1000
-        retry_backoff_max = check_positive("retry_backoff_max_ms", retry_backoff_max_ms) / 1000
-        if retry_backoff_max < retry_backoff:
-            raise ValueError("option retry_backoff_max_ms must not be below retry_backoff_ms")
-        self.retries = check_int_range("retries", retries, 0, INT32_MAX)
-        max_in_flight = check_int_range(
-            "max_in_flight_requests_per_connection", max_in_flight_requests_per_connection, 1, INT32_MAX
-        )
-        if transactional_id is not None:
-            if not isinstance(transactional_id, str) or not transactional_id:
-                raise TypeError("option transactional_id must be a non-empty str or None")
-            if enable_idempotence is False:
-                raise ValueError("option transactional_id needs enable_idempotence (leave it unset or True)")
-            enable_idempotence = True
-        self.transactional_id = transactional_id
-        self.transaction_timeout_ms = check_int_range("transaction_timeout_ms", transaction_timeout_ms, 1, INT32_MAX)
-        self.idempotent = self._idempotence(enable_idempotence, max_in_flight)
-        if max_buffer_size is not None:
-            buffer_memory = max_buffer_size
-        buffer_name = "max_buffer_size" if max_buffer_size is not None else "buffer_memory"
-        self.buffer_memory = check_int_range(buffer_name, buffer_memory, 1, 2**62)
-        self.max_block = check_non_negative("max_block_ms", max_block_ms) / 1000
+        # What the per-record path reads is copied out of the config once, here: one attribute each.
+        self._key_serializer = config.key_serializer
+        self._value_serializer = config.value_serializer
+        self.acks = config.acks
+        self.batch_size = config.batch_size
+        self.compression = config.compression
+        self.max_request_size = config.max_request_size
+        self.retries = config.retries
+        self.transactional_id = transactional_id = config.transactional_id
+        self.transaction_timeout_ms = config.transaction_timeout_ms
+        self.idempotent = config.idempotent
+        self.buffer_memory = config.buffer_memory
+        self.max_block = config.max_block
         self._record_limit = min(self.max_request_size, self.buffer_memory)
-        if partitioner is not None and not callable(partitioner):
-            raise TypeError("option partitioner must be callable (key, all_partitions, available) -> partition")
-        self._partitioner = partitioner
+        self._partitioner = config.partitioner
         self._sticky = StickyPartitioner()
         waker = Waker()
         self._accumulator = Accumulator(
             batch_size=self.batch_size,
-            linger=linger,
+            linger=config.linger,
             compression=self.compression,
             buffer_memory=self.buffer_memory,
-            delivery_timeout=delivery_timeout,
+            delivery_timeout=config.delivery_timeout,
             max_request_size=self.max_request_size,
             on_ready=waker.wake,
             transactional=transactional_id is not None,
@@ -148,11 +89,11 @@ class Producer:
             self._accumulator,
             SenderConfig(
                 acks=self.acks,
-                request_timeout=request_timeout,
+                request_timeout=config.request_timeout,
                 retries=self.retries,
-                retry_backoff=retry_backoff,
-                retry_backoff_max=retry_backoff_max,
-                max_in_flight=max_in_flight,
+                retry_backoff=config.retry_backoff,
+                retry_backoff_max=config.retry_backoff_max,
+                max_in_flight=config.max_in_flight,
                 idempotent=self.idempotent,
                 transactional_id=transactional_id,
                 transaction_timeout_ms=self.transaction_timeout_ms,
@@ -175,34 +116,13 @@ class Producer:
         # The short way of ``enqueue`` (see there): possible without serializers, a partitioner or a
         # transaction; the open batch it appends to, set by the full way.
         self._fast_enabled = (
-            value_serializer is None and key_serializer is None and partitioner is None and transactional_id is None
+            self._value_serializer is None
+            and self._key_serializer is None
+            and self._partitioner is None
+            and transactional_id is None
         )
         self._fast_batch: ProducerBatch | None = None
         self._fast_value_limit = self._record_limit - _BARE_RECORD
-
-    def _compression(self, compression: str | None, compression_type: str | None) -> str | None:
-        if compression is not None and compression_type is not None and compression != compression_type:
-            raise ValueError("options compression and compression_type disagree; give one of them")
-        value = compression if compression is not None else compression_type
-        name = "compression" if compression is not None else "compression_type"
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"option {name} must be a str or None")
-        check_choice(name, value, COMPRESSIONS)
-        return None if value in (None, "none") else value
-
-    def _idempotence(self, enable: bool | None, max_in_flight: int) -> bool:
-        if enable is None:
-            # Java's rule: on by default, quietly off when other options conflict with it.
-            return self.acks == -1 and max_in_flight <= 5 and self.retries > 0
-        check_bool("enable_idempotence", enable)
-        if enable:
-            if self.acks != -1:
-                raise ValueError("option enable_idempotence needs acks='all'")
-            if max_in_flight > 5:
-                raise ValueError("option max_in_flight_requests_per_connection must be at most 5 with idempotence")
-            if self.retries == 0:
-                raise ValueError("option enable_idempotence needs retries > 0")
-        return enable
 
     # ---------------------------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Self:

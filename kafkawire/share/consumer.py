@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from kafkawire import errors
 from kafkawire.metadata import TopicPartition
-from kafkawire.options import AcknowledgementMode, AcquireMode
-from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED, DecompressionBudget
+from kafkawire.options import AcknowledgementMode, ShareConsumerConfig
+from kafkawire.protocol.records import DecompressionBudget
 from kafkawire.share.acks import RENEW, AcknowledgeType, ShareAcks
 from kafkawire.share.membership import SHARE_ACKNOWLEDGE_KEY, SHARE_FETCH_KEY, ShareMembership
 from kafkawire.share.message import ShareMessage
 from kafkawire.share.session import FetchSettings, ShareSession, acquired_messages
-from mqwire.common.contract import Deserializer
 from mqwire.common.errors import (
     ConfigurationError,
     ConnectError,
@@ -78,67 +77,32 @@ class ShareConsumer(AsyncResource):
     group's, set with ``Admin.alter_share_group_offsets``.
     """
 
-    def __init__(
-        self,
-        session: Session,
-        topics: str | Iterable[str],
-        *,
-        group: str,
-        share_acknowledgement_mode: AcknowledgementMode = "implicit",
-        key_deserializer: Deserializer | None = None,
-        value_deserializer: Deserializer | None = None,
-        fetch_max_wait_ms: int = 500,
-        fetch_min_bytes: int = 1,
-        fetch_max_bytes: int = 52_428_800,
-        max_poll_records: int = 500,
-        share_acquire_mode: AcquireMode = "batch_optimized",
-        check_crcs: bool = True,
-        client_rack: str | None = None,
-        fetch_max_decompressed_bytes: int = DEFAULT_MAX_UNCOMPRESSED,
-    ) -> None:
+    def __init__(self, session: Session, topics: str | Iterable[str], config: ShareConsumerConfig) -> None:
         names = [topics] if isinstance(topics, str) else list(topics)
         if not names or not all(isinstance(name, str) and name for name in names):
             raise ConfigurationError("share_consumer: topics must name at least one topic")
-        if not isinstance(group, str) or not group:
-            raise ConfigurationError("share_consumer: group must be a non-empty string")
-        if share_acknowledgement_mode not in ("implicit", "explicit"):
-            raise ConfigurationError(
-                f"share_acknowledgement_mode must be 'implicit' or 'explicit', not {share_acknowledgement_mode!r}"
-            )
-        if share_acquire_mode not in ("batch_optimized", "record_limit"):
-            raise ConfigurationError(
-                f"share_acquire_mode must be 'batch_optimized' or 'record_limit', not {share_acquire_mode!r}"
-            )
-        for option, value, low in (
-            ("fetch_max_wait_ms", fetch_max_wait_ms, 0),
-            ("fetch_min_bytes", fetch_min_bytes, 0),
-            ("fetch_max_bytes", fetch_max_bytes, 1),
-            ("max_poll_records", max_poll_records, 1),
-            ("fetch_max_decompressed_bytes", fetch_max_decompressed_bytes, 1),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigurationError(f"{option} must be an integer of at least {low}, not {value!r}")
         self._session = session
         self.topics = names
-        self.group = group
-        self.acknowledgement_mode: AcknowledgementMode = share_acknowledgement_mode
+        self.group = group = config.group
+        self.acknowledgement_mode: AcknowledgementMode = config.share_acknowledgement_mode
+        max_poll_records = config.max_poll_records
         self._settings = FetchSettings(
-            max_wait_ms=fetch_max_wait_ms,
-            min_bytes=fetch_min_bytes,
-            max_bytes=fetch_max_bytes,
+            max_wait_ms=config.fetch_max_wait_ms,
+            min_bytes=config.fetch_min_bytes,
+            max_bytes=config.fetch_max_bytes,
             max_records=max_poll_records,
             batch_size=max_poll_records,
-            acquire_mode=0 if share_acquire_mode == "batch_optimized" else 1,
+            acquire_mode=0 if config.share_acquire_mode == "batch_optimized" else 1,
         )
         self._max_poll_records = max_poll_records
-        self._check_crcs = check_crcs
-        self._max_decompressed = fetch_max_decompressed_bytes
+        self._check_crcs = config.check_crcs
+        self._max_decompressed = config.fetch_max_decompressed_bytes
         self._gate: Deserializing[ShareMessage] = Deserializing(
-            key_deserializer, value_deserializer, lambda m: m.offset
+            config.key_deserializer, config.value_deserializer, lambda m: m.offset
         )
         self._acks = ShareAcks()
         self._membership = ShareMembership(
-            session, group, names, rack=client_rack, on_assignment=self._assigned
+            session, group, names, rack=config.client_rack, on_assignment=self._assigned
         )
         self._life = Lifecycle(f"share consumer of group {group!r}")
         self._affinity = session.affinity

@@ -168,26 +168,101 @@ def test_the_option_typeddicts_live_in_options_and_are_the_ones_exported() -> No
 
 
 @pytest.mark.parametrize(
-    ("declared", "factory"),
+    ("config", "declared", "factory", "given"),
     [
-        ("ProducerOptions", "kafkawire.producer:Producer"),
-        ("ConsumerOptions", "kafkawire.consumer:Consumer"),
-        ("ShareConsumerOptions", "kafkawire.share.consumer:ShareConsumer"),
-        ("AdminOptions", "kafkawire.admin:Admin"),
+        ("ProducerConfig", "ProducerOptions", "kafkawire.producer:Producer", {}),
+        ("ConsumerConfig", "ConsumerOptions", "kafkawire.consumer:Consumer", {}),
+        ("ShareConsumerConfig", "ShareConsumerOptions", "kafkawire.share.consumer:ShareConsumer", {"group": "g"}),
+        ("AdminConfig", "AdminOptions", "kafkawire.admin:Admin", {}),
     ],
 )
-def test_each_typeddict_declares_exactly_what_its_factory_takes(declared: str, factory: str) -> None:
-    # The names are checked against the TypedDict: one the factory takes but the TypedDict lacks would be refused.
+def test_each_factory_takes_one_frozen_config_declaring_exactly_its_typeddict(
+    config: str, declared: str, factory: str, given: dict[str, Any]
+) -> None:
+    # The option list is written once: the config's fields, tied to the TypedDict; the class takes no keywords.
+    import dataclasses
     import importlib
     import inspect
 
     import kafkawire.options
+    from mqwire.common.options import build_config, defaults
 
+    checked = getattr(kafkawire.options, config)
+    typed = getattr(kafkawire.options, declared)
+    assert set(defaults(checked)) == typed.__required_keys__ | typed.__optional_keys__
     module, _, name = factory.partition(":")
     made = getattr(importlib.import_module(module), name)
-    taken = {n for n, p in inspect.signature(made).parameters.items() if p.kind is p.KEYWORD_ONLY}
-    typed = getattr(kafkawire.options, declared)
-    assert taken == typed.__required_keys__ | typed.__optional_keys__
+    assert not [p for p in inspect.signature(made).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    built = build_config(checked, "factory", given)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.x = 1
+
+
+def test_the_factories_defaults_are_the_documented_ones() -> None:
+    from kafkawire.options import AdminConfig, ConsumerConfig, ProducerConfig, ShareConsumerConfig
+    from mqwire.common.options import defaults
+
+    producer = defaults(ProducerConfig)
+    assert (producer["acks"], producer["linger_ms"], producer["batch_size"], producer["delivery_timeout_ms"]) == (
+        "all", 5, 16_384, 120_000
+    )
+    assert (producer["retries"], producer["buffer_memory"], producer["max_block_ms"]) == (2**31 - 1, 33_554_432, 60_000)
+    consumer = defaults(ConsumerConfig)
+    assert (consumer["start"], consumer["fetch_max_wait_ms"]) == ("latest", 500)
+    assert consumer["fetch_max_bytes"] == 52_428_800
+    assert consumer["partition_assignment_strategy"] == ("range", "roundrobin")
+    assert (consumer["session_timeout_ms"], consumer["heartbeat_interval_ms"]) == (45_000, 3_000)
+    assert consumer["fetch_max_decompressed_bytes"] == 67_108_864
+    share = defaults(ShareConsumerConfig)
+    assert (share["share_acknowledgement_mode"], share["max_poll_records"], share["share_acquire_mode"]) == (
+        "implicit", 500, "batch_optimized"
+    )
+    assert defaults(AdminConfig) == {"timeout_ms": 60_000}
+
+
+def test_the_producer_reads_its_config_in_seconds_and_resolves_aliases_once() -> None:
+    from kafkawire.options import ProducerConfig
+    from mqwire.common.options import build_config
+
+    config = build_config(ProducerConfig, "producer", {"linger_ms": 20, "max_buffer_size": 1 << 20})
+    assert (config.linger, config.request_timeout, config.max_block) == (0.02, 30.0, 60.0)
+    assert config.buffer_memory == 1 << 20 and config.idempotent
+    producer = client().producer("t", max_buffer_size=1 << 20, compression_type="lz4", transactional_id="tx")
+    assert (producer.buffer_memory, producer.compression, producer.idempotent, producer.max_block) == (
+        1 << 20, "lz4", True, 60.0
+    )
+    assert producer._accumulator.linger == 0.005
+    with pytest.raises(ConfigurationError, match="transactional_id needs enable_idempotence"):
+        client().producer("t", transactional_id="tx", enable_idempotence=False)
+    with pytest.raises(ConfigurationError, match="needs acks='all'"):
+        client().producer("t", transactional_id="tx", acks=1)
+    with pytest.raises(ConfigurationError, match="needs retries > 0"):
+        client().producer("t", enable_idempotence=True, retries=0)
+    # The bound is inclusive: exactly linger_ms + request_timeout_ms is allowed.
+    assert client().producer("t", linger_ms=5, request_timeout_ms=30_000, delivery_timeout_ms=30_005)
+    with pytest.raises(ConfigurationError, match="retry_backoff_max_ms"):
+        client().producer("t", retry_backoff_ms=500, retry_backoff_max_ms=100)
+
+
+def test_the_consumer_resolves_start_and_the_rebalance_timeout_from_its_config() -> None:
+    consumer = client().consumer("t", auto_offset_reset="earliest", group="g", max_poll_interval_ms=9_000)
+    assert consumer.start_from == "earliest" and consumer._rebalance_timeout_ms == 9_000
+    assert client().consumer("t", rebalance_timeout_ms=7_000)._rebalance_timeout_ms == 7_000
+    with pytest.raises(ConfigurationError, match="disagree"):
+        client().consumer("t", start="earliest", auto_offset_reset="latest")
+    with pytest.raises(ConfigurationError, match="exclude each other"):
+        client().consumer(pattern="t.*", partitions=[("t", 0)])
+    with pytest.raises(ConfigurationError, match="lower than session_timeout_ms"):
+        client().consumer("t", heartbeat_interval_ms=10_000, session_timeout_ms=10_000)
+    assert client().consumer("t", group_protocol="consumer", heartbeat_interval_ms=10_000, session_timeout_ms=10_000)
+    with pytest.raises(ConfigurationError, match="partition_assignment_strategy"):
+        client().consumer("t", partition_assignment_strategy=["range", "fastest"])
+    with pytest.raises(ConfigurationError, match="pattern"):
+        client().consumer(pattern="(")
+    # A generator of partitions is read once, by the config.
+    assert client().consumer("t", partitions=(p for p in (0, 1)))._requested == [
+        TopicPartition("t", 0), TopicPartition("t", 1)
+    ]
 
 
 def test_connect_checks_its_options_into_one_frozen_config_with_one_default_each() -> None:
