@@ -9,14 +9,9 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import (
-    DataSource,
     DataSourceReader,
-    DataSourceStreamReader,
-    DataSourceStreamWriter,
-    DataSourceWriter,
     InputPartition,
 )
-from pyspark.sql.types import StructType
 
 import kafkawire
 from mqwire.common.contract import Producer
@@ -26,32 +21,10 @@ from sparkwire.kafka_read import ARROW_SCHEMA, OffsetRange, kafka_topics, read_r
 from sparkwire.kafka_stream import KafkaStreamReader
 from sparkwire.read_columns import spark_ddl
 from sparkwire.security import kafka_connect
-from sparkwire.writing import ArrowRowsWriter, RowsSender, RowsStreamWriter
+from sparkwire.source import Sink, WireDataSource
+from sparkwire.writing import ArrowRowsWriter, RowsSender
 
 SCHEMA = spark_ddl(ARROW_SCHEMA)
-
-
-class KafkaDataSource(DataSource):
-    """Short name ``kafkawire``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafkawire"
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def reader(self, schema: StructType) -> KafkaBatchReader:
-        return KafkaBatchReader(dict(self.options))
-
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return ArrowRowsWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(dict(self.options))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), opts.kafka_url, WRITE_ROWS, kafka_connect)
 
 
 async def _offset_ranges(options: dict[str, str]) -> list[OffsetRange]:
@@ -147,3 +120,14 @@ async def enqueue_many(
 # The client stays open in the Python worker for the next task: Kafka has no keep-alive to miss between tasks,
 # and a connection the broker dropped meanwhile is opened again on use.
 WRITE_ROWS = RowsSender(kafkawire.connect, send_many=enqueue_many, keep_for=60.0)
+
+
+class KafkaDataSource(WireDataSource):
+    """Short name ``kafkawire``."""
+
+    short_name = "kafkawire"
+    row_schema = SCHEMA
+    batch_reader = KafkaBatchReader
+    stream_reader = KafkaStreamReader
+    sink = Sink(opts.kafka_url, WRITE_ROWS, kafka_connect)
+    batch_writer = ArrowRowsWriter

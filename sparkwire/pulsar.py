@@ -10,42 +10,22 @@ Each task reads its partition with a non-durable reader, so reading leaves no su
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceStreamReader,
-    DataSourceStreamWriter,
-    DataSourceWriter,
-)
-from pyspark.sql.types import StructType
-
 import pulsarwire
 from sparkwire.pulsar_read import SCHEMA, PulsarBatchReader, pulsar_url
 from sparkwire.pulsar_stream import PulsarStreamReader
 from sparkwire.security import pulsar_connect
-from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
-
-
-class PulsarDataSource(DataSource):
-    """Short name ``pulsarwire``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "pulsarwire"
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def reader(self, schema: StructType) -> PulsarBatchReader:
-        return PulsarBatchReader(dict(self.options))
-
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), pulsar_url, WRITE_ROWS, pulsar_connect)
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return PulsarStreamReader(dict(self.options))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), pulsar_url, WRITE_ROWS, pulsar_connect)
-
+from sparkwire.source import Sink, WireDataSource
+from sparkwire.writing import RowsSender
 
 WRITE_ROWS = RowsSender(pulsarwire.connect, empty_for_null=True)
+
+
+class PulsarDataSource(WireDataSource):
+    """Short name ``pulsarwire``."""
+
+    short_name = "pulsarwire"
+    row_schema = SCHEMA
+    batch_reader = PulsarBatchReader
+    stream_reader = PulsarStreamReader
+    sink = Sink(pulsar_url, WRITE_ROWS, pulsar_connect)
+

@@ -14,42 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceStreamReader,
-    DataSourceStreamWriter,
-    DataSourceWriter,
-)
-from pyspark.sql.types import StructType
-
 import tubemqwire
 from sparkwire.security import tubemq_connect
+from sparkwire.source import Sink, WireDataSource
 from sparkwire.tubemq_read import SCHEMA, TubeMQBatchReader, tubemq_url
 from sparkwire.tubemq_stream import TubeMQStreamReader
-from sparkwire.writing import RowsSender, RowsStreamWriter, RowsWriter
-
-
-class TubeMQDataSource(DataSource):
-    """Short name ``tubemqwire``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "tubemqwire"
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def reader(self, schema: StructType) -> TubeMQBatchReader:
-        return TubeMQBatchReader(dict(self.options))
-
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return RowsWriter(dict(self.options), tubemq_url, WRITE_ROWS, tubemq_connect)
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return TubeMQStreamReader(dict(self.options))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return RowsStreamWriter(dict(self.options), tubemq_url, WRITE_ROWS, tubemq_connect)
+from sparkwire.writing import RowsSender
 
 
 def tubemq_message_options(fields: dict[str, Any]) -> dict[str, Any]:
@@ -59,3 +29,13 @@ def tubemq_message_options(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 WRITE_ROWS = RowsSender(tubemqwire.connect, tubemq_message_options, empty_for_null=True)
+
+
+class TubeMQDataSource(WireDataSource):
+    """Short name ``tubemqwire``."""
+
+    short_name = "tubemqwire"
+    row_schema = SCHEMA
+    batch_reader = TubeMQBatchReader
+    stream_reader = TubeMQStreamReader
+    sink = Sink(tubemq_url, WRITE_ROWS, tubemq_connect)
