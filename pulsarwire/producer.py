@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Unpack
 
+from mqwire.common.blocking_clients import same_arguments
 from mqwire.common.errors import MqwireError, RequestTimeoutError
 from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.serde import check_serializer, to_bytes
@@ -185,34 +186,6 @@ class Producer(AsyncResource):
         return max((p.last_sequence_id for p in self._producers), default=-1)
 
     # ------------------------------------------------------------------------------------ sending
-    async def send(
-        self,
-        value: Any,
-        /,
-        *,
-        key: Any = None,
-        headers: Headers = None,
-        ordering_key: bytes | str | None = None,
-        event_time: int | datetime | None = None,
-        deliver_at: int | datetime | None = None,
-        deliver_after: float | timedelta | None = None,
-        partition: int | None = None,
-        transaction: Transaction | None = None,
-    ) -> Receipt:
-        """Publish one message and wait for the broker's receipt (its ``MessageId``, knowing its topic)."""
-        future = await self.enqueue(
-            value,
-            key=key,
-            headers=headers,
-            ordering_key=ordering_key,
-            event_time=event_time,
-            deliver_at=deliver_at,
-            deliver_after=deliver_after,
-            partition=partition,
-            transaction=transaction,
-        )
-        return await future
-
     async def enqueue(
         self,
         value: Any,
@@ -279,6 +252,13 @@ class Producer(AsyncResource):
                     f"{self.options.max_pending_messages} messages of {producer.topic} await confirmation"
                 )
             await producer.wait_for_space()
+
+    @same_arguments(enqueue)
+    async def send(self, *args: Any, **kwargs: Any) -> Receipt:
+        """Publish one message and wait for the broker's receipt (its ``MessageId``, knowing its topic); the
+        arguments of ``enqueue``."""
+        future = await self.enqueue(*args, **kwargs)
+        return await future
 
     async def flush(self, timeout: float | None = None) -> None:
         """Send every open batch and wait until all messages sent so far are confirmed (or failed).
