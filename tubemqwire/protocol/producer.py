@@ -7,7 +7,7 @@ caller decides, with ``tubemqwire.errors.error_for_code``, whether to retry or g
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tubemqwire.protocol.constants import (
@@ -155,9 +155,15 @@ def _config(config: ApprovedClientConfig | None) -> tuple[int | None, int | None
     return config.configId, config.maxMsgSize if config.HasField("maxMsgSize") else None
 
 
-def parse_register_response(data: bytes, *, default_broker_port: int = DEFAULT_BROKER_PORT) -> ProducerMasterAnswer:
-    """The master's answer to a producer register (RspResponseBody.data). ProtocolError when malformed."""
-    response = parse_message(RegisterResponseM2P, data)
+def _answer(
+    response: RegisterResponseM2P | HeartResponseM2P,
+    default_broker_port: int,
+    *,
+    topic_infos: Sequence[str] = (),
+    require_auth: bool = False,
+) -> ProducerMasterAnswer:
+    """What a register and a heartbeat answer share, with a heartbeat's own ``topic_infos`` (parsed after the
+    brokers) and ``require_auth``."""
     visit, auth = _tokens(response.authorizedInfo if response.HasField("authorizedInfo") else None)
     config_id, max_size = _config(response.appdConfig if response.HasField("appdConfig") else None)
     return ProducerMasterAnswer(
@@ -166,31 +172,24 @@ def parse_register_response(data: bytes, *, default_broker_port: int = DEFAULT_B
         err_msg=response.errMsg,
         broker_checksum=response.brokerCheckSum,
         brokers=tuple(parse_broker_info(text, default_port=default_broker_port) for text in response.brokerInfos),
+        topics=tuple(parse_topic_info(text) for text in topic_infos if text.strip()),
         visit_token=visit,
         auth_token=auth,
         config_id=config_id,
         max_message_size=max_size,
+        require_auth=require_auth,
     )
+
+
+def parse_register_response(data: bytes, *, default_broker_port: int = DEFAULT_BROKER_PORT) -> ProducerMasterAnswer:
+    """The master's answer to a producer register (RspResponseBody.data). ProtocolError when malformed."""
+    return _answer(parse_message(RegisterResponseM2P, data), default_broker_port)
 
 
 def parse_heartbeat_response(data: bytes, *, default_broker_port: int = DEFAULT_BROKER_PORT) -> ProducerMasterAnswer:
     """The master's answer to a producer heartbeat, with its topic placements parsed."""
     response = parse_message(HeartResponseM2P, data)
-    visit, auth = _tokens(response.authorizedInfo if response.HasField("authorizedInfo") else None)
-    config_id, max_size = _config(response.appdConfig if response.HasField("appdConfig") else None)
-    return ProducerMasterAnswer(
-        success=response.success,
-        err_code=response.errCode,
-        err_msg=response.errMsg,
-        broker_checksum=response.brokerCheckSum,
-        brokers=tuple(parse_broker_info(text, default_port=default_broker_port) for text in response.brokerInfos),
-        topics=tuple(parse_topic_info(text) for text in response.topicInfos if text.strip()),
-        visit_token=visit,
-        auth_token=auth,
-        config_id=config_id,
-        max_message_size=max_size,
-        require_auth=response.requireAuth,
-    )
+    return _answer(response, default_broker_port, topic_infos=response.topicInfos, require_auth=response.requireAuth)
 
 
 def parse_close_response(data: bytes) -> tuple[bool, int, str]:
