@@ -123,4 +123,3 @@ def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:
     those of ``ClientOptions``.
     """
     return Client(url, **options)
-

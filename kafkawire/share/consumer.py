@@ -101,9 +101,7 @@ class ShareConsumer(AsyncResource):
             config.key_deserializer, config.value_deserializer, lambda m: m.offset
         )
         self._acks = ShareAcks()
-        self._membership = ShareMembership(
-            session, group, names, rack=config.client_rack, on_assignment=self._assigned
-        )
+        self._membership = ShareMembership(session, group, names, rack=config.client_rack, on_assignment=self._assigned)
         self._life = Lifecycle(f"share consumer of group {group!r}")
         self._affinity = session.affinity
         self._buffer: deque[ShareMessage] = deque()
