@@ -10,14 +10,16 @@ from __future__ import annotations
 import ssl as _ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypedDict
 
 from mqwire.common.errors import BrokerError, ConfigurationError, ProtocolError
 from mqwire.common.http import HttpEndpoint, Response, request
 from mqwire.common.lifecycle import Lifecycle
-from mqwire.common.options import check_int_range, check_positive
+from mqwire.common.options import check_bool, check_int_range, check_positive, check_str, defaults, option, options_of
 from pulsarwire.errors import AdminError, RetriableAdminError, TopicAlreadyExistsError, TopicNotFoundError
+from pulsarwire.options import ClientConfig
 from pulsarwire.topics import DEFAULT_NAMESPACE, complete_name
 
 __all__ = ["Admin", "AdminOptions"]
@@ -40,6 +42,26 @@ class AdminOptions(TypedDict, total=False):
     admin_allow_insecure_http: bool
 
 
+_CLIENT = defaults(ClientConfig)
+
+
+def _admin_url(name: str, value: object) -> str:
+    if value is None:
+        raise ConfigurationError(f"client.admin() needs option {name} (the broker's admin API, http://host:8080)")
+    return check_str(name, value)
+
+
+@options_of(AdminOptions)
+@dataclass(frozen=True)
+class AdminConfig:
+    """The checked options of ``client.admin`` (``admin_timeout`` in seconds). The client passes its own
+    options of the same names as the defaults, so these are the client's defaults too."""
+
+    admin_url: str = option(_CLIENT["admin_url"], _admin_url)
+    admin_timeout: float = option(_CLIENT["admin_timeout"], check_positive)
+    admin_allow_insecure_http: bool = option(_CLIENT["admin_allow_insecure_http"], check_bool)
+
+
 def check_admin_url(admin_url: str, *, brokers_tls: bool, sends_token: bool, allow_insecure_http: bool) -> None:
     """Refuse an ``http://`` admin URL that would carry a token in clear to a cluster reached over TLS, unless
     ``allow_insecure_http`` (a ConfigurationError naming the options)."""
@@ -56,18 +78,17 @@ class Admin:
 
     def __init__(
         self,
-        admin_url: str,
+        config: AdminConfig,
         *,
-        timeout: float,
         ssl: _ssl.SSLContext | None = None,
         token: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
-        self._endpoint = HttpEndpoint.parse(admin_url)
-        self.admin_url = admin_url
-        self._timeout = check_positive("admin_timeout", timeout)
+        self._endpoint = HttpEndpoint.parse(config.admin_url)
+        self.admin_url = config.admin_url
+        self._timeout = config.admin_timeout
         self._ssl = ssl
         self._token = token
-        self._life = Lifecycle(f"Pulsar admin of {admin_url}")
+        self._life = Lifecycle(f"Pulsar admin of {config.admin_url}")
 
     async def __aenter__(self) -> Admin:
         return self

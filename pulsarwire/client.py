@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from mqwire.common.lifecycle import SessionClient
-from mqwire.common.options import build_config, check_names
+from mqwire.common.options import build_config
 from mqwire.common.stats import ClientStats
-from pulsarwire.admin import Admin, AdminOptions
+from pulsarwire.admin import Admin, AdminConfig, AdminOptions
 from pulsarwire.consumer import Consumer
 from pulsarwire.options import (
     ClientConfig,
@@ -24,7 +24,7 @@ from pulsarwire.reader import Reader
 from pulsarwire.schema import TopicSchema
 from pulsarwire.schema_fetch import fetch_schema
 from pulsarwire.session import Session
-from pulsarwire.table_view import TableView, TableViewOptions
+from pulsarwire.table_view import TableView, TableViewConfig, TableViewOptions
 from pulsarwire.topics import complete_name, partition_name
 from pulsarwire.transaction import Transaction, TransactionCoordinators
 
@@ -100,7 +100,7 @@ class Client(SessionClient[Session]):
         The options are described in :class:`pulsarwire.TableViewOptions`; see also :class:`TableView`.
         """
         self._session.affinity.check()
-        return TableView(self._session, topic, **options)
+        return TableView(self._session, topic, build_config(TableViewConfig, "table_view", options))
 
     def admin(self, **options: Unpack[AdminOptions]) -> Admin:
         """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's).
@@ -108,17 +108,19 @@ class Client(SessionClient[Session]):
         Options: ``admin_url``, ``admin_timeout`` (seconds per request) and ``admin_allow_insecure_http``, each
         defaulting to the client's option of the same name.
         """
-        check_names("admin", options, AdminOptions)
         session = self._session
+        # Each option not given here is the client's option of the same name.
+        given = {
+            "admin_url": session.admin_url,
+            "admin_timeout": session.admin_timeout,
+            "admin_allow_insecure_http": session.admin_allow_insecure_http,
+            **options,
+        }
+        config = build_config(AdminConfig, "admin", given)
         session.affinity.check()
         session.check_open()
-        url = options.get("admin_url", session.admin_url)
-        if url is None:
-            raise ValueError("client.admin() needs option admin_url (the broker's admin API, http://host:8080)")
-        session.check_admin_url(url, options.get("admin_allow_insecure_http", session.admin_allow_insecure_http))
-        return Admin(
-            url, timeout=options.get("admin_timeout", session.admin_timeout), ssl=session.ssl, token=session.auth_token
-        )
+        session.check_admin_url(config.admin_url, config.admin_allow_insecure_http)
+        return Admin(config, ssl=session.ssl, token=session.auth_token)
 
     async def get_schema(self, topic: str, version: int | None = None) -> TopicSchema | None:
         """The schema registered on ``topic`` (its latest, or ``version``), or None when it has none.

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any, TypedDict, Unpack
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from mqwire.common.contract import Deserializer
 from mqwire.common.errors import MqwireError
 from mqwire.common.lifecycle import AsyncResource, Lifecycle
-from mqwire.common.options import build_config, check_names, check_positive
+from mqwire.common.options import build_config, check_positive, defaults, option, options_of
 from pulsarwire.message import Message
 from pulsarwire.options import ReaderConfig
 from pulsarwire.reader import Reader
@@ -44,6 +45,33 @@ class TableViewOptions(TypedDict, total=False):
     refresh_poll_interval: float
 
 
+@options_of(TableViewOptions)
+@dataclass(frozen=True)
+class TableViewConfig:
+    """The checked options of ``client.table_view``: the poll interval (seconds), and ``reader``, the
+    config of the reader the view reads with, which checks the options the view passes on to it."""
+
+    value_deserializer: Deserializer | None = option(None)
+    schema: Schema[Any] | None = option(None)
+    # The reader's own default, not a second one.
+    receiver_queue_size: int = option(defaults(ReaderConfig)["receiver_queue_size"])
+    subscription_role_prefix: str = option("tableview")
+    refresh_poll_interval: float = option(0.05, check_positive)
+    reader: ReaderConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        # The view reads every message the compacted topic keeps, from the earliest.
+        passed = {
+            "start": "earliest",
+            "read_compacted": True,
+            "value_deserializer": self.value_deserializer,
+            "schema": self.schema,
+            "receiver_queue_size": self.receiver_queue_size,
+            "subscription_role_prefix": self.subscription_role_prefix,
+        }
+        object.__setattr__(self, "reader", build_config(ReaderConfig, "table_view", passed))
+
+
 class TableView(AsyncResource):
     """The latest value of each key of ``topic``: ``async with client.table_view(topic) as table``.
 
@@ -55,13 +83,9 @@ class TableView(AsyncResource):
     ``refresh()`` waits until the view holds everything published before the call.
     """
 
-    def __init__(self, session: Session, topic: str, /, **options: Unpack[TableViewOptions]) -> None:
-        check_names("table_view", options, TableViewOptions)
-        self._poll = check_positive("refresh_poll_interval", options.get("refresh_poll_interval", 0.05))
-        # The reader's options the view passes on; the view starts at the earliest message of the compacted topic.
-        passed = {name: value for name, value in options.items() if name != "refresh_poll_interval"}
-        reader = {"start": "earliest", "read_compacted": True, "subscription_role_prefix": "tableview", **passed}
-        self._reader = Reader(session, topic, build_config(ReaderConfig, "table_view", reader))
+    def __init__(self, session: Session, topic: str, config: TableViewConfig) -> None:
+        self._poll = config.refresh_poll_interval
+        self._reader = Reader(session, topic, config.reader)
         self.topic = self._reader.topic
         self._data: dict[str, Any] = {}
         self._listeners: list[Listener] = []

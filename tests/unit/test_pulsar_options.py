@@ -155,3 +155,46 @@ def test_consumer_options_have_one_default_each_in_the_checked_config() -> None:
         ConsumerConfig.build({"group": "g", "ack_timeout_ms": 50})
     with pytest.raises(ConfigurationError, match="read_compacted works with"):
         ConsumerConfig.build({"group": "g", "subscription_type": "Shared", "read_compacted": True})
+
+
+def test_a_table_view_checks_its_options_once_into_a_frozen_config_holding_its_readers() -> None:
+    from mqwire.common.options import build_config, defaults
+    from pulsarwire.options import ReaderConfig
+    from pulsarwire.table_view import TableViewConfig
+
+    assert set(defaults(TableViewConfig)) == set(pulsarwire.TableViewOptions.__optional_keys__)
+    # The queue's default is the reader's own, not a second one.
+    assert defaults(TableViewConfig)["receiver_queue_size"] == defaults(ReaderConfig)["receiver_queue_size"]
+    config = build_config(TableViewConfig, "table_view", {"refresh_poll_interval": 0.5})
+    assert config.refresh_poll_interval == 0.5 and config.reader.read_compacted
+    assert config.reader.subscription_role_prefix == "tableview"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.refresh_poll_interval = 1.0  # type: ignore[misc]
+    client = pulsarwire.connect("pulsar://localhost")
+    assert client.table_view("t", refresh_poll_interval=0.2)._poll == 0.2
+    with pytest.raises(ConfigurationError, match="refresh_poll_interval"):
+        client.table_view("t", refresh_poll_interval=0)
+    with pytest.raises(ConfigurationError, match="receiver_queue_size"):
+        client.table_view("t", receiver_queue_size=0)
+
+
+def test_an_admin_checks_its_options_into_a_frozen_config_defaulting_to_the_clients() -> None:
+    from mqwire.common.errors import OptionTypeError
+    from mqwire.common.options import build_config
+    from pulsarwire.admin import AdminConfig
+
+    client = pulsarwire.connect("pulsar://localhost", admin_url="http://127.0.0.1:8080", admin_timeout=7)
+    admin = client.admin()
+    assert (admin.admin_url, admin._timeout) == ("http://127.0.0.1:8080", 7.0)
+    other = client.admin(admin_url="http://127.0.0.1:9090", admin_timeout=2)
+    assert (other.admin_url, other._timeout) == ("http://127.0.0.1:9090", 2.0)
+    with pytest.raises(ConfigurationError, match="admin_timeout"):
+        client.admin(admin_timeout=0)
+    with pytest.raises(OptionTypeError, match="admin_url"):
+        client.admin(admin_url=5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="needs option admin_url"):
+        pulsarwire.connect("pulsar://localhost").admin()
+    config = build_config(AdminConfig, "admin", {"admin_url": "https://h:8443"})
+    assert (config.admin_timeout, config.admin_allow_insecure_http) == (30.0, False)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.admin_timeout = 1.0  # type: ignore[misc]
