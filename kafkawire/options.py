@@ -1,6 +1,8 @@
 """The options of ``connect`` and of the client's factories, each declared once as a public ``TypedDict``
 (what the type checker sees, and the names ``kafkawire.client`` checks at run time): the Java client's and
-aiokafka's names, times in ms. ``ClientConfig`` is what the options of ``connect`` are checked into.
+aiokafka's names, times in ms. Each is checked into one frozen config (``ClientConfig``, ``ProducerConfig``,
+``ConsumerConfig``, ``ShareConsumerConfig``, ``AdminConfig``) that holds every option's default, check and
+unit once, with the rules between options; the session, producers, consumers and admins read those.
 """
 
 from __future__ import annotations
@@ -412,6 +414,8 @@ def _named(*choices: str) -> Check:
 
 
 def check_pattern(name: str, value: object) -> re.Pattern[str] | None:
+    """A ``pattern`` (of ``client.consumer`` or ``subscribe``) compiled; a str that is no regular expression is a
+    ConfigurationError naming the option."""
     if value is None or isinstance(value, re.Pattern):
         return value
     if not isinstance(value, str):
