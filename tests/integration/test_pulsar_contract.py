@@ -141,7 +141,7 @@ async def test_a_reader_starts_at_latest_by_default(pulsar_broker: PulsarBroker)
 
 async def test_unknown_option_names_itself(pulsar_broker: PulsarBroker) -> None:
     async with pulsarwire.connect(pulsar_broker.url) as client:
-        with pytest.raises(TypeError, match=r"batching_max_mesages .did you mean batching_max_messages"):
+        with pytest.raises(TypeError, match=r"batching_max_mesages'? .did you mean batching_max_messages"):
             client.producer("t", batching_max_mesages=10)  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="reader_nam"):
             client.reader("t", reader_nam="x")  # type: ignore[call-arg]
