@@ -12,8 +12,8 @@ The same shape as the async API, without ``await``::
             consumer.ack(message)
 
 It runs the async client of ``pulsarwire`` in an event loop of its own (one thread per client, stopped by
-``close``); options and errors are the async ones'. Readers, table views, transactions and administration
-are not offered here yet.
+``close``); options and errors are the async ones'. Readers are offered too; table views, transactions and
+administration are not offered here yet.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, Blo
 from pulsarwire.client import Client as AsyncClient
 from pulsarwire.consumer import Consumer as AsyncConsumer
 from pulsarwire.message import Message, Receipt
-from pulsarwire.options import ClientOptions, ConsumerOptions, ProducerOptions
+from pulsarwire.options import ClientOptions, ConsumerOptions, ProducerOptions, ReaderOptions
 from pulsarwire.producer import Producer as AsyncProducer
+from pulsarwire.reader import Reader as AsyncReader
 
-__all__ = ["Client", "Consumer", "Producer", "connect"]
+__all__ = ["Client", "Consumer", "Producer", "Reader", "connect"]
 
 
 class Producer(BlockingProducer[Receipt]):
@@ -55,6 +56,39 @@ class Consumer(BlockingConsumer[Message]):
         """Acknowledge the message (within ``transaction`` when given)."""
         self._call(self._async.ack, *args, **kwargs)
 
+    @same_arguments(AsyncConsumer.ack_cumulative)
+    def ack_cumulative(self, *args: Any, **kwargs: Any) -> None:
+        """Acknowledge the message and every one before it on its partition (not for Shared subscriptions)."""
+        self._call(self._async.ack_cumulative, *args, **kwargs)
+
+    @same_arguments(AsyncConsumer.negative_ack)
+    def negative_ack(self, *args: Any, **kwargs: Any) -> None:
+        """Have the message delivered again after the negative-ack delay."""
+        self._call(self._async.negative_ack, *args, **kwargs)
+
+    @same_arguments(AsyncConsumer.seek)
+    def seek(self, *args: Any, **kwargs: Any) -> None:
+        """Move the subscription to a MessageId, a time (datetime) or a publish time in ms."""
+        self._call(self._async.seek, *args, **kwargs)
+
+
+class Reader(BlockingConsumer[Message]):
+    """A blocking Pulsar reader: ``receive``, ``getmany``, iteration, seeks and ``has_message_available``. A
+    reader keeps its own position and acknowledges nothing."""
+
+    def ack(self, message: Message, /) -> None:
+        """Refused with TypeError: a reader keeps its own position and acknowledges nothing."""
+        raise TypeError("a Pulsar reader acknowledges nothing: it keeps its own position (use a consumer to ack)")
+
+    @same_arguments(AsyncReader.seek)
+    def seek(self, *args: Any, **kwargs: Any) -> None:
+        """Move the reader to a MessageId, a time (datetime) or a publish time in ms."""
+        self._call(self._async.seek, *args, **kwargs)
+
+    def has_message_available(self) -> bool:
+        """Whether a message after the reader's position exists on the topic now (asks the broker)."""
+        return bool(self._call(self._async.has_message_available))
+
 
 class Client(BlockingClient[AsyncClient]):
     """A blocking Pulsar client; ``close`` (or leaving ``with``) closes what it made and its loop thread."""
@@ -71,6 +105,12 @@ class Client(BlockingClient[AsyncClient]):
         ``ConsumerOptions``."""
         made = self._start(lambda client: client.consumer(topics, **options))
         return self._adopt(Consumer(self.bridge, made))
+
+    def reader(self, topic: str, /, **options: Unpack[ReaderOptions]) -> Reader:
+        """A started reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); the options are
+        those of ``ReaderOptions``."""
+        made = self._start(lambda client: client.reader(topic, **options))
+        return self._adopt(Reader(self.bridge, made))
 
 
 def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:

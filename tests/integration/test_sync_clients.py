@@ -24,6 +24,7 @@ import kafkawire.sync
 import pulsarwire.sync
 import tubemqwire.sync
 from mqwire.common.errors import ReceiveTimeoutError
+from mqwire.testing.endpoints import PulsarBroker as PulsarBrokerEndpoint
 from mqwire.testing.tubemq_spares import FreshTopics
 from tests.interrupts import ctrl_c_raises
 
@@ -167,3 +168,20 @@ def test_ctrl_c_interrupts_a_blocking_receive_and_the_consumer_goes_on(system: S
         message = consumer.receive(timeout=FIRST_MESSAGE[system.name])
         assert message.value == b"after the interrupt"
         consumer.ack(message)
+
+
+def test_a_pulsar_reader_reads_from_earliest_seeks_back_and_knows_when_it_is_done(
+    pulsar_broker: PulsarBrokerEndpoint,
+) -> None:
+    topic = f"persistent://public/default/sync-reader-{secrets.token_hex(4)}"
+    with pulsarwire.sync.connect(pulsar_broker.url) as client:
+        with client.producer(topic) as producer:
+            receipts = [producer.send(b"r%d" % i) for i in range(3)]
+        with client.reader(topic, start="earliest") as reader:
+            assert [reader.receive(timeout=30).value for _ in range(3)] == [b"r0", b"r1", b"r2"]
+            assert not reader.has_message_available()
+            reader.seek(receipts[1])  # the broker resets the cursor to that message: it is read again
+            assert reader.has_message_available()
+            assert [reader.receive(timeout=30).value for _ in range(2)] == [b"r1", b"r2"]
+            with pytest.raises(TypeError, match="acknowledges nothing"):
+                reader.ack(receipts[0])  # type: ignore[arg-type]
