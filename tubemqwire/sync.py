@@ -13,13 +13,14 @@ The same shape as the async API, without ``await``::
 
 It runs the async client of ``tubemqwire`` in an event loop of its own (one thread per client, stopped by
 ``close``); options (those of ``tubemqwire.connect``, ``Client.producer`` and ``Client.consumer``) and errors
-are the async ones'. Client-balanced consumers are not offered here yet.
+are the async ones'. Client-balanced consumers (``client_balance_consumer``: the application picks the
+partitions) are offered too.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any
+from typing import Any, cast
 
 from mqwire.common.blocking_clients import (
     BlockingClient,
@@ -30,10 +31,12 @@ from mqwire.common.blocking_clients import (
 )
 from tubemqwire.client import Client as AsyncClient
 from tubemqwire.client import connect as async_connect
+from tubemqwire.client_balance import ClientBalanceConsumer as AsyncClientBalanceConsumer
+from tubemqwire.client_balance import PartitionOffsets
 from tubemqwire.message import Message, Receipt
 from tubemqwire.producer import Producer as AsyncProducer
 
-__all__ = ["Client", "Consumer", "Producer", "connect"]
+__all__ = ["Client", "ClientBalanceConsumer", "Consumer", "Producer", "connect"]
 
 
 class Producer(BlockingProducer[Receipt]):
@@ -54,6 +57,35 @@ class Consumer(BlockingConsumer[Message]):
     """A blocking TubeMQ consumer, its partitions assigned by the master; ``ack`` confirms a message."""
 
 
+class ClientBalanceConsumer(BlockingConsumer[Message]):
+    """A blocking client-balanced TubeMQ consumer: the application connects and disconnects the partitions
+    it reads (``partition_metadata`` lists them); ``ack`` confirms a message."""
+
+    def partition_metadata(self) -> dict[str, bool]:
+        """Every partition of the consumed topics, by key, and whether it may be consumed now."""
+        return cast(dict[str, bool], self._call(self._async.partition_metadata))
+
+    @same_arguments(AsyncClientBalanceConsumer.connect_partition)
+    def connect_partition(self, *args: Any, **kwargs: Any) -> PartitionOffsets:
+        """Take a partition (from ``offset`` when given) and start reading it; its positions as the broker
+        gives them."""
+        return cast(PartitionOffsets, self._call(self._async.connect_partition, *args, **kwargs))
+
+    @same_arguments(AsyncClientBalanceConsumer.disconnect_partition)
+    def disconnect_partition(self, *args: Any, **kwargs: Any) -> None:
+        """Stop reading a partition and give it back to the group."""
+        self._call(self._async.disconnect_partition, *args, **kwargs)
+
+    def offsets(self) -> dict[str, PartitionOffsets]:
+        """The read position and end of every partition held, as the broker last told them."""
+        return cast(dict[str, PartitionOffsets], self._bridge.run_sync(self._async.offsets))
+
+    @property
+    def assignment(self) -> frozenset[str]:
+        """The keys of the partitions held now."""
+        return cast(frozenset[str], self._bridge.run_sync(lambda: self._async.assignment))
+
+
 class Client(BlockingClient[AsyncClient]):
     """A blocking TubeMQ client; ``close`` (or leaving ``with``) closes what it made and its loop thread."""
 
@@ -68,6 +100,13 @@ class Client(BlockingClient[AsyncClient]):
         """A started consumer of ``topics`` in ``group``; the options are those of ``tubemqwire.Client.consumer``."""
         made = self._start(lambda client: client.consumer(*args, **kwargs))
         return self._adopt(Consumer(self.bridge, made))
+
+    @same_arguments(AsyncClient.client_balance_consumer)
+    def client_balance_consumer(self, *args: Any, **kwargs: Any) -> ClientBalanceConsumer:
+        """A started client-balanced consumer of ``topics`` in ``group``; the options are those of
+        ``tubemqwire.Client.client_balance_consumer``."""
+        made = self._start(lambda client: client.client_balance_consumer(*args, **kwargs))
+        return self._adopt(ClientBalanceConsumer(self.bridge, made))
 
 
 @same_function_arguments(async_connect)

@@ -25,6 +25,7 @@ import pulsarwire.sync
 import tubemqwire.sync
 from mqwire.common.errors import ReceiveTimeoutError
 from mqwire.testing.endpoints import PulsarBroker as PulsarBrokerEndpoint
+from mqwire.testing.endpoints import TubeMQBroker as TubeMQBrokerEndpoint
 from mqwire.testing.tubemq_spares import FreshTopics
 from tests.interrupts import ctrl_c_raises
 
@@ -59,7 +60,7 @@ class System:
 def tubemq_topics(request: pytest.FixtureRequest) -> dict[str, str]:
     """This module's TubeMQ topics, taken only when a TubeMQ test runs."""
     fresh: FreshTopics = request.getfixturevalue("tubemq_fresh_topics")
-    return fresh.take({"roundtrip": 2, "shared": 2, "empty": 1, "interrupt": 1})
+    return fresh.take({"roundtrip": 2, "shared": 2, "empty": 1, "interrupt": 1, "balance": 2})
 
 
 @pytest.fixture(params=["kafka", "pulsar", "tubemq"])
@@ -185,3 +186,25 @@ def test_a_pulsar_reader_reads_from_earliest_seeks_back_and_knows_when_it_is_don
             assert [reader.receive(timeout=30).value for _ in range(2)] == [b"r1", b"r2"]
             with pytest.raises(TypeError, match="acknowledges nothing"):
                 reader.ack(receipts[0])  # type: ignore[arg-type]
+
+
+def test_a_tubemq_client_balanced_consumer_reads_the_partition_it_connects(
+    tubemq_broker: TubeMQBrokerEndpoint, tubemq_topics: dict[str, str]
+) -> None:
+    topic = tubemq_topics["balance"]
+    with tubemqwire.sync.connect(tubemq_broker.url, **OPTIONS["tubemq"]) as client:
+        with client.producer(topic) as producer:
+            receipts = [producer.send(b"b%d" % i) for i in range(10)]
+        chosen = receipts[0].partition_key
+        expected = [b"b%d" % i for i, receipt in enumerate(receipts) if receipt.partition_key == chosen]
+        with client.client_balance_consumer(topic, group=_group(), start="earliest") as consumer:
+            metadata = consumer.partition_metadata()
+            assert {r.partition_key for r in receipts} <= set(metadata) and metadata[chosen]
+            consumer.connect_partition(chosen, 0)
+            assert consumer.assignment == {chosen} and chosen in consumer.offsets()
+            got = [consumer.receive(timeout=FIRST_MESSAGE["tubemq"]) for _ in expected]
+            for message in got:
+                consumer.ack(message)
+            consumer.disconnect_partition(chosen)
+            assert consumer.assignment == frozenset()
+    assert [message.value for message in got] == expected
