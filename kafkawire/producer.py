@@ -12,8 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Self
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from kafkawire import errors
 from kafkawire.accumulator import Accumulator, ProducerBatch, estimate_record_size
@@ -31,7 +30,7 @@ from kafkawire.transaction import GroupMetadataLike, TransactionManager
 from kafkawire.waker import Waker
 from mqwire.common.contract import Serializer
 from mqwire.common.errors import ClosedError, ConfigurationError, OptionTypeError
-from mqwire.common.lifecycle import Lifecycle
+from mqwire.common.lifecycle import AsyncResource, Lifecycle
 from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ProducerStats
 
@@ -48,7 +47,7 @@ INT64_MAX = 2**63 - 1
 _BYTES_TYPES = (bytes, bytearray, memoryview)
 
 
-class Producer:
+class Producer(AsyncResource):
     """Use as ``async with client.producer("topic", **options) as producer``."""
 
     def __init__(self, session: Session, topic: str | None, config: ProducerConfig) -> None:
@@ -125,15 +124,6 @@ class Producer:
         self._fast_value_limit = self._record_limit - _BARE_RECORD
 
     # ---------------------------------------------------------------------------------- lifecycle
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     async def start(self) -> None:
         """Start the sender and, with a default topic, load its partitions so the first send does not wait."""
         self._affinity.check()
