@@ -110,3 +110,18 @@ def stable_versions(definition: Definition, request: Definition | None = None) -
 def first_flexible(definition: Definition) -> int | None:
     bounds = parse_range(definition.get("flexibleVersions"))
     return None if bounds is None else bounds[0]
+
+
+def jdk(purpose: str) -> tuple[str, str]:
+    """``java`` and ``javac`` of the JDK the Kafka broker runs on; a JRE without ``javac`` fails the test
+    (``purpose`` says what needed it), as a missing broker does."""
+    import pytest
+
+    from mqwire.testing.java import find_java
+
+    java = Path(find_java("kafka").executable)
+    beside = java.with_name("javac")
+    javac = str(beside) if beside.is_file() else shutil.which("javac")
+    if javac is None:
+        pytest.fail(f"no javac next to {java} or on PATH: {purpose} needs a JDK, not only a JRE")
+    return str(java), javac

@@ -8,7 +8,6 @@ version of the pinned broker), and the flexible versions must agree.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -22,6 +21,7 @@ from kafka_definitions import (
     contains,
     definitions,
     first_flexible,
+    jdk,
     parse_range,
     pinned_kafka_version,
     snake_case,
@@ -31,7 +31,6 @@ from unit.test_kafka_protocol_roundtrip import populate
 
 from kafkawire.protocol import encode_body, messages
 from kafkawire.protocol.schema import _MISSING, LATEST, Array, FieldSpec, Message, Primitive, Struct
-from mqwire.testing.java import find_java
 
 Layout = list[tuple[Any, ...]]
 
@@ -230,18 +229,8 @@ public class RewriteCheck {
 """
 
 
-def jdk() -> tuple[str, str]:
-    """``java`` and ``javac`` of the JDK the Kafka broker runs on; like every Java test, none is a failure."""
-    java = Path(find_java("kafka").executable)
-    beside = java.with_name("javac")
-    javac = str(beside) if beside.is_file() else shutil.which("javac")
-    if javac is None:
-        pytest.fail(f"no javac next to {java} or on PATH: the conformance check needs a JDK, not only a JRE")
-    return str(java), javac
-
-
 def test_kafka_reads_and_rewrites_our_bytes(tmp_path: Path) -> None:
-    java, javac = jdk()
+    java, javac = jdk("the conformance check")
     lines = []
     for cls in CLASSES:
         kind = "request" if cls.__name__.endswith("Request") else "response"

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from kafka_definitions import M2, clients_jar, pinned_kafka_version
+from kafka_definitions import M2, clients_jar, jdk, pinned_kafka_version
 
 from kafkawire import errors
 from kafkawire.error_table import NOT_IN_PINNED_KAFKA, TABLE, ErrorCode, Trait, declarations
-from mqwire.testing.java import find_java
 
 ERRORS_PY = Path(errors.__file__)
 
@@ -52,15 +51,6 @@ class KafkaCode(NamedTuple):
     refresh_metadata: bool
 
 
-def _jdk() -> tuple[str, str]:
-    java = Path(find_java("kafka").executable)
-    beside = java.with_name("javac")
-    javac = str(beside) if beside.is_file() else shutil.which("javac")
-    if javac is None:
-        pytest.fail(f"no javac next to {java} or on PATH: reading Kafka's error list needs a JDK, not only a JRE")
-    return str(java), javac
-
-
 def _slf4j_jar(version: str) -> Path:
     """The slf4j-api jar kafka-clients declares (``Errors`` logs through it), from ~/.m2 or fetched by Maven."""
     pom = clients_jar(version).with_suffix(".pom")
@@ -84,7 +74,7 @@ def _slf4j_jar(version: str) -> Path:
 @pytest.fixture(scope="module")
 def kafka_codes(tmp_path_factory: pytest.TempPathFactory) -> dict[int, KafkaCode]:
     """Every error code of the pinned kafka-clients but NONE, as its ``Errors`` enum gives it."""
-    java, javac = _jdk()
+    java, javac = jdk("reading Kafka's error list")
     version = pinned_kafka_version()
     classpath = f"{clients_jar(version)}:{_slf4j_jar(version)}"
     build = tmp_path_factory.mktemp("kafka-errors")
