@@ -16,6 +16,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from kafkawire.bulk import BulkSend
@@ -52,11 +53,11 @@ class SendWindow:
     """
 
     leader_of: Callable[[str, int], int]
-    full_nodes: frozenset[int] | set[int]
+    full_nodes: AbstractSet[int]
     in_flight: Mapping[TopicPartition, int]
     strict: bool
     idempotent: bool
-    held: frozenset[TopicPartition] | set[TopicPartition]
+    held: AbstractSet[TopicPartition]
 
 
 class ProducerBatch:
@@ -491,6 +492,7 @@ class Accumulator:
         self._on_ready()
 
     def end_flush(self) -> None:
+        """One ``begin_flush`` is over: batches linger again once none is left."""
         self._flushing -= 1
 
     def buffered_records(self) -> int:
