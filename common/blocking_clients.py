@@ -1,4 +1,4 @@
-"""The blocking client, producer and consumer, written once over the async ones (the contract's shape).
+"""The blocking client, producer, consumer and admin, written once over the async ones (the contract's shape).
 
 Each package's ``sync`` module subclasses these, adding its own methods with the async ones' arguments
 (``same_arguments`` gives a blocking method the type of an async one's parameters). Every call runs on the
@@ -17,10 +17,17 @@ from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
 
 from mqwire.common.blocking import Bridge, bound
 from mqwire.common.blocking_enqueue import EnqueueQueue
-from mqwire.common.errors import ReceiveTimeoutError
+from mqwire.common.errors import ClosedError, ReceiveTimeoutError
 from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
 
-__all__ = ["BlockingClient", "BlockingConsumer", "BlockingProducer", "same_arguments", "same_function_arguments"]
+__all__ = [
+    "BlockingAdmin",
+    "BlockingClient",
+    "BlockingConsumer",
+    "BlockingProducer",
+    "same_arguments",
+    "same_function_arguments",
+]
 
 P = ParamSpec("P")
 S = TypeVar("S")
@@ -28,6 +35,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 M = TypeVar("M")
 A = TypeVar("A")
+D = TypeVar("D")
 
 
 def same_arguments(
@@ -218,6 +226,35 @@ class BlockingConsumer(_Closable, Generic[M]):
             return
         self._closed = True
         self._bridge.call(self._async.close)
+
+
+class BlockingAdmin(_Closable, Generic[D]):
+    """A blocking admin over the async admin ``D``: each subclass method runs its async twin with ``_call``.
+
+    ``close`` (or leaving ``with``) closes the async admin; so does closing the client that made it. A call on
+    a closed admin raises ``ClosedError``.
+    """
+
+    def __init__(self, bridge: Bridge, admin: D, what: str) -> None:
+        """Wrap ``admin``, an async admin already entered on ``bridge``'s loop."""
+        self._bridge = bridge
+        self._async = admin
+        self._what = what
+        self._closed = False
+
+    def _call(self, method: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
+        """Run ``method(*args, **kwargs)`` on the loop and return its result here (its errors raised here)."""
+        if self._closed:  # checked here too: some async calls return before looking (an empty list of topics)
+            raise ClosedError(f"{self._what} is closed")
+        return self._bridge.call(functools.partial(method, *args, **kwargs))
+
+    def close(self) -> None:
+        """Close the async admin: later calls raise ``ClosedError``. Idempotent."""
+        if self._closed or self._bridge.closed:
+            self._closed = True
+            return
+        self._closed = True
+        self._bridge.call(cast(Any, self._async).close)
 
 
 class BlockingClient(_Closable, Generic[A]):

@@ -10,9 +10,13 @@ The same shape as the async API, without ``await``::
         with client.consumer("orders", group="billing", start="earliest") as consumer:
             message = consumer.receive(timeout=5)
             consumer.commit()
+        with client.admin() as admin:
+            admin.create_topic("audit", partitions=3)
+            print(admin.describe_topics(["audit"]))
 
 It runs the async client of ``kafkawire`` in an event loop of its own (one thread per client, stopped by
-``close``); options and errors are the async ones'. Administration is not offered here yet.
+``close``); options and errors are the async ones'. ``client.admin()`` gives every method of the async
+``kafkawire.admin.Admin``, blocking, with the same arguments and results.
 """
 
 from __future__ import annotations
@@ -21,14 +25,25 @@ import concurrent.futures
 from collections.abc import Iterable
 from typing import Any, Unpack
 
+from kafkawire.admin import Admin as AsyncAdmin
+from kafkawire.admin import ClusterDescription, ConfigEntry, GroupDescription, GroupListing, TopicDescription
+from kafkawire.client import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions
 from kafkawire.client import Client as AsyncClient
-from kafkawire.client import ClientOptions, ConsumerOptions, ProducerOptions
 from kafkawire.consumer import Consumer as AsyncConsumer
 from kafkawire.message import Message, RecordMetadata
+from kafkawire.metadata import TopicPartition
+from kafkawire.offsets import OffsetAndTimestamp
 from kafkawire.producer import Producer as AsyncProducer
-from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, BlockingProducer, same_arguments
+from kafkawire.share.admin import ShareGroupDescription
+from mqwire.common.blocking_clients import (
+    BlockingAdmin,
+    BlockingClient,
+    BlockingConsumer,
+    BlockingProducer,
+    same_arguments,
+)
 
-__all__ = ["Client", "Consumer", "Producer", "connect"]
+__all__ = ["Admin", "Client", "Consumer", "Producer", "connect"]
 
 
 class Producer(BlockingProducer[RecordMetadata]):
@@ -77,8 +92,119 @@ class Consumer(BlockingConsumer[Message]):
         self._call(self._async.seek_to_end, *args, **kwargs)
 
 
+class Admin(BlockingAdmin[AsyncAdmin]):
+    """A blocking Kafka admin: topics, partitions, records, configs and groups. Each method takes what the
+    async ``kafkawire.admin.Admin`` method of the same name takes and returns what it returns."""
+
+    @property
+    def timeout(self) -> float:
+        """Seconds each administrative request may take (the ``timeout`` option of ``client.admin``)."""
+        return self._async.timeout
+
+    # ------------------------------------------------------------------------------------------ topics
+    @same_arguments(AsyncAdmin.create_topic)
+    def create_topic(self, *args: Any, **kwargs: Any) -> None:
+        """Create one topic; returns once its partitions have leaders."""
+        return self._call(self._async.create_topic, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.create_topics)
+    def create_topics(self, *args: Any, **kwargs: Any) -> None:
+        """Create ``NewTopic``s; raises the first error after all were tried."""
+        return self._call(self._async.create_topics, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.delete_topics)
+    def delete_topics(self, *args: Any, **kwargs: Any) -> None:
+        """Delete topics by name, waiting until they are gone; raises the first error after all were tried."""
+        return self._call(self._async.delete_topics, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.list_topics)
+    def list_topics(self, *args: Any, **kwargs: Any) -> list[str]:
+        """The names of the cluster's topics, sorted."""
+        return self._call(self._async.list_topics, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.describe_topics)
+    def describe_topics(self, *args: Any, **kwargs: Any) -> list[TopicDescription]:
+        """Partitions, leaders and replicas of the topics named (or of every topic)."""
+        return self._call(self._async.describe_topics, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.create_partitions)
+    def create_partitions(self, *args: Any, **kwargs: Any) -> None:
+        """Grow each topic to the given total number of partitions."""
+        return self._call(self._async.create_partitions, *args, **kwargs)
+
+    # ------------------------------------------------------------------------------------------ cluster
+    @same_arguments(AsyncAdmin.describe_cluster)
+    def describe_cluster(self, *args: Any, **kwargs: Any) -> ClusterDescription:
+        """The cluster's id, controller and brokers."""
+        return self._call(self._async.describe_cluster, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.describe_configs)
+    def describe_configs(self, *args: Any, **kwargs: Any) -> dict[tuple[str, str], dict[str, ConfigEntry]]:
+        """Configs of ``{("topic", name) or ("broker", id): keys or None for all}``."""
+        return self._call(self._async.describe_configs, *args, **kwargs)
+
+    # ------------------------------------------------------------------------------------------ records
+    @same_arguments(AsyncAdmin.list_offsets)
+    def list_offsets(self, *args: Any, **kwargs: Any) -> dict[TopicPartition, OffsetAndTimestamp]:
+        """Offsets for ``{tp: "earliest" | "latest" | "max_timestamp" | timestamp_ms}``."""
+        return self._call(self._async.list_offsets, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.delete_records)
+    def delete_records(self, *args: Any, **kwargs: Any) -> dict[TopicPartition, int]:
+        """Delete records before the given offsets; returns the new low watermarks."""
+        return self._call(self._async.delete_records, *args, **kwargs)
+
+    # ------------------------------------------------------------------------------------------ groups
+    @same_arguments(AsyncAdmin.list_groups)
+    def list_groups(self, *args: Any, **kwargs: Any) -> list[GroupListing]:
+        """Groups known to every broker."""
+        return self._call(self._async.list_groups, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.describe_groups)
+    def describe_groups(self, *args: Any, **kwargs: Any) -> list[GroupDescription]:
+        """State, protocol and members of each group named, asked of its coordinator."""
+        return self._call(self._async.describe_groups, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.list_consumer_group_offsets)
+    def list_consumer_group_offsets(self, *args: Any, **kwargs: Any) -> dict[TopicPartition, int | None]:
+        """The offsets a group committed for the partitions given (None where it committed none)."""
+        return self._call(self._async.list_consumer_group_offsets, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.delete_groups)
+    def delete_groups(self, *args: Any, **kwargs: Any) -> None:
+        """Delete groups that have no members: consumer groups and share groups alike."""
+        return self._call(self._async.delete_groups, *args, **kwargs)
+
+    # ------------------------------------------------------------------------------------------ share groups
+    @same_arguments(AsyncAdmin.describe_share_groups)
+    def describe_share_groups(self, *args: Any, **kwargs: Any) -> list[ShareGroupDescription]:
+        """State, epoch and members (with their assignments) of each share group named."""
+        return self._call(self._async.describe_share_groups, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.list_share_group_offsets)
+    def list_share_group_offsets(self, *args: Any, **kwargs: Any) -> dict[TopicPartition, int | None]:
+        """The start offsets of a share group (in the topics given: name -> partitions; None: all it has)."""
+        return self._call(self._async.list_share_group_offsets, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.alter_share_group_offsets)
+    def alter_share_group_offsets(self, *args: Any, **kwargs: Any) -> None:
+        """Set the start offsets of a share group, which must have no members."""
+        return self._call(self._async.alter_share_group_offsets, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.delete_share_group_offsets)
+    def delete_share_group_offsets(self, *args: Any, **kwargs: Any) -> None:
+        """Forget a share group's state in the topics given (no members allowed)."""
+        return self._call(self._async.delete_share_group_offsets, *args, **kwargs)
+
+
 class Client(BlockingClient[AsyncClient]):
     """A blocking Kafka client; ``close`` (or leaving ``with``) closes what it made and its loop thread."""
+
+    def admin(self, **options: Unpack[AdminOptions]) -> Admin:
+        """The administration client (topics, configs, groups), closed with this client at the latest; the
+        options are those of ``AdminOptions``."""
+        made = self._start(lambda client: client.admin(**options))
+        return self._adopt(Admin(self.bridge, made, "kafkawire admin"))
 
     def producer(self, topic: str | None = None, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A started producer to ``topic``; the options are those of ``ProducerOptions``."""

@@ -10,10 +10,14 @@ The same shape as the async API, without ``await``::
         with client.consumer("orders", group="billing", start="earliest") as consumer:
             message = consumer.receive(timeout=5)
             consumer.ack(message)
+        with client.admin(admin_url="http://127.0.0.1:8080") as admin:
+            admin.create_topic("audit", partitions=3)
+            print(admin.list_partitioned_topics("public/default"))
 
 It runs the async client of ``pulsarwire`` in an event loop of its own (one thread per client, stopped by
-``close``); options and errors are the async ones'. Readers are offered too; table views, transactions and
-administration are not offered here yet.
+``close``); options and errors are the async ones'. Readers are offered too, and ``client.admin()``, every
+method of the async ``pulsarwire.admin.Admin`` blocking, with the same arguments and results; table views and
+transactions are not offered here yet.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ import re
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, BlockingProducer, same_arguments
+from mqwire.common.blocking_clients import (
+    BlockingAdmin,
+    BlockingClient,
+    BlockingConsumer,
+    BlockingProducer,
+    same_arguments,
+)
+from pulsarwire.admin import Admin as AsyncAdmin
+from pulsarwire.admin import AdminOptions
 from pulsarwire.client import Client as AsyncClient
 from pulsarwire.consumer import Consumer as AsyncConsumer
 from pulsarwire.message import Message, Receipt
@@ -31,7 +43,7 @@ from pulsarwire.options import ClientOptions, ConsumerOptions, ProducerOptions, 
 from pulsarwire.producer import Producer as AsyncProducer
 from pulsarwire.reader import Reader as AsyncReader
 
-__all__ = ["Client", "Consumer", "Producer", "Reader", "connect"]
+__all__ = ["Admin", "Client", "Consumer", "Producer", "Reader", "connect"]
 
 
 class Producer(BlockingProducer[Receipt]):
@@ -90,6 +102,42 @@ class Reader(BlockingConsumer[Message]):
         return bool(self._call(self._async.has_message_available))
 
 
+class Admin(BlockingAdmin[AsyncAdmin]):
+    """A blocking Pulsar admin: lists, creates, deletes and describes topics through the admin REST API. Each
+    method takes what the async ``pulsarwire.admin.Admin`` method of the same name takes and returns what it
+    returns."""
+
+    @property
+    def admin_url(self) -> str:
+        """The admin REST API this admin speaks to."""
+        return self._async.admin_url
+
+    @same_arguments(AsyncAdmin.list_topics)
+    def list_topics(self, *args: Any, **kwargs: Any) -> list[str]:
+        """The persistent topics of ``tenant/namespace``: each topic without partitions and each partition."""
+        return self._call(self._async.list_topics, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.list_partitioned_topics)
+    def list_partitioned_topics(self, *args: Any, **kwargs: Any) -> list[str]:
+        """The partitioned topics of ``tenant/namespace`` (their own names, not their partitions')."""
+        return self._call(self._async.list_partitioned_topics, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.create_topic)
+    def create_topic(self, *args: Any, **kwargs: Any) -> str:
+        """Create a topic (``partitions=0``: without partitions); returns its complete name."""
+        return self._call(self._async.create_topic, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.delete_topic)
+    def delete_topic(self, *args: Any, **kwargs: Any) -> None:
+        """Delete a topic with its partitions (``force``: even with producers or subscriptions)."""
+        return self._call(self._async.delete_topic, *args, **kwargs)
+
+    @same_arguments(AsyncAdmin.partitions)
+    def partitions(self, *args: Any, **kwargs: Any) -> int:
+        """The partition count of a topic (0: without partitions, or not there)."""
+        return self._call(self._async.partitions, *args, **kwargs)
+
+
 class Client(BlockingClient[AsyncClient]):
     """A blocking Pulsar client; ``close`` (or leaving ``with``) closes what it made and its loop thread."""
 
@@ -111,6 +159,12 @@ class Client(BlockingClient[AsyncClient]):
         those of ``ReaderOptions``."""
         made = self._start(lambda client: client.reader(topic, **options))
         return self._adopt(Reader(self.bridge, made))
+
+    def admin(self, **options: Unpack[AdminOptions]) -> Admin:
+        """Topic administration over the admin REST API at ``admin_url`` (this call's or the client's), closed
+        with this client at the latest; the options are those of ``AdminOptions``."""
+        made = self._start(lambda client: client.admin(**options))
+        return self._adopt(Admin(self.bridge, made, "pulsarwire admin"))
 
 
 def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:

@@ -14,7 +14,8 @@ The same shape as the async API, without ``await``::
 It runs the async client of ``tubemqwire`` in an event loop of its own (one thread per client, stopped by
 ``close``); options (those of ``tubemqwire.connect``, ``Client.producer`` and ``Client.consumer``) and errors
 are the async ones'. Client-balanced consumers (``client_balance_consumer``: the application picks the
-partitions) are offered too.
+partitions) are offered too. There is no ``admin()``: ``tubemqwire`` has no administration, async or blocking
+(TubeMQ's topics are managed through the master's web API).
 """
 
 from __future__ import annotations
