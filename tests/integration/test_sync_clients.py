@@ -1,6 +1,7 @@
 """The blocking API (``kafkawire.sync``, ``pulsarwire.sync``, ``tubemqwire.sync``) against the session's real
 brokers: a round trip with exact contents, a producer shared by a pool of 8 threads with every delivery
-checked, a receive on an empty topic ending in the typed timeout, and Ctrl-C during a blocking receive.
+checked, a receive on an empty topic ending in the typed timeout, Ctrl-C during a blocking receive, and the
+Kafka and Pulsar admins making, describing and deleting a topic.
 
 The tests are plain functions (the blocking API is for code without an event loop), so they run once, not per
 event loop.
@@ -20,10 +21,14 @@ from typing import Any
 
 import pytest
 
+import kafkawire.errors
 import kafkawire.sync
+import pulsarwire.errors
 import pulsarwire.sync
 import tubemqwire.sync
-from mqwire.common.errors import ReceiveTimeoutError
+from kafkawire.metadata import TopicPartition
+from mqwire.common.errors import ClosedError, ConfigurationError, ReceiveTimeoutError
+from mqwire.testing.endpoints import KafkaBroker as KafkaBrokerEndpoint
 from mqwire.testing.endpoints import PulsarBroker as PulsarBrokerEndpoint
 from mqwire.testing.endpoints import TubeMQBroker as TubeMQBrokerEndpoint
 from mqwire.testing.tubemq_spares import FreshTopics
@@ -208,3 +213,62 @@ def test_a_tubemq_client_balanced_consumer_reads_the_partition_it_connects(
             consumer.disconnect_partition(chosen)
             assert consumer.assignment == frozenset()
     assert [message.value for message in got] == expected
+
+
+def test_a_kafka_admin_creates_describes_and_deletes_a_topic_a_record_went_through(
+    kafka_broker: KafkaBrokerEndpoint,
+) -> None:
+    topic = f"sync-admin-{secrets.token_hex(4)}"
+    before = set(threading.enumerate())
+    with kafkawire.sync.connect(kafka_broker.url) as client:
+        with client.admin() as admin:
+            admin.create_topic(topic, partitions=2)
+            assert topic in admin.list_topics()
+            with pytest.raises(kafkawire.errors.TopicAlreadyExistsError):  # the async error, raised here
+                admin.create_topic(topic, partitions=2)
+            with client.producer(topic) as producer:
+                receipt = producer.send(b"v", key=b"k")
+            with client.consumer(topic, group=_group(), start="earliest") as consumer:
+                assert consumer.receive(timeout=FIRST_MESSAGE["kafka"]).value == b"v"
+            [description] = admin.describe_topics([topic])
+            assert description.name == topic
+            assert [p.partition for p in description.partitions] == [0, 1]
+            latest = admin.list_offsets({(topic, receipt.partition): "latest"})
+            assert latest[TopicPartition(topic, receipt.partition)].offset == receipt.offset + 1
+            admin.delete_topics([topic])
+            assert topic not in admin.list_topics()
+        with pytest.raises(ClosedError):
+            admin.list_topics()
+        held = client.admin()  # left open: the client closes it
+    assert held.closed
+    with pytest.raises(ClosedError):
+        held.describe_cluster()
+    assert set(threading.enumerate()) <= before
+
+
+def test_a_pulsar_admin_creates_lists_and_deletes_a_topic_a_message_went_to(
+    pulsar_broker: PulsarBrokerEndpoint,
+) -> None:
+    name = f"sync-admin-{secrets.token_hex(4)}"
+    before = set(threading.enumerate())
+    with pulsarwire.sync.connect(pulsar_broker.url, admin_url=pulsar_broker.admin_url) as client:
+        with pytest.raises(ConfigurationError, match="admin_url"):  # refused in the caller's thread
+            client.admin(admin_url=None)
+        with client.admin() as admin:
+            topic = admin.create_topic(name, 2)
+            assert topic == f"persistent://public/default/{name}"
+            assert topic in admin.list_partitioned_topics("public/default")
+            assert admin.partitions(topic) == 2
+            with pytest.raises(pulsarwire.errors.TopicAlreadyExistsError):  # the async error, raised here
+                admin.create_topic(name, 2)
+            with client.producer(topic) as producer:
+                producer.send(b"v")
+            admin.delete_topic(topic)
+            assert topic not in admin.list_partitioned_topics("public/default")
+        with pytest.raises(ClosedError):
+            admin.partitions(topic)
+        held = client.admin()  # left open: the client closes it
+    assert held.closed
+    with pytest.raises(ClosedError):
+        held.list_topics()
+    assert set(threading.enumerate()) <= before
