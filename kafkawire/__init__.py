@@ -36,6 +36,7 @@ from kafkawire.metadata import BrokerNode, TopicPartition
 from kafkawire.offsets import OffsetAndMetadata, OffsetAndTimestamp
 from kafkawire.partitioner import murmur2, partition_for_key
 from kafkawire.producer import Producer
+from kafkawire.rebalance_listener import ConsumerRebalanceListener
 from kafkawire.share import AcknowledgeType, ShareConsumer, ShareMessage
 from kafkawire.transaction import GroupMetadataLike
 from mqwire.common.errors import (
@@ -61,6 +62,7 @@ __all__ = [
     "ConfigEntry",
     "Consumer",
     "ConsumerOptions",
+    "ConsumerRebalanceListener",
     "DeserializationError",
     "GroupDescription",
     "GroupListing",

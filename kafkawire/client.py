@@ -9,6 +9,7 @@ checks its options into the frozen config (``ProducerConfig``, ...) that the obj
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Unpack
 
@@ -85,12 +86,20 @@ class Client(SessionClient[Session]):
         self._session.affinity.check()
         return Producer(self._session, topic, build_config(ProducerConfig, "producer", options))
 
-    def consumer(self, topics: str | Iterable[str] = (), /, **options: Unpack[ConsumerOptions]) -> Consumer:
+    def consumer(
+        self, topics: str | Iterable[str] | re.Pattern[str] = (), /, **options: Unpack[ConsumerOptions]
+    ) -> Consumer:
         """A consumer of ``topics`` (or of a ``pattern=``, or of ``partitions=``); start it with ``async with``.
 
-        The options are those of ``ConsumerOptions``.
+        ``topics`` may also be a compiled pattern, as in pulsarwire: ``client.consumer(re.compile("orders-.*"),
+        group="billing")`` is ``client.consumer(pattern=...)``. The options are those of ``ConsumerOptions``.
         """
         self._session.affinity.check()
+        if isinstance(topics, re.Pattern):
+            if options.get("pattern") is not None:
+                raise ConfigurationError("give topics or pattern, not both")
+            options["pattern"] = topics
+            topics = ()
         return Consumer(self._session, topics, build_config(ConsumerConfig, "consumer", options))
 
     def share_consumer(self, topics: str | Iterable[str], /, **options: Unpack[ShareConsumerOptions]) -> ShareConsumer:

@@ -5,7 +5,9 @@ ConsumerGroupHeartbeat with ``group_protocol="consumer"``) and reads what the gr
 where the group committed; commits carry the member's generation and id. Rebalances are reported to async
 callables taking a set of TopicPartition: ``on_assigned``, ``on_revoked`` (called before partitions are given
 up, after acknowledged offsets were committed) and ``on_lost`` (partitions already someone else's, nothing
-committed; defaults to ``on_revoked``). A member whose application makes no poll (getone, getmany, iteration)
+committed; defaults to ``on_revoked``), or instead to aiokafka's ``ConsumerRebalanceListener`` (``listener=``,
+``kafkawire.rebalance_listener``). Partitions given up hand out no more records from the moment they are
+revoked. A member whose application makes no poll (getone, getmany, iteration)
 for ``max_poll_interval_ms`` leaves the group, its partitions lost, and joins again at its next poll, as the
 Java client does. With ``partitions=``, or without a group, it reads every partition of
 its topics (or the ones given) from ``start``, and with a group commits with generation -1 and no member id,
@@ -40,7 +42,16 @@ from kafkawire.offsets import (
     fetch_committed,
     list_offsets,
 )
-from kafkawire.options import ConsumerConfig, GroupProtocol, IsolationLevel, PartitionSpec, check_pattern
+from kafkawire.options import (
+    ConsumerConfig,
+    GroupProtocol,
+    IsolationLevel,
+    PartitionSpec,
+    check_listener,
+    check_listener_fits,
+    check_pattern,
+)
+from kafkawire.rebalance_listener import ConsumerRebalanceListener, ListenerCalls
 from kafkawire.receive_queue import ReceiveQueue
 from mqwire.common.contract import Start
 from mqwire.common.errors import ClosedError, ConfigurationError, MqwireError, OptionTypeError, ReceiveTimeoutError
@@ -106,6 +117,7 @@ class Consumer(AsyncResource):
         self._on_revoked = config.on_revoked
         # As in the Java client, partitions lost without a chance to commit go to on_revoked unless on_lost is given.
         self._on_lost = config.on_lost if config.on_lost is not None else config.on_revoked
+        self._listener = None if config.listener is None else ListenerCalls(config.listener, group)
         key_deserializer, value_deserializer = config.key_deserializer, config.value_deserializer
         self._gate: Deserializing[Message] = Deserializing(key_deserializer, value_deserializer, _offset)
         self._deserializing = key_deserializer is not None or value_deserializer is not None
@@ -180,17 +192,35 @@ class Consumer(AsyncResource):
         return self._lifecycle.closed
 
     # ------------------------------------------------------------------------------ subscriptions
-    def subscribe(self, topics: str | Iterable[str] = (), pattern: str | re.Pattern[str] | None = None) -> None:
-        """Read ``topics`` (or every topic matching ``pattern``) instead of what was read so far.
+    def subscribe(
+        self,
+        topics: str | Iterable[str] | re.Pattern[str] = (),
+        pattern: str | re.Pattern[str] | None = None,
+        listener: ConsumerRebalanceListener | None = None,
+    ) -> None:
+        """Read ``topics`` (or every topic matching ``pattern``, which may also come as ``topics``) instead of
+        what was read so far.
 
         With a group the member (re)joins it for the new subscription; without one it reads every partition
-        of those topics. Takes effect in the background, as in aiokafka.
+        of those topics. Takes effect in the background, as in aiokafka. ``listener`` (a
+        :class:`~kafkawire.ConsumerRebalanceListener`) hears the group's rebalances from now on, in place of the
+        one given before; None keeps the one there is.
         """
+        if isinstance(topics, re.Pattern):
+            if pattern is not None:
+                raise ConfigurationError("subscribe needs topics or pattern (one of them)")
+            pattern = topics
+            topics = ()
         names = _topics(topics)
         compiled = check_pattern("pattern", pattern)
         if bool(names) == (compiled is not None):
-            raise ValueError("subscribe needs topics or pattern (one of them)")
+            raise ConfigurationError("subscribe needs topics or pattern (one of them)")
+        if listener is not None:
+            check_listener("listener", listener)
+            check_listener_fits(self.group, False, self._on_assigned, self._on_revoked, self._on_lost)
         self._change(names, compiled, None)
+        if listener is not None:
+            self._listener = ListenerCalls(listener, self.group)
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Read exactly ``partitions``, outside any group rebalance (commits still go to ``group``)."""
@@ -745,10 +775,15 @@ class Consumer(AsyncResource):
         await self._add_partitions(sorted(partitions))
         if self._on_assigned is not None:
             await self._on_assigned(set(partitions))
+        if self._listener is not None:
+            # aiokafka's meaning: the whole assignment, kept partitions with the new ones.
+            held = self._membership.assignment if self._membership is not None else set()
+            await self._listener.assigned(held | partitions)
 
     async def _revoked(self, partitions: set[TopicPartition]) -> None:
-        """Before a rebalance: commit what was delivered (or acknowledged), tell the application, forget the
-        partitions."""
+        """Before a rebalance: hand out no more of the partitions' records, commit what was delivered (or
+        acknowledged), tell the application, forget the partitions."""
+        self._stop_handing_out(partitions)
         if self.enable_auto_commit:
             try:
                 await self._commit(self._auto_offsets(partitions))
@@ -756,15 +791,38 @@ class Consumer(AsyncResource):
                 log.warning("group %r: commit on revoke failed: %s", self.group, exc)
         if self._on_revoked is not None:
             await self._on_revoked(set(partitions))
+        if self._listener is not None and not self._lifecycle.closed:
+            await self._listener.revoked(partitions)  # as in aiokafka, not when the consumer closes
         for tp in partitions:
             self._forget(tp)
 
     async def _lost(self, partitions: set[TopicPartition]) -> None:
         """The group fenced this member: the partitions are already another's, so nothing is committed."""
+        self._stop_handing_out(partitions)
         if self._on_lost is not None:
             await self._on_lost(set(partitions))
+        if self._listener is not None and not self._lifecycle.closed:
+            await self._listener.lost(partitions)
         for tp in partitions:
             self._forget(tp)
+
+    def _stop_handing_out(self, partitions: set[TopicPartition]) -> None:
+        """Drop the buffered records of ``partitions`` and fetch no more of them, keeping what was delivered:
+        a commit made while they are given up (auto-commit's, or the application's in its callback) stores the
+        positions after the records the application got, and no record comes after it."""
+        queue = self._queue
+        for tp in partitions:
+            state = self._states.get(tp)
+            if state is None:
+                continue
+            state.paused = True
+            state.generation += 1  # a fetch in flight for it is dropped on arrival
+            delivered = queue.delivered.get(tp)
+            queue.drop(tp)
+            if delivered is not None:
+                queue.delivered[tp] = delivered
+            if self._deserializing:
+                self._discard_held(tp)
 
     @property
     def rebalances(self) -> int:

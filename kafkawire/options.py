@@ -15,6 +15,7 @@ from typing import Literal, TypedDict
 
 from kafkawire.metadata import TopicPartition
 from kafkawire.protocol.records import DEFAULT_MAX_UNCOMPRESSED
+from kafkawire.rebalance_listener import ConsumerRebalanceListener
 from kafkawire.sasl import TokenProvider
 from mqwire.common.contract import Deserializer, Serializer, Start
 from mqwire.common.errors import ConfigurationError, OptionTypeError
@@ -256,6 +257,9 @@ class ConsumerOptions(TypedDict, total=False):
       auto-commit, after their positions were committed); default None.
     - ``on_lost`` — ``async (set of TopicPartition)``, called when partitions were lost to another member
       and nothing could be committed; default None: ``on_revoked`` is called instead.
+    - ``listener`` — a :class:`~kafkawire.ConsumerRebalanceListener` whose methods are awaited at each rebalance
+      in aiokafka's order (what ``subscribe(..., listener=)`` sets too); needs ``group`` and excludes
+      ``partitions``, ``on_assigned``, ``on_revoked`` and ``on_lost``; default None.
     """
 
     group: str | None
@@ -287,6 +291,7 @@ class ConsumerOptions(TypedDict, total=False):
     on_assigned: PartitionsCallback | None
     on_revoked: PartitionsCallback | None
     on_lost: PartitionsCallback | None
+    listener: ConsumerRebalanceListener | None
 
 
 class ShareConsumerOptions(TypedDict, total=False):
@@ -460,6 +465,25 @@ def _rebalance_callback(name: str, value: object) -> object:
     return value
 
 
+def check_listener(name: str, value: object) -> ConsumerRebalanceListener | None:
+    """A rebalance listener: None, or an instance of kafkawire's ``ConsumerRebalanceListener`` (as aiokafka
+    asks of its own), so that a plain callable or an aiokafka listener is told at once."""
+    if value is None or isinstance(value, ConsumerRebalanceListener):
+        return value
+    raise OptionTypeError(f"option {name} must be a kafkawire.ConsumerRebalanceListener, not {type(value).__name__}")
+
+
+def check_listener_fits(group: str | None, assigned_by_hand: bool, *callbacks: object) -> None:
+    """A listener hears a group's rebalances: it needs a group that assigns the partitions, and it replaces the
+    ``on_assigned``/``on_revoked``/``on_lost`` callbacks rather than running beside them in an order of its own."""
+    if group is None:
+        raise ConfigurationError("option listener needs group=: it hears the rebalances of a consumer group")
+    if assigned_by_hand:
+        raise ConfigurationError("option listener does not go with partitions=: such partitions never rebalance")
+    if any(callback is not None for callback in callbacks):
+        raise ConfigurationError("give a listener or on_assigned/on_revoked/on_lost, not both")
+
+
 def _share_group(name: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ConfigurationError(f"share_consumer: {name} must be a non-empty string")
@@ -599,6 +623,7 @@ class ConsumerConfig:
     on_assigned: PartitionsCallback | None = option(None, _rebalance_callback)
     on_revoked: PartitionsCallback | None = option(None, _rebalance_callback)
     on_lost: PartitionsCallback | None = option(None, _rebalance_callback)
+    listener: ConsumerRebalanceListener | None = option(None, check_listener)
 
     def __post_init__(self) -> None:
         reset = self.auto_offset_reset
@@ -609,6 +634,9 @@ class ConsumerConfig:
             raise ConfigurationError("options partitions and pattern exclude each other")
         if self.group_protocol == "classic" and self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigurationError("option heartbeat_interval_ms must be lower than session_timeout_ms")
+        if self.listener is not None:
+            callbacks = (self.on_assigned, self.on_revoked, self.on_lost)
+            check_listener_fits(self.group, self.partitions is not None, *callbacks)
 
     @property
     def start(self) -> Start:

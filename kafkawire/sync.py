@@ -22,6 +22,7 @@ It runs the async client of ``kafkawire`` in an event loop of its own (one threa
 from __future__ import annotations
 
 import concurrent.futures
+import re
 from collections.abc import Iterable
 from typing import Any, Unpack
 
@@ -211,8 +212,11 @@ class Client(BlockingClient[AsyncClient]):
         made = self._start(lambda client: client.producer(topic, **options))
         return self._adopt(Producer(self.bridge, made, "kafkawire producer"))
 
-    def consumer(self, topics: str | Iterable[str] = (), /, **options: Unpack[ConsumerOptions]) -> Consumer:
-        """A started consumer of ``topics``; the options are those of ``ConsumerOptions``."""
+    def consumer(
+        self, topics: str | Iterable[str] | re.Pattern[str] = (), /, **options: Unpack[ConsumerOptions]
+    ) -> Consumer:
+        """A started consumer of ``topics`` (or of a compiled pattern given as them); the options are those of
+        ``ConsumerOptions``."""
         made = self._start(lambda client: client.consumer(topics, **options))
         return self._adopt(Consumer(self.bridge, made))
 

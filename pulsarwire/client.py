@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Unpack
 
+from mqwire.common.errors import ConfigurationError, OptionTypeError
 from mqwire.common.lifecycle import SessionClient
 from mqwire.common.options import build_config
 from mqwire.common.stats import ClientStats
@@ -62,14 +63,22 @@ class Client(SessionClient[Session]):
         return Producer(self._session, topic, **options)
 
     def consumer(
-        self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerOptions]
+        self,
+        topics: str | Sequence[str] | re.Pattern[str] = (),
+        /,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> Consumer:
-        """A consumer of ``topics`` (names or a pattern) in subscription ``group``; use ``async with``.
+        """A consumer of ``topics`` (names or a compiled pattern) in subscription ``group``; use ``async with``.
 
-        The options are described in :class:`pulsarwire.ConsumerOptions`; see also :class:`Consumer`.
+        ``pattern`` — the topics whose complete names match this regular expression (str or compiled), in
+        place of ``topics``: ``pattern="orders-.*"`` is ``re.compile("orders-.*")`` as ``topics``, the name
+        kafkawire and aiokafka use. The options are described in :class:`pulsarwire.ConsumerOptions`; see
+        also :class:`Consumer`.
         """
         self._session.affinity.check()
-        return Consumer(self._session, topics, **options)
+        return Consumer(self._session, _subscribed(topics, pattern), **options)
 
     def reader(self, topic: str, /, **options: Unpack[ReaderOptions]) -> Reader:
         """A reader of ``topic`` from ``start`` ("latest", "earliest" or a MessageId); use ``async with``.
@@ -139,6 +148,24 @@ class Client(SessionClient[Session]):
         name = complete_name(topic)
         count = await self._session.partitions_for(name)
         return [partition_name(name, index) for index in range(count)] if count else [name]
+
+
+def _subscribed(
+    topics: str | Sequence[str] | re.Pattern[str], pattern: str | re.Pattern[str] | None
+) -> str | Sequence[str] | re.Pattern[str]:
+    """What a consumer subscribes to: ``topics``, or ``pattern`` compiled when it is given instead of them."""
+    if pattern is None:
+        return topics
+    if isinstance(topics, re.Pattern) or topics:
+        raise ConfigurationError("give topics or pattern, not both")
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    if not isinstance(pattern, str):
+        raise OptionTypeError(f"option pattern must be a str or re.Pattern, not {type(pattern).__name__}")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigurationError(f"option pattern: {pattern!r} is no regular expression: {exc}") from None
 
 
 def connect(url: str, /, **options: Unpack[ClientOptions]) -> Client:

@@ -147,11 +147,16 @@ class Client(BlockingClient[AsyncClient]):
         return self._adopt(Producer(self.bridge, made, "pulsarwire producer"))
 
     def consumer(
-        self, topics: str | Sequence[str] | re.Pattern[str], /, **options: Unpack[ConsumerOptions]
+        self,
+        topics: str | Sequence[str] | re.Pattern[str] = (),
+        /,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        **options: Unpack[ConsumerOptions],
     ) -> Consumer:
-        """A started consumer of ``topics`` in subscription ``group``; the options are those of
-        ``ConsumerOptions``."""
-        made = self._start(lambda client: client.consumer(topics, **options))
+        """A started consumer of ``topics`` (names or a compiled pattern, or a ``pattern=`` instead) in
+        subscription ``group``; the options are those of ``ConsumerOptions``."""
+        made = self._start(lambda client: client.consumer(topics, pattern=pattern, **options))
         return self._adopt(Consumer(self.bridge, made))
 
     def reader(self, topic: str, /, **options: Unpack[ReaderOptions]) -> Reader:
