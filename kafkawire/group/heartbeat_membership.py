@@ -257,8 +257,9 @@ class HeartbeatMembership:
         if revoked:
             self.assignment -= revoked
             await self._on_revoke(revoked)
-        if added:
-            # Owned only once its starting offsets are known: a failed committed-offset fetch leaves it out.
+        if added or revoked:
+            # Called after a revoke too, with nothing added, to say the rebalance is over (as the classic member
+            # does). Owned only once its starting offsets are known: a failed committed-offset fetch leaves it out.
             await self._on_assign(added)
             self.assignment |= added
         self._full = self._unresolved

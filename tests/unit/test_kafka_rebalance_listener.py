@@ -22,8 +22,13 @@ from kafkawire.consumer import Consumer
 from kafkawire.fetcher import PartitionState
 from kafkawire.group.heartbeat_membership import HeartbeatMembership
 from kafkawire.message import Message, TimestampType
+from kafkawire.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupTopicPartitions
+from kafkawire.protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupAssignment,
+    ConsumerGroupHeartbeatResponse,
+)
 from mqwire.common.errors import ConfigurationError, OptionTypeError
-from tests.unit.test_kafka_heartbeat_membership import Coordinator, FakeSession
+from tests.unit.test_kafka_heartbeat_membership import TOPIC_ID, Coordinator, FakeSession
 
 A0, A1, A2 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("a", 2)
 
@@ -236,6 +241,49 @@ async def test_the_kip848_membership_awaits_the_listener() -> None:
     assert await membership._beat()
     assert listener.calls == [("revoked", set()), ("assigned", {T0, T1})]
     assert membership.assignment == {T0, T1}
+
+
+class Shrinking(Coordinator):
+    """Assigns partitions 0 and 1 of "t", then only 0: the second rebalance revokes and adds nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets = [[0, 1], [0]]
+
+    async def request(self, body: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        self.requests.append(body)
+        target = self.targets.pop(0)
+        return ConsumerGroupHeartbeatResponse(
+            throttle_time_ms=0,
+            error_code=0,
+            member_id=body.member_id,
+            member_epoch=len(self.requests),
+            heartbeat_interval_ms=10,
+            assignment=ConsumerGroupAssignment(
+                topic_partitions=[ConsumerGroupTopicPartitions(topic_id=TOPIC_ID, partitions=target)]
+            ),
+        )
+
+
+async def test_a_kip848_rebalance_that_only_revokes_ends_with_the_assignment_kept() -> None:
+    listener = Recorder()
+    consumer = member(listener, group_protocol="consumer")
+    membership = HeartbeatMembership(
+        FakeSession(Shrinking()),  # type: ignore[arg-type]
+        "g",
+        ["t"],
+        remote_assignor=None,
+        rebalance_timeout_ms=1000,
+        group_instance_id=None,
+        on_assign=consumer._assigned,
+        on_revoke=consumer._revoked,
+        on_lose=consumer._lost,
+    )
+    consumer._membership = membership
+    T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert await membership._beat() and await membership._beat()
+    assert listener.calls == [("revoked", set()), ("assigned", {T0, T1}), ("revoked", {T1}), ("assigned", {T0})]
+    assert membership.assignment == {T0} and consumer.assignment() == {T0}
 
 
 # ------------------------------------------------------------------------------------ patterns
