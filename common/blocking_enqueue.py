@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from mqwire.common.blocking import Bridge
+from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError
 
 __all__ = ["EnqueueQueue"]
 
 R = TypeVar("R")
 
-_Record = tuple[tuple[Any, ...], Mapping[str, Any], "concurrent.futures.Future[Any]"]
+_Record = tuple[tuple[Any, ...], Mapping[str, Any], "RecordFuture[Any]"]
 
 
 class EnqueueQueue(Generic[R]):
@@ -46,13 +48,15 @@ class EnqueueQueue(Generic[R]):
         self._waiting = 0  # callers waiting for room
         self._scheduled = False  # a drain task is scheduled or running
         self._closed = False
-        self._unsettled: set[concurrent.futures.Future[Any]] = set()  # handed over, not acknowledged yet
+        # Handed over, not acknowledged yet: each record's future by the async receipt that settles it.
+        self._unsettled: dict[Any, RecordFuture[Any]] = {}
+        self._context: contextvars.Context | None = None
         self._order: asyncio.Lock | None = None  # made on the loop, which owns it
 
     def put(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> concurrent.futures.Future[R]:
         """Queue one record (``enqueue(*args, **kwargs)``); the future is its receipt or its error."""
         self._bridge.check()  # from the loop thread a full queue would wait forever
-        future: concurrent.futures.Future[R] = concurrent.futures.Future()
+        future: RecordFuture[R] = RecordFuture()
         with self._lock:
             while len(self._records) >= self._limit and not self._closed:
                 self._waiting += 1
@@ -92,8 +96,8 @@ class EnqueueQueue(Generic[R]):
             self._closed = True
             self._room.notify_all()
         self._fail_queued(ClosedError(f"{self._what} closed before the record was sent"))
-        for future in list(self._unsettled):
-            _settle(future, error=ClosedError(f"{self._what} closed before the record was acknowledged"))
+        for future in list(self._unsettled.values()):
+            future.finish(error=ClosedError(f"{self._what} closed before the record was acknowledged"))
 
     def _ordering(self) -> asyncio.Lock:
         if self._order is None:
@@ -112,24 +116,48 @@ class EnqueueQueue(Generic[R]):
     async def _hand_over(self) -> None:
         records = self._records
         enqueue = self._enqueue
+        unsettled = self._unsettled
+        settle = self._settle  # one bound method for every record: no object made per record
+        context = self._callback_context()
         while records:
             args, kwargs, future = records.popleft()
             if self._waiting and len(records) <= self._limit // 2:
                 with self._lock:
                     self._room.notify_all()
-            if not future.set_running_or_notify_cancel():
+            if not future.start():
                 continue  # cancelled by the caller before it was handed over
             try:
                 pending = await enqueue(*args, **kwargs)
             except asyncio.CancelledError:
-                future.set_exception(ClosedError(f"{self._what} closed before the record was sent"))
+                future.finish(error=ClosedError(f"{self._what} closed before the record was sent"))
                 raise
             except Exception as error:  # refused (a serializer, a closed producer): its future says why
-                future.set_exception(error)
+                future.finish(error=error)
                 continue
-            self._unsettled.add(future)
-            future.add_done_callback(self._unsettled.discard)
-            _settle_when_done(pending, future)
+            add_done_callback = getattr(pending, "add_done_callback", None)
+            if add_done_callback is None:  # a bare awaitable: a task waits on it
+                pending = asyncio.ensure_future(pending)
+                add_done_callback = pending.add_done_callback
+            unsettled[pending] = future
+            add_done_callback(settle, context=context)
+
+    def _callback_context(self) -> contextvars.Context:
+        # The settling callback reads no context variable: one context for all, instead of a copy per record.
+        if self._context is None:
+            self._context = contextvars.copy_context()
+        return self._context
+
+    def _settle(self, done: Any) -> None:
+        """On the loop, once the async receipt ``done`` is: resolve the record's future with its outcome."""
+        future = self._unsettled.pop(done, None)
+        if future is None:
+            return  # failed by close already
+        if done.cancelled():
+            future.finish(error=ClosedError("the record was cancelled before the broker acknowledged it"))
+        elif (error := done.exception()) is not None:
+            future.finish(error=error)
+        else:
+            future.finish(done.result())
 
     def _fail_queued(self, error: BaseException) -> None:
         while True:
@@ -137,34 +165,6 @@ class EnqueueQueue(Generic[R]):
                 _, _, future = self._records.popleft()
             except IndexError:
                 return
-            if future.set_running_or_notify_cancel():
-                future.set_exception(error)
+            if future.start():
+                future.finish(error=error)
 
-
-def _settle_when_done(pending: Awaitable[Any], future: concurrent.futures.Future[Any]) -> None:
-    """Resolve ``future`` with the outcome of the receipt awaitable ``pending`` (on the loop, when it is done)."""
-    add_done_callback = getattr(pending, "add_done_callback", None)
-    if add_done_callback is None:  # a bare awaitable: a task waits on it
-        pending = asyncio.ensure_future(pending)
-        add_done_callback = pending.add_done_callback
-
-    def settle(done: Any) -> None:
-        if done.cancelled():
-            _settle(future, error=ClosedError("the record was cancelled before the broker acknowledged it"))
-        elif (error := done.exception()) is not None:
-            _settle(future, error=error)
-        else:
-            _settle(future, result=done.result())
-
-    add_done_callback(settle)
-
-
-def _settle(future: concurrent.futures.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
-    """Resolve ``future`` unless ``close`` (in another thread) or the loop did first."""
-    try:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-    except concurrent.futures.InvalidStateError:
-        pass

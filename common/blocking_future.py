@@ -1,0 +1,116 @@
+"""A ``concurrent.futures.Future`` for one record, cheap enough to make for every record a blocking producer buffers.
+
+A standard ``Future`` makes a ``threading.Condition`` (two locks) when it is created and takes it for every
+change of state: about 5 microseconds of a record's budget of one or two. Most records' futures are never
+waited on one by one: the caller checks them after ``flush``, when they are long settled. So a
+``RecordFuture`` makes its condition only when a thread other than the settling one first needs it (``result``
+or ``exception`` while pending, ``cancel``, ``add_done_callback``, ``concurrent.futures.wait`` or
+``as_completed``: all of them reach the condition through the ``_condition`` attribute), and until then the
+settling thread moves it from state to state under one lock shared by all such futures, held for a few
+attribute writes.
+
+Why this is safe: every use of the future by other threads goes through ``_condition``, which is made under the
+shared lock; the settling thread's short ways (``start``, ``finish``) check under that same lock that no
+condition exists yet, and otherwise take the standard way. So either the other thread made the condition first
+(and the standard methods, with their notifications, run), or the settling thread changed the state before the
+other thread looked at it (and the other thread, holding the new condition, sees the new state).
+
+It relies on ``Future``'s attributes (``_condition``, ``_state``, ``_result``, ``_exception``, ``_waiters``,
+``_done_callbacks``), which ``concurrent.futures.wait`` and ``as_completed`` also use, unchanged from CPython 3.8
+to 3.13; the unit tests check each behaviour on every interpreter the project supports.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from typing import Any, Generic, TypeVar
+
+__all__ = ["RecordFuture"]
+
+T = TypeVar("T")
+
+# concurrent.futures' own state names (module-private there, stable since 3.2).
+_PENDING = "PENDING"
+_RUNNING = "RUNNING"
+_FINISHED = "FINISHED"
+
+_SHARED = threading.Lock()  # guards every RecordFuture's condition-less state, and the making of its condition
+
+
+class RecordFuture(concurrent.futures.Future[T], Generic[T]):
+    """A ``concurrent.futures.Future`` whose condition is made on first need; ``start`` and ``finish`` are the
+    settling thread's short ways to ``set_running_or_notify_cancel`` and ``set_result``/``set_exception``."""
+
+    def __init__(self) -> None:
+        # Not super().__init__(): it makes the condition this class makes only when needed.
+        self._state = _PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        # _waiters and _done_callbacks, which only threads holding the condition touch, are made with it: two
+        # objects fewer per record for the garbage collector to look through while a flush holds thousands.
+        self._made_condition: threading.Condition | None = None
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        condition = self._made_condition
+        if condition is None:
+            with _SHARED:
+                condition = self._made_condition
+                if condition is None:
+                    self._waiters: list[Any] = []
+                    self._done_callbacks: list[Any] = []
+                    condition = self._made_condition = threading.Condition()
+        return condition
+
+    # Once FINISHED a future never changes again, and its outcome was written before its state: these read it
+    # without the condition (which the standard methods would make, for each of a flush's many futures).
+    def done(self) -> bool:
+        """True once settled or cancelled."""
+        return self._state == _FINISHED or super().done()
+
+    def result(self, timeout: float | None = None) -> T:
+        """The record's receipt, as ``Future.result``."""
+        if self._state == _FINISHED:
+            error = self._exception
+            if error is None:
+                return self._result  # type: ignore[no-any-return]
+            try:
+                raise error
+            finally:
+                del error, self  # no cycle through the traceback's frame
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The record's error, or None, as ``Future.exception``."""
+        if self._state == _FINISHED:
+            return self._exception
+        return super().exception(timeout)
+
+    def start(self) -> bool:
+        """``set_running_or_notify_cancel``: False when the future was cancelled (the record is not sent)."""
+        with _SHARED:
+            if self._made_condition is None and self._state == _PENDING:
+                self._state = _RUNNING
+                return True
+        return self.set_running_or_notify_cancel()
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        """Settle with ``result``, or with ``error`` when one is given; nothing when already settled or
+        cancelled (a close in another thread may settle first)."""
+        with _SHARED:
+            if self._made_condition is None:
+                if self._state in (_PENDING, _RUNNING):
+                    if error is not None:
+                        self._exception = error
+                    else:
+                        self._result = result
+                    self._state = _FINISHED
+                return  # no condition: so no waiter and no callback to tell
+        try:
+            if error is not None:
+                self.set_exception(error)
+            else:
+                self.set_result(result)
+        except concurrent.futures.InvalidStateError:
+            pass

@@ -1,0 +1,134 @@
+"""The per-record future of the blocking producers behaves as a ``concurrent.futures.Future`` in every use.
+
+``RecordFuture`` makes its condition only when a second thread needs it; these check each standard use with
+the future pending and settled, and that a waiter in another thread is never left waiting when the settling
+thread takes the short way at the same moment.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+
+import pytest
+
+from mqwire.common.blocking_future import RecordFuture
+
+
+def settled(result: object = None, error: BaseException | None = None) -> RecordFuture[object]:
+    future: RecordFuture[object] = RecordFuture()
+    assert future.start()
+    future.finish(result, error)
+    return future
+
+
+def test_is_a_concurrent_future_and_settles_without_a_condition() -> None:
+    future = settled("receipt")
+    assert isinstance(future, concurrent.futures.Future)
+    assert future._made_condition is None  # nobody else needed it
+    assert future.done() and not future.cancelled() and not future.running()
+    assert future.result() == "receipt" and future.result(timeout=0) == "receipt"
+    assert future.exception() is None
+    assert "finished returned str" in repr(future)
+
+
+def test_an_error_is_raised_by_result_and_returned_by_exception() -> None:
+    error = ConnectionError("the broker refused it")
+    future = settled(error=error)
+    with pytest.raises(ConnectionError) as raised:
+        future.result()
+    assert raised.value is error
+    assert future.exception() is error
+
+
+def test_a_second_finish_changes_nothing() -> None:
+    future = settled("first")
+    future.finish("second")
+    future.finish(error=RuntimeError("late"))
+    assert future.result() == "first"
+
+
+def test_cancelled_before_start_is_not_started() -> None:
+    future: RecordFuture[object] = RecordFuture()
+    assert future.cancel()
+    assert not future.start()
+    assert future.cancelled()
+    future.finish("ignored")  # a close racing the cancel: no error
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result()
+
+
+def test_a_started_future_cannot_be_cancelled() -> None:
+    future: RecordFuture[object] = RecordFuture()
+    assert future.start()
+    assert not future.cancel()
+    assert future.running()
+    future.finish(1)
+    assert future.result() == 1
+
+
+def test_done_callbacks_run_once_whether_added_before_or_after() -> None:
+    calls: list[object] = []
+    future: RecordFuture[object] = RecordFuture()
+    future.add_done_callback(lambda f: calls.append(("before", f.result())))
+    future.start()
+    future.finish(7)
+    future.add_done_callback(lambda f: calls.append(("after", f.result())))
+    assert calls == [("before", 7), ("after", 7)]
+
+
+def test_result_times_out_while_pending() -> None:
+    future: RecordFuture[object] = RecordFuture()
+    with pytest.raises(concurrent.futures.TimeoutError):
+        future.result(timeout=0.01)
+    with pytest.raises(concurrent.futures.TimeoutError):
+        future.exception(timeout=0.01)
+
+
+def test_wait_and_as_completed_see_both_kinds_of_settling() -> None:
+    early = settled("early")
+    late: RecordFuture[object] = RecordFuture()
+    late.start()
+    pending: RecordFuture[object] = RecordFuture()
+    timer = threading.Timer(0.05, late.finish, args=("late",))
+    timer.start()
+    done, not_done = concurrent.futures.wait([early, late, pending], timeout=5, return_when="FIRST_EXCEPTION")
+    timer.join()
+    assert early in done and pending in not_done
+    done, _ = concurrent.futures.wait([early, late], timeout=5)
+    assert done == {early, late}
+    assert sorted(f.result() for f in concurrent.futures.as_completed([early, late], timeout=5)) == ["early", "late"]
+
+
+def test_a_waiter_in_another_thread_is_always_woken() -> None:
+    # Many rounds of a thread waiting on result() while this one settles at the same moment: a lost wake-up
+    # would show as a TimeoutError (or a thread left waiting).
+    lost = 0
+    for round_ in range(2000):
+        future: RecordFuture[int] = RecordFuture()
+        future.start()
+        got: list[object] = []
+        ready = threading.Event()
+
+        def wait(f: RecordFuture[int] = future, out: list[object] = got, go: threading.Event = ready) -> None:
+            go.set()
+            try:
+                out.append(f.result(timeout=5))
+            except concurrent.futures.TimeoutError as error:
+                out.append(error)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        ready.wait()
+        future.finish(round_)
+        waiter.join(timeout=10)
+        assert not waiter.is_alive()
+        lost += got != [round_]
+    assert lost == 0
+
+
+def test_a_settled_future_holds_no_lists_until_a_second_thread_needs_them() -> None:
+    future = settled("x")
+    assert not hasattr(future, "_done_callbacks") and not hasattr(future, "_waiters")
+    future.add_done_callback(lambda f: None)
+    assert future._done_callbacks is not None
