@@ -155,6 +155,8 @@ def _subscribed(
 ) -> str | Sequence[str] | re.Pattern[str]:
     """What a consumer subscribes to: ``topics``, or ``pattern`` compiled when it is given instead of them."""
     if pattern is None:
+        if not isinstance(topics, re.Pattern) and not topics:
+            raise ConfigurationError("a consumer needs topics or pattern")
         return topics
     if isinstance(topics, re.Pattern) or topics:
         raise ConfigurationError("give topics or pattern, not both")

@@ -320,6 +320,8 @@ def test_pulsar_takes_a_pattern_as_first_argument_or_as_pattern() -> None:
         pulsar.consumer(pattern="orders-(", group="g")
     with pytest.raises(OptionTypeError, match="pattern"):
         pulsar.consumer(pattern=5, group="g")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="topics or pattern"):
+        pulsar.consumer(group="g")
 
 
 @pytest.mark.parametrize(
