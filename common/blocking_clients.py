@@ -18,6 +18,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
 from mqwire.common.blocking import Bridge, bound
 from mqwire.common.blocking_enqueue import EnqueueQueue
 from mqwire.common.errors import ClosedError, ReceiveTimeoutError
+from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "BlockingClient",
     "BlockingConsumer",
     "BlockingProducer",
+    "CallerSerializers",
     "same_arguments",
     "same_function_arguments",
 ]
@@ -66,6 +68,45 @@ def same_function_arguments(source: Callable[P, Any]) -> Callable[[Callable[...,
     return take
 
 
+class CallerSerializers:
+    """The serializers a blocking producer runs in the caller's thread, taken out of the async producer's options.
+
+    So a record that cannot be serialized fails at ``enqueue`` in the caller's thread, as it fails at the async
+    ``enqueue``, rather than later in its future; and the serializing is done by the calling thread, not by the
+    one loop thread every caller shares. The async producer then gets bytes.
+    """
+
+    def __init__(self, options: dict[str, Any], *, values: bool = True) -> None:
+        """Take ``key_serializer`` and (unless ``values`` is False: the async producer encodes values itself,
+        with a Pulsar schema) ``value_serializer`` out of ``options``. One that is not callable stays there, for
+        the async producer to refuse with its own error."""
+        self.key = _take_callable(options, "key_serializer")
+        self.value = _take_callable(options, "value_serializer") if values else None
+        self.values = values
+
+    def apply(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments of one ``enqueue`` with the value (first, or ``value=``) and ``key=`` as bytes."""
+        if self.values:
+            if args:
+                value = args[0]
+                if type(value) is not bytes or self.value is not None:
+                    args = (to_bytes(value, self.value, "value"), *args[1:])
+            elif "value" in kwargs:
+                kwargs["value"] = to_bytes(kwargs["value"], self.value, "value")
+        key = kwargs.get("key")
+        if key is not None and (self.key is not None or type(key) is not bytes):
+            kwargs["key"] = to_bytes(key, self.key, "key")
+        return args, kwargs
+
+
+def _take_callable(options: dict[str, Any], name: str) -> Callable[[Any], Any] | None:
+    found = options.get(name)
+    if not callable(found):
+        return None
+    del options[name]
+    return cast("Callable[[Any], Any]", found)
+
+
 class _Closable:
     """A context manager whose exit is ``close()``."""
 
@@ -92,21 +133,28 @@ class BlockingProducer(_Closable, Generic[R]):
     """A blocking producer: ``send`` returns the receipt, ``enqueue`` a ``concurrent.futures.Future`` of it.
 
     Records of ``enqueue`` (and ``send``) reach the async producer in their order of arrival, in bursts; a
-    record the async producer refuses (a serializer, a wrong option) fails its future. Threads may share one.
+    record that cannot be serialized raises ``SerializationError`` at the call, in the caller's thread; one the async
+    producer refuses later (a wrong option, a Pulsar schema's encoding) fails its future. Threads may share one.
     """
 
-    def __init__(self, bridge: Bridge, producer: Any, what: str) -> None:
-        """Wrap ``producer``, an async producer already started on ``bridge``'s loop."""
+    def __init__(
+        self, bridge: Bridge, producer: Any, what: str, serializers: CallerSerializers | None = None
+    ) -> None:
+        """Wrap ``producer``, an async producer already started on ``bridge``'s loop, made without the
+        ``serializers`` (run here, in the callers' threads)."""
         self._bridge = bridge
         self._async = producer
+        self._serializers = serializers
         self._queue: EnqueueQueue[R] = EnqueueQueue(bridge, producer.enqueue, what=what)
         self._closed = False
 
     def _enqueue(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> concurrent.futures.Future[R]:
+        if self._serializers is not None:
+            args, kwargs = self._serializers.apply(args, kwargs)
         return self._queue.put(args, kwargs)
 
     def _send(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
-        return self._bridge.wait(self._queue.put(args, kwargs))
+        return self._bridge.wait(self._enqueue(args, kwargs))
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything enqueued so far is acknowledged or failed.

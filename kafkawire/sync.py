@@ -41,6 +41,7 @@ from mqwire.common.blocking_clients import (
     BlockingClient,
     BlockingConsumer,
     BlockingProducer,
+    CallerSerializers,
     same_arguments,
 )
 
@@ -209,8 +210,10 @@ class Client(BlockingClient[AsyncClient]):
 
     def producer(self, topic: str | None = None, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A started producer to ``topic``; the options are those of ``ProducerOptions``."""
-        made = self._start(lambda client: client.producer(topic, **options))
-        return self._adopt(Producer(self.bridge, made, "kafkawire producer"))
+        given: dict[str, Any] = dict(options)
+        serializers = CallerSerializers(given)
+        made = self._start(lambda client: client.producer(topic, **given))
+        return self._adopt(Producer(self.bridge, made, "kafkawire producer", serializers))
 
     def consumer(
         self, topics: str | Iterable[str] | re.Pattern[str] = (), /, **options: Unpack[ConsumerOptions]

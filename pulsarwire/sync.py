@@ -32,6 +32,7 @@ from mqwire.common.blocking_clients import (
     BlockingClient,
     BlockingConsumer,
     BlockingProducer,
+    CallerSerializers,
     same_arguments,
 )
 from pulsarwire.admin import Admin as AsyncAdmin
@@ -143,8 +144,11 @@ class Client(BlockingClient[AsyncClient]):
 
     def producer(self, topic: str, /, **options: Unpack[ProducerOptions]) -> Producer:
         """A started producer for ``topic``; the options are those of ``ProducerOptions``."""
-        made = self._start(lambda client: client.producer(topic, **options))
-        return self._adopt(Producer(self.bridge, made, "pulsarwire producer"))
+        given: dict[str, Any] = dict(options)
+        # With a schema the async producer encodes values (and declares the schema): only keys are done here.
+        serializers = CallerSerializers(given, values=given.get("schema") is None)
+        made = self._start(lambda client: client.producer(topic, **given))
+        return self._adopt(Producer(self.bridge, made, "pulsarwire producer", serializers))
 
     def consumer(
         self,

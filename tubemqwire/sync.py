@@ -27,6 +27,7 @@ from mqwire.common.blocking_clients import (
     BlockingClient,
     BlockingConsumer,
     BlockingProducer,
+    CallerSerializers,
     same_arguments,
     same_function_arguments,
 )
@@ -56,6 +57,11 @@ class Producer(BlockingProducer[Receipt]):
 
 class Consumer(BlockingConsumer[Message]):
     """A blocking TubeMQ consumer, its partitions assigned by the master; ``ack`` confirms a message."""
+
+    @property
+    def assignment(self) -> frozenset[str]:
+        """The keys of the partitions the master gave this consumer, held now (empty before its first round)."""
+        return cast(frozenset[str], self._bridge.run_sync(lambda: self._async.assignment))
 
 
 class ClientBalanceConsumer(BlockingConsumer[Message]):
@@ -93,8 +99,9 @@ class Client(BlockingClient[AsyncClient]):
     @same_arguments(AsyncClient.producer)
     def producer(self, *args: Any, **kwargs: Any) -> Producer:
         """A started producer publishing ``topics``; the options are those of ``tubemqwire.Client.producer``."""
+        serializers = CallerSerializers(kwargs)
         made = self._start(lambda client: client.producer(*args, **kwargs))
-        return self._adopt(Producer(self.bridge, made, "tubemqwire producer"))
+        return self._adopt(Producer(self.bridge, made, "tubemqwire producer", serializers))
 
     @same_arguments(AsyncClient.consumer)
     def consumer(self, *args: Any, **kwargs: Any) -> Consumer:

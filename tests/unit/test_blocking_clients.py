@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, BlockingProducer
+from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, BlockingProducer, CallerSerializers
 from mqwire.common.errors import ClosedError, SerializationError
 
 LIVENESS = 30.0  # a liveness bound only: every wait below ends long before it unless hung
@@ -129,6 +129,37 @@ def test_a_refused_record_fails_its_own_future_and_the_next_ones_go_on() -> None
             refused.result(LIVENESS)
         assert accepted.result(LIVENESS) == 0
         producer.flush(timeout=LIVENESS)
+
+
+def test_serializers_run_in_the_callers_thread_and_refuse_at_the_call() -> None:
+    threads: list[int] = []
+
+    def json_bytes(value: Any) -> bytes:
+        threads.append(threading.get_ident())
+        return repr(value).encode()
+
+    options: dict[str, Any] = {"value_serializer": json_bytes, "key_serializer": str.encode, "linger_ms": 5}
+    serializers = CallerSerializers(options)
+    assert options == {"linger_ms": 5}  # the async producer is made without them: it gets bytes
+    assert serializers.apply(({"n": 1},), {"key": "k"}) == ((b"{'n': 1}",), {"key": b"k"})
+    assert threads == [threading.get_ident()]
+    with pytest.raises(SerializationError, match="key_serializer raised"):
+        serializers.apply((b"v",), {"key": 42})
+    plain = CallerSerializers({})
+    assert plain.apply((b"v",), {}) == ((b"v",), {})
+    with pytest.raises(SerializationError, match="value_serializer"):
+        plain.apply(("text",), {})
+    # A value the async producer encodes itself (a Pulsar schema) passes through; a non-callable serializer
+    # stays in the options for the async producer to refuse with its own error.
+    schema_options: dict[str, Any] = {"value_serializer": "json", "schema": object()}
+    assert CallerSerializers(schema_options, values=False).apply(({"n": 1},), {}) == (({"n": 1},), {})
+    assert schema_options["value_serializer"] == "json"
+    with Client(FakeClient, what="fake") as client:
+        made = client._start(lambda c: FakeProducer(c.log))
+        producer = client._adopt(Producer(client.bridge, made, "fake producer", CallerSerializers({})))
+        with pytest.raises(SerializationError):
+            producer.enqueue("not bytes")  # at the call, not in a future
+        assert producer.enqueue(b"ok").result(LIVENESS) == 0
 
 
 def test_getmany_on_a_stalled_loop_returns_nothing_once_its_bound_passed() -> None:
