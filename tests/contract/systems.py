@@ -7,12 +7,16 @@ import os
 import secrets
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import kafkawire
+import kafkawire.sync
 import pulsarwire
+import pulsarwire.sync
 import tubemqwire
+import tubemqwire.sync
 from mqwire.common.contract import Client
+from tests.contract.blocking_facade import ClientFacade
 
 # TubeMQ topics cannot be made on the fly quickly: these are deployed when the test broker starts
 # (pyproject's mqwire_tubemq_topics). Every other system gets a fresh topic per test.
@@ -22,11 +26,12 @@ TUBEMQ_TOPICS = ("readme", "idle", "serde", "bad", "seek", "close", "group", "st
 TUBEMQ_SUFFIX = os.environ.get("MQWIRE_CONTRACT_TUBEMQ_SUFFIX", "")
 
 
-def tubemq_topic(purpose: str) -> str:
-    """The deployed TubeMQ topic of a contract test; on uvloop another one (``_uv``), so that a test run on both
-    loops in one session never finds the other run's messages (``contract_<purpose>_uv`` is deployed too)."""
+def tubemq_topic(purpose: str, *, blocking: bool = False) -> str:
+    """The deployed TubeMQ topic of a contract test; on uvloop another one (``_uv``), and through the blocking API
+    a third (``_sync``), so that a test run three ways in one session never finds another run's messages
+    (``contract_<purpose>_uv`` and ``contract_<purpose>_sync`` are deployed too)."""
     assert purpose in TUBEMQ_TOPICS, f"add contract_{purpose} to mqwire_tubemq_topics"
-    return f"contract_{purpose}{TUBEMQ_SUFFIX}{_loop_suffix()}"
+    return f"contract_{purpose}{TUBEMQ_SUFFIX}{'_sync' if blocking else _loop_suffix()}"
 
 
 def _loop_suffix() -> str:
@@ -39,20 +44,24 @@ def _loop_suffix() -> str:
 
 @dataclass(frozen=True)
 class System:
-    """One system under test: its package and the URL of its real broker."""
+    """One system under test: its package and the URL of its real broker. With ``blocking`` the package is the
+    blocking one (``kafkawire.sync``...) and ``connect`` gives its client in the async contract's shape."""
 
     name: str
     package: ModuleType
     url: str
+    blocking: bool = False
 
     def connect(self) -> Client[Any]:
+        if self.blocking:
+            return cast(Client[Any], ClientFacade(self.package.connect(self.url)))
         client: Client[Any] = self.package.connect(self.url)
         return client
 
     def topic(self, purpose: str) -> str:
         """A topic no other test uses."""
         if self.name == "tubemq":
-            return tubemq_topic(purpose)
+            return tubemq_topic(purpose, blocking=self.blocking)
         return f"contract-{purpose}-{secrets.token_hex(4)}"
 
     @staticmethod
@@ -66,3 +75,4 @@ class System:
 
 
 PACKAGES = {"kafka": kafkawire, "pulsar": pulsarwire, "tubemq": tubemqwire}
+BLOCKING_PACKAGES = {"kafka": kafkawire.sync, "pulsar": pulsarwire.sync, "tubemq": tubemqwire.sync}
