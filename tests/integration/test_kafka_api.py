@@ -242,6 +242,8 @@ async def test_subscribe_assign_and_unsubscribe_after_construction(client: kafka
         assert await consumer.getmany(timeout=0.5) == []
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 @pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 async def test_pattern_subscription_follows_new_topics(kafka_broker: KafkaBroker, group_protocol: str) -> None:
     prefix = unique("pattern")

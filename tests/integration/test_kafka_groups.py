@@ -227,6 +227,8 @@ async def test_static_member_restarting_within_the_session_keeps_its_partitions(
             await again.close()
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_a_kip848_group_balances_and_rebalances(kafka_broker: KafkaBroker) -> None:
     topic, group = unique("kip848"), unique("group")
     count, partitions = 600, 6
@@ -363,6 +365,8 @@ async def keep_polling(consumer: kafkawire.Consumer, seen: list[int], until: asy
             await consumer.ack(message)
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 async def test_a_member_that_stops_polling_leaves_and_comes_back_on_its_next_poll(
     kafka_broker: KafkaBroker, protocol: str

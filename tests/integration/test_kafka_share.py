@@ -247,6 +247,8 @@ async def our_member(
             await asyncio.sleep(0.05)  # leave records for the other members
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_our_java_and_confluent_members_share_a_group(
     kafka_broker: KafkaBroker, java_member: JavaMember, tmp_path: Path
 ) -> None:
@@ -340,6 +342,8 @@ async def test_our_java_and_confluent_members_share_a_group(
     assert not problems, problems
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_refused_acknowledgements_lose_nothing(
     kafka_broker: KafkaBroker, java_member: JavaMember
 ) -> None:
@@ -454,6 +458,8 @@ async def test_a_broker_without_share_groups_is_refused_at_subscribe(kafka3_brok
         await consumer.close()
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_renewing_a_lock_keeps_the_record(kafka_broker: KafkaBroker, java_member: JavaMember) -> None:
     url = kafka_broker.url
     topic, group = unique("topic"), unique("group")

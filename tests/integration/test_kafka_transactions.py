@@ -81,6 +81,8 @@ async def test_committed_records_are_seen_aborted_ones_never(broker: KafkaBroker
     assert sorted(await asyncio.to_thread(peer_read_committed, broker.bootstrap_servers, topic, 11)) == committed
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_consume_transform_produce_is_exactly_once(broker: KafkaBroker) -> None:
     source, sink, group = unique("in"), unique("out"), unique("ctp")
     count = 300

@@ -166,6 +166,8 @@ def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
     return JavaClient(java, f"{folder}:{jars}")
 
 
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_java_transactions_seen_by_us_and_ours_by_java(
     pulsar_broker: PulsarBroker, java_client: JavaClient
 ) -> None:

@@ -241,6 +241,8 @@ async def test_timeouts_then_pause_and_resume(client: tubemqwire.Client, topics:
 
 
 # -------------------------------------------------------------------------------------------- filtering
+# On asyncio's loop only: its time is the broker's timers, the same on any loop; the file's other tests run on both.
+@pytest.mark.asyncio_loop_only
 async def test_msg_type_filter(client: tubemqwire.Client, topics: dict[str, str]) -> None:
     topic = topics["filtered"]
     kinds = ("paid", "refunded", "shipped")
