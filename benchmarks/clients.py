@@ -15,6 +15,7 @@ throughput: lingering batches, many sends in flight, batch getters.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -37,6 +38,29 @@ async def enqueue_all(
         for i in range(sent, due):
             future = await enqueue(value)
             if i % every == 0:  # the same sampling test as the other clients' loops, inline
+                callback = lat.track(i)
+                assert callback is not None
+                future.add_done_callback(callback)
+            futures.append(future)
+        sent = due
+    return futures
+
+
+def blocking_enqueue_all(
+    enqueue: Callable[[bytes], concurrent.futures.Future[Any]], count: int, value: bytes, lat: Latencies, pace: Pace
+) -> list[concurrent.futures.Future[Any]]:
+    """``enqueue_all`` for the blocking clients: each ``enqueue`` returns a ``concurrent.futures.Future``."""
+    futures = []
+    every = lat.every
+    sent = 0
+    while sent < count:
+        due = pace.due(sent, count)
+        if due == sent:
+            time.sleep(0.0005)
+            continue
+        for i in range(sent, due):
+            future = enqueue(value)
+            if i % every == 0:
                 callback = lat.track(i)
                 assert callback is not None
                 future.add_done_callback(callback)
@@ -144,6 +168,35 @@ async def kafkawire_share_consume(url: str, topic: str, count: int, clock: Clock
                     clock.start()
                 seen += got
             await consumer.commit()
+
+
+async def kafkawire_sync_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    """kafkawire's blocking API (``kafkawire.sync``), as a script or a Flask worker would send."""
+    import kafkawire.sync
+
+    with (
+        kafkawire.sync.connect(url) as client,
+        client.producer(topic, linger_ms=LINGER_MS, batch_size=BATCH_BYTES) as producer,
+    ):
+        producer.send(value)
+        clock.start()
+        futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
+        producer.flush()
+        for future in futures:
+            future.result()
+
+
+async def kafkawire_sync_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+    import kafkawire.sync
+
+    with kafkawire.sync.connect(url) as client:
+        clock.start()
+        with client.consumer(topic, start="earliest") as consumer:
+            seen = 0
+            while seen < count:
+                seen += len(consumer.getmany(timeout=1, max_records=100_000))
 
 
 async def aiokafka_produce(
@@ -341,6 +394,34 @@ async def pulsarwire_consume(url: str, topic: str, count: int, clock: Clock, gro
                 await consumer.ack(await consumer.receive())
 
 
+async def pulsarwire_sync_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    """pulsarwire's blocking API (``pulsarwire.sync``), pulsar-client's synchronous users' counterpart."""
+    import pulsarwire.sync
+
+    with (
+        pulsarwire.sync.connect(url) as client,
+        client.producer(topic, batching_max_messages=1000, max_pending_messages=10_000) as producer,
+    ):
+        producer.send(value)
+        clock.start()
+        futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
+        producer.flush()
+        for future in futures:
+            future.result()
+
+
+async def pulsarwire_sync_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+    import pulsarwire.sync
+
+    with pulsarwire.sync.connect(url) as client:
+        clock.start()
+        with client.consumer(topic, subscription=group, start="earliest") as consumer:
+            for _ in range(count):
+                consumer.ack(consumer.receive())
+
+
 def pulsar_client_write(
     url: str, topic: str, count: int, value: bytes, lat: Latencies, pace: Pace, ready: Callable[[], None]
 ) -> None:
@@ -440,6 +521,32 @@ async def tubemqwire_consume(url: str, topic: str, count: int, clock: Clock, gro
             await consumer.ack(message)
 
 
+async def tubemqwire_sync_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    """tubemqwire's blocking API (``tubemqwire.sync``)."""
+    import tubemqwire.sync
+
+    in_flight = tubemq_in_flight(len(value))
+    with tubemqwire.sync.connect(url) as client, client.producer(topic, max_in_flight=in_flight) as producer:
+        producer.send(value)
+        clock.start()
+        futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
+        producer.flush()
+        for future in futures:
+            future.result()
+
+
+async def tubemqwire_sync_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+    import tubemqwire.sync
+
+    with tubemqwire.sync.connect(url) as client, client.consumer(topic, group=group, start="earliest") as consumer:
+        for _ in range(count):
+            message = consumer.receive(timeout=120)
+            clock.start()
+            consumer.ack(message)
+
+
 async def _none_produce(
     url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
 ) -> None:
@@ -476,6 +583,7 @@ CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
         "kafkawire-bulk": (kafkawire_bulk_produce, _none_consume),
         "kafkawire-group": (_none_produce, kafkawire_group_consume),
         "kafkawire-share": (_none_produce, kafkawire_share_consume),
+        "kafkawire-sync": (kafkawire_sync_produce, kafkawire_sync_consume),
         "aiokafka": (aiokafka_produce, aiokafka_consume),
         "kafka-python": (kafka_python_produce, kafka_python_consume),
         "confluent-kafka": (confluent_produce, confluent_consume),
@@ -483,9 +591,13 @@ CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
     },
     "pulsar": {
         "pulsarwire": (pulsarwire_produce, pulsarwire_consume),
+        "pulsarwire-sync": (pulsarwire_sync_produce, pulsarwire_sync_consume),
         "pulsar-client": (pulsar_client_produce, pulsar_client_consume),
     },
-    "tubemq": {"tubemqwire": (tubemqwire_produce, tubemqwire_consume)},
+    "tubemq": {
+        "tubemqwire": (tubemqwire_produce, tubemqwire_consume),
+        "tubemqwire-sync": (tubemqwire_sync_produce, tubemqwire_sync_consume),
+    },
 }
 
 

@@ -72,10 +72,11 @@ OURS = {"kafka": "kafkawire", "pulsar": "pulsarwire", "tubemq": "tubemqwire"}
 PEERS = {
     # kafkawire-bulk: kafkawire's enqueue_many (produce only); kafkawire-group and kafkawire-share:
     # kafkawire consuming in a consumer group and in a share group (consume only).
-    "kafka": ["kafkawire-bulk", "confluent-kafka", "aiokafka", "kafka-python", "kafka-java-perf",
+    # kafkawire-sync, pulsarwire-sync, tubemqwire-sync: the blocking API (the package's ``sync`` module).
+    "kafka": ["kafkawire-bulk", "kafkawire-sync", "confluent-kafka", "aiokafka", "kafka-python", "kafka-java-perf",
               "kafkawire-group", "kafkawire-share", "kafka-ceiling"],
-    "pulsar": ["pulsar-client"],
-    "tubemq": ["tubemq-java"],
+    "pulsar": ["pulsarwire-sync", "pulsar-client"],
+    "tubemq": ["tubemqwire-sync", "tubemq-java"],
 }
 # The peers the ratio table and the documentation's speed table compare ours with.
 REFERENCES = {"kafka": ("confluent-kafka", "aiokafka"), "pulsar": ("pulsar-client",), "tubemq": ("tubemq-java",)}
@@ -273,7 +274,7 @@ def tubemq_topics(systems: list[str]) -> dict[tuple[str, int, int], str]:
         return {}
     return {
         (client, size, parts): f"bench_{client.replace('-', '_')}_{size}_{parts}"
-        for client in ("tubemqwire", "tubemq-java", "seed")
+        for client in ("tubemqwire", "tubemqwire-sync", "tubemq-java", "seed")
         for size in SIZES
         for parts in PARTITIONS
     }
