@@ -156,6 +156,16 @@ class BlockingProducer(_Closable, Generic[R]):
     def _send(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
         return self._bridge.wait(self._enqueue(args, kwargs))
 
+    def _after_enqueued(self, method: Callable[..., Awaitable[T]], /, *args: Any) -> T:
+        """Run the async ``method(*args)`` once every record enqueued so far is handed to the async producer (a
+        transaction's begin, commit or abort must come after the records enqueued before it)."""
+
+        async def in_order() -> T:
+            await self._queue.drained()
+            return await method(*args)
+
+        return self._bridge.call(in_order)
+
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything enqueued so far is acknowledged or failed.
 

@@ -22,15 +22,18 @@ It runs the async client of ``kafkawire`` in an event loop of its own (one threa
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import functools
 import re
-from collections.abc import Iterable
-from typing import Any, Unpack
+from collections.abc import Iterable, Iterator
+from typing import Any, Unpack, cast
 
 from kafkawire.admin import Admin as AsyncAdmin
 from kafkawire.admin import ClusterDescription, ConfigEntry, GroupDescription, GroupListing, TopicDescription
 from kafkawire.client import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions
 from kafkawire.client import Client as AsyncClient
 from kafkawire.consumer import Consumer as AsyncConsumer
+from kafkawire.group.metadata import GroupMetadata
 from kafkawire.message import Message, RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndTimestamp
@@ -61,9 +64,49 @@ class Producer(BlockingProducer[RecordMetadata]):
         """Buffer one record; the future resolves with its ``RecordMetadata`` once acknowledged."""
         return self._enqueue(args, kwargs)
 
+    @same_arguments(AsyncProducer.begin_transaction)
+    def begin_transaction(self, *args: Any, **kwargs: Any) -> None:
+        """Start a transaction (a producer made with ``transactional_id``), after the records enqueued so far."""
+        self._after_enqueued(functools.partial(self._async.begin_transaction, *args, **kwargs))
+
+    @same_arguments(AsyncProducer.commit_transaction)
+    def commit_transaction(self, *args: Any, **kwargs: Any) -> None:
+        """Send every record enqueued so far, then make the transaction's records (and offsets) visible."""
+        self._after_enqueued(functools.partial(self._async.commit_transaction, *args, **kwargs))
+
+    @same_arguments(AsyncProducer.abort_transaction)
+    def abort_transaction(self, *args: Any, **kwargs: Any) -> None:
+        """Send every record enqueued so far, then mark the transaction aborted: read_committed readers skip it."""
+        self._after_enqueued(functools.partial(self._async.abort_transaction, *args, **kwargs))
+
+    @same_arguments(AsyncProducer.send_offsets_to_transaction)
+    def send_offsets_to_transaction(self, *args: Any, **kwargs: Any) -> None:
+        """Commit consumer offsets inside the transaction (``group`` best ``consumer.group_metadata()``)."""
+        self._after_enqueued(functools.partial(self._async.send_offsets_to_transaction, *args, **kwargs))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Producer]:
+        """``with producer.transaction():`` commits when the block ends, aborts when it raises: the async
+        ``transaction()``, its end coming after the records the block enqueued."""
+        manager = self._bridge.run_sync(self._async.transaction)
+        self._bridge.call(manager.__aenter__)
+        try:
+            yield self
+        except BaseException as error:
+            # Ctrl-C or SystemExit must not be raised on the loop (asyncio would stop there): the block's end is
+            # told as an error of its own, which aborts the same way; the original goes on here.
+            told = error if isinstance(error, Exception) else RuntimeError(f"the block ended with {error!r}")
+            self._after_enqueued(manager.__aexit__, type(told), told, told.__traceback__)
+            raise
+        self._after_enqueued(manager.__aexit__, None, None, None)
+
 
 class Consumer(BlockingConsumer[Message]):
     """A blocking Kafka consumer: also ``getone``, ``commit`` and partition-wise seeks."""
+
+    def group_metadata(self) -> GroupMetadata:
+        """The member's group, generation and id, for ``send_offsets_to_transaction``."""
+        return cast(GroupMetadata, self._bridge.run_sync(self._async.group_metadata))
 
     @same_arguments(AsyncConsumer.getone)
     def getone(self, *args: Any, **kwargs: Any) -> Message:

@@ -272,3 +272,30 @@ def test_a_pulsar_admin_creates_lists_and_deletes_a_topic_a_message_went_to(
     with pytest.raises(ClosedError):
         held.list_topics()
     assert set(threading.enumerate()) <= before
+
+
+def test_kafka_transactions_commit_and_abort_through_the_blocking_producer(
+    kafka_broker: KafkaBrokerEndpoint,
+) -> None:
+    topic = f"sync-txn-{secrets.token_hex(4)}"
+    with kafkawire.sync.connect(kafka_broker.url) as client:
+        with client.producer(topic, transactional_id=f"sync-{secrets.token_hex(4)}") as producer:
+            with producer.transaction():
+                futures = [producer.enqueue(b"committed-%d" % i) for i in range(50)]  # handed over before commit
+            assert all(future.done() for future in futures)
+            with pytest.raises(ValueError, match="the block failed"), producer.transaction():
+                producer.enqueue(b"aborted-by-the-block")
+                raise ValueError("the block failed")
+            producer.begin_transaction()
+            producer.enqueue(b"aborted-by-call")
+            producer.abort_transaction()
+            producer.begin_transaction()
+            producer.send(b"last")
+            producer.commit_transaction()
+        with client.consumer(topic, group=_group(), start="earliest", isolation_level="read_committed") as consumer:
+            seen: list[bytes] = []
+            deadline = time.monotonic() + FIRST_MESSAGE["kafka"]
+            while len(seen) < 51 and time.monotonic() < deadline:
+                seen.extend(m.value for m in consumer.getmany(timeout=1))
+            assert seen == [b"committed-%d" % i for i in range(50)] + [b"last"]
+            assert consumer.getmany(timeout=1) == []  # and nothing of the aborted ones
