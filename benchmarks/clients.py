@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from measure import BATCH_BYTES, LINGER_MS, Clock, Latencies, Pace
+from measure import LINGER_MS, Clock, Latencies, Pace, batch_option
 
 
 async def enqueue_all(
@@ -81,7 +81,7 @@ async def kafkawire_produce(
 
     async with (
         kafkawire.connect(url) as client,
-        client.producer(topic, linger_ms=LINGER_MS, batch_size=BATCH_BYTES) as producer,
+        client.producer(topic, linger_ms=LINGER_MS, **batch_option()) as producer,
     ):
         await producer.send(value)  # warm-up: metadata and connection ready
         clock.start()
@@ -104,7 +104,7 @@ async def kafkawire_bulk_produce(
 
     async with (
         kafkawire.connect(url) as client,
-        client.producer(topic, linger_ms=LINGER_MS, batch_size=BATCH_BYTES) as producer,
+        client.producer(topic, linger_ms=LINGER_MS, **batch_option()) as producer,
     ):
         await producer.send(value)
         clock.start()
@@ -178,7 +178,7 @@ async def kafkawire_sync_produce(
 
     with (
         kafkawire.sync.connect(url) as client,
-        client.producer(topic, linger_ms=LINGER_MS, batch_size=BATCH_BYTES) as producer,
+        client.producer(topic, linger_ms=LINGER_MS, **batch_option()) as producer,
     ):
         producer.send(value)
         clock.start()
@@ -205,7 +205,8 @@ async def aiokafka_produce(
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(
-        bootstrap_servers=url.removeprefix("kafka://"), linger_ms=LINGER_MS, max_batch_size=BATCH_BYTES, acks="all"
+        bootstrap_servers=url.removeprefix("kafka://"), linger_ms=LINGER_MS, acks="all",
+        **batch_option("max_batch_size"),
     )
     await producer.start()
     try:
@@ -241,7 +242,7 @@ async def kafka_python_produce(
     from kafka import KafkaProducer
 
     producer = KafkaProducer(
-        bootstrap_servers=url.removeprefix("kafka://"), linger_ms=LINGER_MS, batch_size=BATCH_BYTES, acks="all"
+        bootstrap_servers=url.removeprefix("kafka://"), linger_ms=LINGER_MS, acks="all", **batch_option()
     )
     try:
         producer.send(topic, value).get(timeout=60)

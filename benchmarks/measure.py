@@ -1,6 +1,7 @@
-"""What every run of the suite is measured with: the batch settings the Python clients share, the clock
-(wall time, the client's CPU time and the brokers'), the send-to-acknowledgement latencies and the pace of
-fixed-rate runs. The produce and consume loops (clients.py) and the Kafka ceiling (ceiling.py) both use them.
+"""What every run of the suite is measured with: the batch settings the Python clients share (under
+``--defaults`` none: each client's own), the clock (wall time, the client's CPU time and the brokers'), the
+send-to-acknowledgement latencies and the pace of fixed-rate runs. The produce and consume loops (clients.py)
+and the Kafka ceiling (ceiling.py) both use them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,19 @@ from dataclasses import dataclass, field
 
 LINGER_MS = 5
 BATCH_BYTES = 256 * 1024
+# Set (to "1") by ``suite.py --defaults``: the Python clients then get no batch size, only LINGER_MS, and
+# each batches as a user who sets nothing meets it.
+DEFAULTS_VARIABLE = "BENCH_CLIENT_DEFAULTS"
+
+
+def client_defaults() -> bool:
+    """Whether this run measures the clients at their own batch sizes (``suite.py --defaults``)."""
+    return os.environ.get(DEFAULTS_VARIABLE, "") == "1"
+
+
+def batch_option(name: str = "batch_size") -> dict[str, int]:
+    """The shared batch size as a producer keyword (``name``: the client's own), or nothing under ``--defaults``."""
+    return {} if client_defaults() else {name: BATCH_BYTES}
 
 
 # The broker processes (their pids, comma-separated) whose CPU time the suite reports next to the client's.

@@ -19,10 +19,12 @@ Reported: records/s, CPU microseconds per record (the process's CPU time over th
 threads: librdkafka's and the JVM's included; for the Kafka Java tool the whole process), peak resident
 memory, and p50/p99 of the time from send to acknowledgement (a sample of every 10th send; the Java
 TubeMQ client does not report it). Results go to benchmarks/results/ as text, JSON and a PNG chart;
-``--readme FILE.json`` rewrites the speed table of docs/performance.md from such a file.
+``--defaults`` measures every client at its own batch size (the rows and files labelled so), as a user who
+sets nothing meets it; without it the Python clients and the Java tool share one. ``--readme FILE.json``
+rewrites the speed table of docs/performance.md from such a file.
 
     .venv/bin/python benchmarks/suite.py [--quick] [--rounds 3] [--scale 1] [--systems kafka,pulsar,tubemq]
-        [--sizes 100,10240] [--clients kafkawire,confluent-kafka,...] [--state-dir DIR]
+        [--sizes 100,10240] [--clients kafkawire,confluent-kafka,...] [--state-dir DIR] [--defaults]
     .venv/bin/python benchmarks/suite.py --readme benchmarks/results/bench-STAMP.json [...]
 """
 
@@ -49,7 +51,13 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from clients import CONSUME_ONLY, PRODUCE_ONLY, UNPACED, tubemq_in_flight  # noqa: E402
-from measure import BROKER_PIDS_VARIABLE, latency_bin_top  # noqa: E402
+from measure import (  # noqa: E402
+    BATCH_BYTES,
+    BROKER_PIDS_VARIABLE,
+    DEFAULTS_VARIABLE,
+    client_defaults,
+    latency_bin_top,
+)
 
 from mqwire.testing import classpath, pulsar_admin  # noqa: E402
 from mqwire.testing.java import find_java  # noqa: E402
@@ -106,6 +114,9 @@ class Row:
     # The brokers' CPU time over the measured interval (the Python clients' runs), with the client's it says
     # whether the machine's cores or the broker set the pace.
     broker_cpu_seconds: float | None = None
+    # "tuned": the Python clients and the Java tool share one batch size (measure.BATCH_BYTES); "defaults":
+    # every client at its own (``--defaults``).
+    settings: str = "tuned"
 
     @property
     def rate(self) -> float:
@@ -187,7 +198,8 @@ def kafka_java_perf(bootstrap: str, topic: str, records: int, size: int, rate: f
     argv = [java, "-Xmx1g", "-cp", classpath.classpath("kafka-tools"), "org.apache.kafka.tools.ProducerPerformance",
             "--topic", topic, "--num-records", str(records), "--record-size", str(size),
             "--throughput", "-1" if rate is None else str(int(rate)),
-            "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5", "batch.size=262144"]
+            "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5",
+            *([] if client_defaults() else ["batch.size=262144"])]
     out, cpu, rss = run_process(argv)
     found = _PERF.findall(out)
     if not found:
@@ -356,6 +368,7 @@ def run_suite(
                                 continue
                             for row in done:
                                 row.partitions, row.round = parts, number
+                                row.settings = "defaults" if client_defaults() else "tuned"
                             rows += done
                             print(f"  {system} {size} B x{parts} round {number + 1}: {client} in "
                                   f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
@@ -685,6 +698,8 @@ def main() -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help=f"message sizes, some of {SIZES}")
     parser.add_argument("--clients", default="", help="only these clients (comma-separated); default all")
     parser.add_argument("--state-dir", help="use the brokers running in this state folder instead of starting some")
+    parser.add_argument("--defaults", action="store_true",
+                        help="every client at its own batch size (only linger 5 ms set for all), as users meet them")
     parser.add_argument("--readme", type=Path, nargs="+", help="rewrite docs/performance.md's table from these")
     args = parser.parse_args()
     if args.readme is not None:
@@ -692,6 +707,8 @@ def main() -> int:
         return 0
     if args.quick:
         args.scale, args.rounds, args.rate_seconds = 0.01, 1, 0.3
+    if args.defaults:
+        os.environ[DEFAULTS_VARIABLE] = "1"  # the client processes inherit it (measure.client_defaults)
     systems = [s for s in args.systems.split(",") if s]
     unknown = set(systems) - set(OURS)
     if unknown or not systems:
@@ -714,12 +731,16 @@ def main() -> int:
             stop = [sys.executable, "-m", "mqwire.testing", "--state-dir", state_dir, "stop"]
             subprocess.run(stop, check=False, cwd=ROOT)
     load = os.getloadavg()
-    text = report(rows) + (
+    settings = "defaults" if args.defaults else "tuned"
+    shown = ("every client at its own batch size, linger 5 ms for all" if args.defaults
+             else f"the Python clients and the Java tool at one batch size ({BATCH_BYTES} B), linger 5 ms")
+    text = f"settings: {settings} ({shown})\n\n" + report(rows) + (
         f"\n\nscale {plan.scale}, {plan.rounds} rounds, fixed rates for {plan.rate_seconds} s; "
         f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs"
     )
     print(text)
-    for path in write_outputs(rows, text, time.strftime("%Y%m%d-%H%M%S")):
+    stamp = time.strftime("%Y%m%d-%H%M%S") + ("-defaults" if args.defaults else "")
+    for path in write_outputs(rows, text, stamp):
         print(f"wrote {path.relative_to(ROOT)}")
     print(f"suite ran {time.monotonic() - started:.0f} s")
     for _client, failure in failures:
