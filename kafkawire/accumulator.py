@@ -6,6 +6,11 @@ far as the sender's ``SendWindow`` lets them go, and reports when the next batch
 sender can sleep until then. Records are encoded into the batch as they arrive (``BatchBuilder``), so
 sending a batch costs one compression and one copy.
 
+A batch's size limit is fixed (``batch_size``) unless ``max_batch_size`` is larger: then a partition whose
+batches fill faster than they are acknowledged gets larger ones (``_limit_for``), so a busy partition sends
+fewer, larger requests while a quiet one keeps small batches; memory is still reserved per batch for its
+limit, so ``buffer_memory`` bounds it as before.
+
 Batching is all here, the short way of a bare value included (``append_now``); the waits on the buffer
 that need the event loop (for room, for a flush) are the sender's (``buffer_waits``). Nothing here awaits.
 """
@@ -71,8 +76,10 @@ class ProducerBatch:
         "closed",
         "created",
         "deadline",
+        "filled",
         "in_flight",
         "last_error",
+        "limit",
         "outcome",
         "reserved",
         "retry_at",
@@ -80,9 +87,15 @@ class ProducerBatch:
         "tp",
     )
 
-    def __init__(self, tp: TopicPartition, builder: BatchBuilder, created: float, deadline: float) -> None:
+    def __init__(
+        self, tp: TopicPartition, builder: BatchBuilder, created: float, deadline: float, limit: int
+    ) -> None:
         self.tp = tp
         self.builder = builder
+        # The size at which the batch is complete (a single larger record makes a batch of its own).
+        self.limit = limit
+        # Closed because it was full (``seal``), not by its linger time or a flush.
+        self.filled = False
         # The records' timestamps and what became of them, for the futures of records from enqueue; the
         # records of enqueue_many calls are also in ``bulk`` runs: (the call, its first index in this
         # batch, the call's positions of the run).
@@ -172,9 +185,12 @@ class Accumulator:
         on_ready: Callable[[], None] = lambda: None,
         on_space: Callable[[], None] = lambda: None,
         transactional: bool = False,
+        max_batch_size: int | None = None,
     ) -> None:
         self.transactional = transactional
         self.batch_size = batch_size
+        # The most a busy partition's batches grow to; equal to batch_size: every batch has that size.
+        self.max_batch_size = max(batch_size, max_batch_size or batch_size)
         self.linger = linger
         self.compression = compression
         self.buffer_memory = buffer_memory
@@ -188,6 +204,8 @@ class Accumulator:
         self.on_space = on_space
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._incomplete: set[ProducerBatch] = set()
+        # The newest batch of each partition while it is not done yet: the next batch's size follows it.
+        self._latest: dict[TopicPartition, ProducerBatch] = {}
         self.used = 0
         self._flushing = 0
         self.closing = False
@@ -219,21 +237,10 @@ class Accumulator:
             queue = self._queues[TopicPartition(topic, partition)] = deque()
         if abort_on_new_batch:
             return None
-        now = self.clock()
-        # Memory is reserved per batch, for the most it can hold, so appends need no accounting.
-        capacity = max(self.batch_size, HEADER_SIZE + estimate_record_size(key, value, headers))
-        batch = ProducerBatch(
-            TopicPartition(topic, partition),
-            BatchBuilder(compression=self.compression, max_size=capacity, transactional=self.transactional),
-            now,
-            now + self.delivery_timeout,
-        )
+        batch = self._new_batch(topic, partition, HEADER_SIZE + estimate_record_size(key, value, headers))
         new_future = self.append_open(batch, timestamp, key, value, headers)  # closes the batch if full
         assert new_future is not None  # the first record always fits
         queue.append(batch)
-        self._incomplete.add(batch)
-        batch.reserved = capacity
-        self.used += capacity
         if not batch.closed:
             self._on_ready()  # the sender needs the new batch's linger deadline
         return new_future
@@ -251,7 +258,7 @@ class Accumulator:
         timestamps = outcome.timestamps
         future = RecordFuture(outcome, len(timestamps))
         timestamps.append(timestamp)
-        if size >= self.batch_size:
+        if size >= batch.limit:
             self.seal(batch)
         return future
 
@@ -264,7 +271,7 @@ class Accumulator:
         size = batch.builder.add_now(value, timestamps)
         if size < 0:
             return None
-        if size >= self.batch_size:
+        if size >= batch.limit:
             self.seal(batch)
         return RecordFuture(outcome, index)
 
@@ -305,7 +312,7 @@ class Accumulator:
             batch = queue[-1]
             added = self._add_run(batch, timestamp, keys, values, headers, positions, start, stop, call)
             if added:
-                if added < stop - start or batch.builder.size >= self.batch_size:
+                if added < stop - start or batch.builder.size >= batch.limit:
                     self.seal(batch)
                 return added
             self.seal(batch)
@@ -313,28 +320,55 @@ class Accumulator:
             queue = self._queues[TopicPartition(topic, partition)] = deque()
         if abort_on_new_batch:
             return 0
-        now = self.clock()
         first_key = None if keys is None else keys[start]
-        capacity = max(
-            self.batch_size,
-            HEADER_SIZE + estimate_record_size(first_key, values[start], () if headers is None else headers[start]),
-        )
-        batch = ProducerBatch(
-            TopicPartition(topic, partition),
-            BatchBuilder(compression=self.compression, max_size=capacity, transactional=self.transactional),
-            now,
-            now + self.delivery_timeout,
-        )
+        first = estimate_record_size(first_key, values[start], () if headers is None else headers[start])
+        batch = self._new_batch(topic, partition, HEADER_SIZE + first)
         added = self._add_run(batch, timestamp, keys, values, headers, positions, start, stop, call)
         queue.append(batch)
-        self._incomplete.add(batch)
-        batch.reserved = capacity
-        self.used += capacity
-        if added < stop - start or batch.size >= self.batch_size:
+        if added < stop - start or batch.size >= batch.limit:
             self.seal(batch)
         else:
             self._on_ready()
         return added
+
+    def _new_batch(self, topic: str, partition: int, first_size: int) -> ProducerBatch:
+        """A batch for the partition, its memory reserved (for the most it can hold, so appends need no
+        accounting) and counted as incomplete; the caller adds its first record and queues it."""
+        tp = TopicPartition(topic, partition)
+        limit = self._limit_for(tp)
+        capacity = max(limit, first_size)
+        now = self.clock()
+        batch = ProducerBatch(
+            tp,
+            BatchBuilder(compression=self.compression, max_size=capacity, transactional=self.transactional),
+            now,
+            now + self.delivery_timeout,
+            limit,
+        )
+        self._incomplete.add(batch)
+        batch.reserved = capacity
+        self.used += capacity
+        if self.max_batch_size > self.batch_size:
+            self._latest[tp] = batch
+        return batch
+
+    def _limit_for(self, tp: TopicPartition) -> int:
+        """The size of the partition's next batch: ``batch_size``, or more while the partition is busy.
+
+        A partition whose newest batch is done (or that has none) keeps up at ``batch_size``. One whose
+        newest batch is still waiting or in flight is busy: the next batch is as large, and twice as large
+        if that one filled up, up to ``max_batch_size`` -- the records that would queue behind many small
+        requests go in fewer large ones. Grown batches may take only half of ``buffer_memory`` together
+        with the rest, so that many busy partitions still find room for batches of the base size.
+        """
+        base = self.batch_size
+        latest = self._latest.get(tp)
+        if latest is None:
+            return base
+        limit = min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
+        if limit > base and self.used + limit > self.buffer_memory // 2:
+            return base
+        return limit
 
     @staticmethod
     def _add_run(
@@ -362,6 +396,7 @@ class Accumulator:
     def seal(self, batch: ProducerBatch) -> None:
         """Close ``batch`` for appends: it goes out as it is."""
         batch.closed = True
+        batch.filled = True
         self.sealed += 1
         self._on_ready()
 
@@ -441,6 +476,8 @@ class Accumulator:
     def finished(self, batch: ProducerBatch) -> None:
         """Forget a batch that was completed or failed, and return its memory."""
         self._incomplete.discard(batch)
+        if self._latest.get(batch.tp) is batch:
+            del self._latest[batch.tp]  # the partition keeps up: its next batch starts at the base size
         self._release(batch)
 
     def expire(self, now: float) -> list[ProducerBatch]:

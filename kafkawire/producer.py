@@ -81,6 +81,7 @@ class Producer(AsyncResource):
             max_request_size=self.max_request_size,
             on_ready=waker.wake,
             transactional=transactional_id is not None,
+            max_batch_size=config.max_batch_size,
         )
         self._waits = BufferWaits(self._accumulator)
         self._sender = Sender(
@@ -484,7 +485,7 @@ class Producer(AsyncResource):
         # Complete batches are handed to the sender a request's worth at a time, and at the end of the run:
         # yielding after each one (as enqueue does) sent small batches one request each.
         shipped = accumulator.sealed
-        per_request = max(1, self.max_request_size // self.batch_size)
+        per_request = max(1, self.max_request_size // self._accumulator.max_batch_size)
         while done < count:
             if accumulator.closing:
                 raise ClosedError("producer is closed")

@@ -204,7 +204,7 @@ def test_the_factories_defaults_are_the_documented_ones() -> None:
 
     producer = defaults(ProducerConfig)
     assert (producer["acks"], producer["linger_ms"], producer["batch_size"], producer["delivery_timeout_ms"]) == (
-        "all", 5, 16_384, 120_000
+        "all", 5, None, 120_000
     )
     assert (producer["retries"], producer["buffer_memory"], producer["max_block_ms"]) == (2**31 - 1, 33_554_432, 60_000)
     consumer = defaults(ConsumerConfig)

@@ -1,0 +1,156 @@
+"""The producer's defaults, and the batches of a busy partition growing while a given batch_size stays fixed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import kafkawire
+from kafkawire.accumulator import Accumulator, ProducerBatch, SendWindow
+from kafkawire.bulk import BulkSend
+from kafkawire.metadata import TopicPartition
+from kafkawire.options import ProducerConfig
+from mqwire.common.options import build_config
+
+T0 = TopicPartition("t", 0)
+
+
+def config(**options: object) -> ProducerConfig:
+    return build_config(ProducerConfig, "producer", options)
+
+
+def test_the_producer_defaults_are_these() -> None:
+    # A change to any of them is deliberate: the porting guide's table states them.
+    made = config()
+    assert made.batch_size == 16_384
+    assert made.max_batch_size == 262_144
+    assert made.linger == 0.005
+    assert made.buffer_memory == 33_554_432
+    assert made.max_in_flight == 5
+    assert made.acks == -1
+    assert made.idempotent
+    assert made.max_request_size == 1_048_576
+
+
+def test_a_given_batch_size_is_fixed() -> None:
+    made = config(batch_size=16_384)
+    assert (made.batch_size, made.max_batch_size) == (16_384, 16_384)
+    made = config(batch_size=500_000)
+    assert (made.batch_size, made.max_batch_size) == (500_000, 500_000)
+
+
+def test_batches_grow_to_a_quarter_of_max_request_size() -> None:
+    assert config(max_request_size=4_194_304).max_batch_size == 1_048_576
+    # Never below where batches start.
+    assert config(max_request_size=20_000).max_batch_size == 16_384
+
+
+def test_the_producer_hands_its_accumulator_the_growth_limit() -> None:
+    client = kafkawire.connect("kafka://127.0.0.1:1")
+    assert client.producer("t")._accumulator.max_batch_size == 262_144
+    assert client.producer("t", batch_size=16_384)._accumulator.max_batch_size == 16_384
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(**overrides: object) -> Accumulator:
+    options: dict[str, object] = {
+        "batch_size": 1_000,
+        "max_batch_size": 8_000,
+        "linger": 0.005,
+        "compression": None,
+        "buffer_memory": 1_000_000,
+        "delivery_timeout": 120.0,
+        "max_request_size": 1_000_000,
+        "clock": Clock(),
+    }
+    options.update(overrides)
+    return Accumulator(**options)  # type: ignore[arg-type]
+
+
+def everything() -> SendWindow:
+    return SendWindow(lambda topic, partition: 1, set(), {}, False, False, set())
+
+
+def fill(acc: Accumulator, batches: int, partition: int = 0) -> list[ProducerBatch]:
+    """Append 100-byte values until ``batches`` batches of the partition are full; those batches."""
+    sealed = acc.sealed
+    while acc.sealed - sealed < batches:
+        assert acc.append("t", partition, 1, None, b"v" * 100, ()) is not None
+    return [batch for batch in acc.queued() if batch.tp.partition == partition and batch.filled]
+
+
+async def test_a_busy_partition_doubles_its_batches_up_to_the_limit() -> None:
+    acc = make()
+    full = fill(acc, 5)
+    assert [batch.limit for batch in full] == [1_000, 2_000, 4_000, 8_000, 8_000]
+    # Each is complete at its own limit, and reserved as much.
+    assert all(batch.limit - 130 < batch.size <= batch.limit for batch in full)
+    assert all(batch.reserved == batch.limit for batch in full)
+    assert acc.used == sum(batch.reserved for batch in acc.queued())
+
+
+async def test_a_given_batch_size_never_grows() -> None:
+    acc = make(max_batch_size=None)
+    assert [batch.limit for batch in fill(acc, 4)] == [1_000] * 4
+    acc = make(max_batch_size=1_000)
+    assert [batch.limit for batch in fill(acc, 4)] == [1_000] * 4
+
+
+async def test_a_partition_that_keeps_up_starts_again_at_the_base_size() -> None:
+    acc = make()
+    fill(acc, 3)  # 1000, 2000, 4000; an open batch of 8000 follows
+    while True:
+        taken, _, _ = acc.drain(acc.clock() + 1, everything())
+        if not taken:
+            break
+        for batch in taken[1]:
+            batch.complete(0)
+            acc.finished(batch)
+    assert acc.empty
+    acc.append("t", 0, 1, None, b"v", ())
+    (batch,) = acc.queued()
+    assert batch.limit == 1_000
+
+
+async def test_a_batch_sent_before_it_filled_keeps_the_size_without_doubling() -> None:
+    acc = make()
+    fill(acc, 1)  # a full batch of 1000, then an open one of 2000
+    acc.append("t", 0, 1, None, b"v", ())
+    taken, _, _ = acc.drain(acc.clock() + 1, everything())  # the full one
+    taken, _, _ = acc.drain(acc.clock() + 1, everything())  # the open one, its linger time up: in flight
+    (lingered,) = taken[1]
+    assert (lingered.limit, lingered.filled) == (2_000, False)
+    acc.append("t", 0, 1, None, b"v", ())
+    (batch,) = acc.queued()
+    assert batch.limit == 2_000
+
+
+async def test_grown_batches_leave_half_the_buffer_to_the_base_size() -> None:
+    acc = make(buffer_memory=12_000)
+    full = fill(acc, 4)
+    # 1000 + 2000 reserved: a batch of 4000 would pass half the buffer (6000), so the next is the base size.
+    assert [batch.limit for batch in full] == [1_000, 2_000, 1_000, 2_000]
+    assert max(batch.reserved for batch in acc.queued()) <= 2_000
+
+
+async def test_other_partitions_start_at_the_base_size() -> None:
+    acc = make()
+    fill(acc, 3)
+    assert [batch.limit for batch in fill(acc, 1, partition=1)] == [1_000]
+
+
+async def test_bulk_appends_grow_the_same_way() -> None:
+    acc = make()
+    values: list[bytes | None] = [b"v" * 100] * 400
+    call = BulkSend(len(values), asyncio.get_running_loop())
+    done = 0
+    while done < len(values):
+        done += acc.append_many("t", 0, 1, None, values, None, range(len(values)), done, len(values), call)
+    limits = [batch.limit for batch in acc.queued()]
+    assert limits[:5] == [1_000, 2_000, 4_000, 8_000, 8_000]
