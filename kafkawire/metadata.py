@@ -5,9 +5,13 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 ZERO_UUID = uuid.UUID(int=0)
+
+MetadataRecoveryStrategy = Literal["rebootstrap", "none"]
+"""What the client does when no broker it knows answers: bootstrap again, or keep trying them."""
+RECOVERY_STRATEGIES: tuple[MetadataRecoveryStrategy, ...] = ("rebootstrap", "none")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +135,57 @@ class ClusterMetadata:
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         return self.topic_ids.get(topic)
+
+
+class RebootstrapTrigger:
+    """When the client goes back to its bootstrap servers (KIP-899, KIP-1102): it decides, the session acts.
+
+    A metadata attempt that fails starts a clock; an answer stops it. With ``"rebootstrap"`` the client
+    bootstraps again when the clock has run ``trigger`` seconds, when none of the brokers it knows can be
+    connected to, or when a broker answers ``REBOOTSTRAP_REQUIRED``. With ``"none"`` it never does. Times are
+    the caller's (the event loop's clock), so the decision is the same whatever runs it.
+    """
+
+    __slots__ = ("_required", "_since", "strategy", "trigger")
+
+    def __init__(self, strategy: MetadataRecoveryStrategy, trigger: float) -> None:
+        self.strategy = strategy
+        self.trigger = trigger
+        # When metadata was first asked for without an answer since (None: the last attempt was answered).
+        self._since: float | None = None
+        self._required = False
+
+    @property
+    def unanswered_since(self) -> float | None:
+        """When the current run of unanswered metadata attempts began, or None."""
+        return self._since
+
+    def attempting(self, now: float) -> None:
+        """A metadata attempt begins; the clock starts unless it runs already."""
+        if self._since is None:
+            self._since = now
+
+    def answered(self) -> None:
+        """A broker answered metadata: the clock stops."""
+        self._since = None
+        self._required = False
+
+    def require(self) -> None:
+        """A broker answered ``REBOOTSTRAP_REQUIRED``: bootstrap again at the next attempt."""
+        self._required = True
+
+    def due(self, now: float, *, none_reachable: bool = False) -> bool:
+        """Whether the next metadata attempt goes to the bootstrap servers rather than the known brokers.
+
+        ``none_reachable``: every broker the client knows refused or timed out the connection just now.
+        """
+        if self.strategy == "none":
+            return False
+        if self._required or none_reachable:
+            return True
+        return self._since is not None and now - self._since >= self.trigger
+
+    def rebootstrapped(self, now: float) -> None:
+        """The client went back to its bootstrap servers: the clock starts again from now."""
+        self._required = False
+        self._since = now

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl as _ssl
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kafkawire import errors
 from kafkawire.connection import KafkaConnection
-from kafkawire.metadata import BrokerNode, ClusterMetadata
+from kafkawire.metadata import BrokerNode, ClusterMetadata, RebootstrapTrigger
 from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
 from kafkawire.sasl import SaslSettings
 from kafkawire.telemetry.measures import ClientMeasures
@@ -56,8 +57,8 @@ FIND_COORDINATOR_KEY = 10
 # FindCoordinator key types.
 GROUP_COORDINATOR = 0
 TRANSACTION_COORDINATOR = 1
-
-
+# The metadata response's top-level error (v13+, KIP-1102) that asks the client to bootstrap again.
+REBOOTSTRAP_REQUIRED = 129
 
 
 class Session:
@@ -100,6 +101,14 @@ class Session:
         self._ssl = ssl_context
         self.metadata = ClusterMetadata()
         self._bootstrap = AddressRotation(self._url.addresses)
+        self._recovery = RebootstrapTrigger(
+            config.metadata_recovery_strategy, config.metadata_recovery_rebootstrap_trigger
+        )
+        # Whether connections for metadata go to the bootstrap servers rather than the brokers the metadata
+        # names: until the first answer, and again after a rebootstrap until the next one.
+        self._bootstrapping = True
+        # Rebootstraps since the client started.
+        self.rebootstraps = 0
         self._pool: ConnectionPool[tuple[str, int], KafkaConnection] = ConnectionPool(self._open)
         # The pool's connections, to pick an already open one without waiting.
         self._opened: dict[tuple[str, int], KafkaConnection] = {}
@@ -259,29 +268,81 @@ class Session:
             raise
 
     async def any_connection(self) -> KafkaConnection:
-        """A connection to some broker: preferably an open one with the fewest requests in flight."""
+        """A connection to some broker: preferably an open one with the fewest requests in flight.
+
+        Once metadata has named the cluster's brokers only they are tried; when none of them can be connected
+        to, the client bootstraps again (``metadata_recovery_strategy="rebootstrap"``) or fails.
+        """
         self._check_open()
-        open_connections = [
-            connection
-            for node in self.metadata.brokers.values()
-            if (connection := self._pool_peek(node.address)) is not None
-        ]
-        if open_connections:
-            return min(open_connections, key=lambda c: c.in_flight)
-        candidates: list[tuple[str, int]] = [node.address for node in self.metadata.brokers.values()]
-        for _ in range(len(self._bootstrap)):
-            address = self._bootstrap.current()
-            if address not in candidates:
-                candidates.append(address)
-            self._bootstrap.advance()
-        last_error: Exception | None = None
-        for address in candidates:
+        if not self._bootstrapping and self.metadata.brokers:
+            open_connections = [
+                connection
+                for node in self.metadata.brokers.values()
+                if (connection := self._pool_peek(node.address)) is not None
+            ]
+            if open_connections:
+                return min(open_connections, key=lambda c: c.in_flight)
+            known = [node.address for node in self.metadata.brokers.values()]
+            connection, error = await self._first_reachable(known)
+            if connection is not None:
+                return connection
+            now = asyncio.get_running_loop().time()
+            if not self._recovery.due(now, none_reachable=True):
+                raise ConnectError(f"no Kafka broker reachable at {_listed(known)}: {error}")
+            self._rebootstrap(now, f"no known broker reachable ({error})")
+        addresses = await self._resolve_bootstrap()
+        connection, error = await self._first_reachable(addresses)
+        if connection is not None:
+            return connection
+        raise ConnectError(f"no Kafka broker reachable at {_listed(addresses)}: {error}")
+
+    async def _first_reachable(
+        self, addresses: list[tuple[str, int]]
+    ) -> tuple[KafkaConnection | None, ConnectError | None]:
+        last_error: ConnectError | None = None
+        for address in addresses:
             try:
-                return await self._pool.get(address)
+                return await self._pool.get(address), None
             except ConnectError as exc:
                 last_error = exc
-        raise ConnectError(f"no Kafka broker reachable at {', '.join(f'{h}:{p}' for h, p in candidates)}: "
-                           f"{last_error}")
+        return None, last_error
+
+    async def _resolve_bootstrap(self) -> list[tuple[str, int]]:
+        """The bootstrap addresses whose names resolve now (looked up again each time, never cached), in
+        rotation order; a typed error naming every one that failed when none does."""
+        loop = asyncio.get_running_loop()
+        resolved: list[tuple[str, int]] = []
+        failures: list[str] = []
+        for _ in range(len(self._bootstrap)):
+            host, port = self._bootstrap.current()
+            self._bootstrap.advance()
+            try:
+                # A resolver that never answers must not hold the client past its request timeout.
+                async with asyncio.timeout(self.request_timeout):
+                    await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except TimeoutError:
+                failures.append(f"{host}:{port} (name lookup timed out after {self.request_timeout:g} s)")
+                continue
+            except OSError as exc:
+                failures.append(f"{host}:{port} ({exc.strerror or exc})")
+                continue
+            resolved.append((host, port))
+        if not resolved:
+            raise ConnectError(f"bootstrap server name does not resolve: {'; '.join(failures)}")
+        return resolved
+
+    def _rebootstrap(self, now: float, reason: str) -> None:
+        """Send the next metadata requests to the bootstrap servers, on fresh connections (their names are
+        looked up again), until one answers."""
+        self._recovery.rebootstrapped(now)
+        self._bootstrapping = True
+        self.rebootstraps += 1
+        known = {node.address for node in self.metadata.brokers.values()}
+        for address in self._bootstrap.addresses:
+            # A connection to a bootstrap name that is also a live broker's address stays: it is in use.
+            if address not in known:
+                self._pool.discard(address)
+        log.warning("bootstrapping again from %s: %s", _listed(self._bootstrap.addresses), reason)
 
     def _pool_peek(self, address: tuple[str, int]) -> KafkaConnection | None:
         connection = self._opened.get(address)
@@ -338,19 +399,35 @@ class Session:
             allow_auto_topic_creation=self.allow_auto_create_topics,
         )
         backoff = self.new_backoff()
-        deadline = asyncio.get_running_loop().time() + self.request_timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.request_timeout
         while True:
+            now = loop.time()
+            self._recovery.attempting(now)
+            if not self._bootstrapping and self._recovery.due(now):
+                self._rebootstrap(now, f"no metadata from the known brokers for {self._recovery.trigger:g} s")
             connection = await self.any_connection()
             try:
                 response = await connection.request(body)
-                break
             except RetriableError as exc:
                 self.discard(connection, exc)
-                if asyncio.get_running_loop().time() > deadline:
+                if loop.time() > deadline:
                     raise
                 log.debug("metadata request failed (%s); retrying", exc)
                 await asyncio.sleep(backoff.next_delay())
+                continue
+            if getattr(response, "error_code", 0) == REBOOTSTRAP_REQUIRED:
+                # The answer names no brokers: it must not replace what is known.
+                self._recovery.require()
+                if self._recovery.strategy == "none" or loop.time() > deadline:
+                    raise errors.error_for(REBOOTSTRAP_REQUIRED, f"metadata from {_listed([connection.address])}")
+                self._rebootstrap(loop.time(), "a broker answered REBOOTSTRAP_REQUIRED")
+                await asyncio.sleep(backoff.next_delay())
+                continue
+            break
         self.metadata.update(response, requested=topics)
+        self._recovery.answered()
+        self._bootstrapping = False
 
     def track(self, topics: Iterable[str]) -> None:
         """Keep ``topics`` in the periodic refresh (every ``metadata_max_age_ms``) until ``untrack``."""
@@ -482,3 +559,7 @@ class Session:
             self.forget_coordinator(key, key_type)
             self._pool.discard(node.address)
             raise exc
+
+
+def _listed(addresses: Iterable[tuple[str, int]]) -> str:
+    return ", ".join(f"{host}:{port}" for host, port in addresses)
