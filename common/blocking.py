@@ -29,7 +29,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio
+from anyio.from_thread import BlockingPortal
 
 from mqwire.common.affinity import fork_generation
 from mqwire.common.errors import ClosedError, ForkedClientError, RequestTimeoutError, WrongLoopError
@@ -59,10 +60,13 @@ class Bridge:
         self._generation = fork_generation()  # a bridge started before a fork has no loop thread after it
         self._lock = threading.Lock()
         self._closed = False
-        self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] = start_blocking_portal(
-            backend="asyncio", name=name
-        )
-        self._portal = self._portal_cm.__enter__()
+        # The loop thread is started here rather than by anyio's start_blocking_portal, whose context manager,
+        # finalized in a forked child (the bridge dropped, or the child exiting), waits on the parent's loop
+        # thread, which does not exist there: the child would hang.
+        started: concurrent.futures.Future[BlockingPortal] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=_serve, args=(started,), name=name, daemon=True)
+        self._thread.start()
+        self._portal = started.result()
         self._thread_id: int = self._portal.call(threading.get_ident)
         self._loop: asyncio.AbstractEventLoop = self._portal.call(asyncio.get_running_loop)
         self._pending: set[concurrent.futures.Future[Any]] = set()  # calls not finished yet
@@ -207,11 +211,38 @@ class Bridge:
             future.cancel()
         with contextlib.suppress(RuntimeError):
             self._portal.call(self._portal.stop, True)
-        self._portal_cm.__exit__(None, None, None)
+        self._thread.join()
+
+    def __del__(self) -> None:
+        # A bridge dropped unstopped still ends its loop thread, where that can be done: not in a forked child
+        # (there is no thread to stop), nor from the loop thread itself.
+        if getattr(self, "_loop", None) is None or self._closed or self._generation != fork_generation():
+            return
+        if threading.get_ident() != self._thread_id:
+            with contextlib.suppress(Exception):
+                self.stop()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running"
         return f"Bridge({self._name!r}, {state}, thread id {self._thread_id})"
+
+
+def _serve(started: concurrent.futures.Future[BlockingPortal]) -> None:
+    """The loop thread: a portal whose loop runs until the portal is stopped; ``started`` gets the portal, or
+    the error that kept the loop from starting."""
+
+    async def serve() -> None:
+        async with BlockingPortal() as portal:
+            started.set_result(portal)
+            await portal.sleep_until_stopped()
+
+    try:
+        anyio.run(serve, backend="asyncio")
+    except BaseException as error:
+        if not started.done():
+            started.set_exception(error)
+            return
+        raise
 
 
 async def _awaited(fn: Callable[[], Awaitable[T]]) -> T:
