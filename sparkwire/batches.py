@@ -1,8 +1,8 @@
 """Bounded Arrow batches while a task fetches: what the readers of the three sources share.
 
-A reader is an async generator of Arrow batches; :func:`drive` runs it on an event loop of its own one batch
-at a time, so Spark gets each batch while the next is fetched and a task holds at most one batch (plus what
-its client has fetched) rather than its whole range.
+A reader is an async generator of Arrow batches; :func:`drive` steps it one batch at a time on the Python
+worker's event loop bridge (``worker_session``), so Spark gets each batch as soon as it is whole and a task
+holds at most one batch (plus what its client has fetched) rather than its whole range.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from sparkwire.worker_session import SESSION
+
 ROWS_PER_BATCH = 10_000
 # Keys and values held before a batch is handed over, whatever the row count: large messages make smaller batches.
 BYTES_PER_BATCH = 8 * 1024 * 1024
@@ -23,28 +25,47 @@ T = TypeVar("T")
 
 
 def drive(make: Callable[[], AsyncIterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
-    """The batches of the async generator ``make()``, one step of a private event loop per batch; the
-    generator is closed (its client too) when Spark stops early or the task fails."""
-    loop = asyncio.new_event_loop()
-    batches = make()
+    """The batches of the async generator ``make()``, one call into the worker's event loop bridge per batch;
+    the generator is closed (its client too) when Spark stops early or the task fails. An error inside the
+    generator reaches the task as is; Ctrl-C cancels the step on the loop and goes on in the task."""
+    bridge = SESSION.bridge
+    steps = _Steps(make())
     try:
         while True:
-            try:
-                batch = loop.run_until_complete(anext(batches))
-            except StopAsyncIteration:
+            batch = bridge.call(steps.next)
+            if batch is _END:
                 return
             yield batch
     finally:
+        bridge.call(steps.close)
+
+
+_END: Any = object()  # what a step returns once the generator is done
+
+
+class _Steps:
+    """An async generator stepped from another thread, and closed only once no step of it runs any more."""
+
+    def __init__(self, batches: AsyncIterator[pa.RecordBatch]) -> None:
+        self._batches = batches
+        self._step: asyncio.Task[Any] | None = None
+
+    async def next(self) -> Any:
+        """The next batch, or ``_END``."""
+        self._step = asyncio.current_task()
         try:
-            loop.run_until_complete(_close(batches))
-        finally:
-            loop.close()
+            return await anext(self._batches)
+        except StopAsyncIteration:
+            return _END
 
-
-async def _close(batches: AsyncIterator[pa.RecordBatch]) -> None:
-    close = getattr(batches, "aclose", None)
-    if close is not None:
-        await close()
+    async def close(self) -> None:
+        """Close the generator, after the step that a Ctrl-C cancelled (if any) has ended."""
+        step = self._step
+        if step is not None and not step.done():
+            await asyncio.wait([step])
+        close = getattr(self._batches, "aclose", None)
+        if close is not None:
+            await close()
 
 
 class Rows(Generic[T]):

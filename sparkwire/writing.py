@@ -3,13 +3,13 @@
 A writer task hands each row to the client's ``enqueue`` (or, where the producer has a bulk call, each chunk
 of rows of one topic to it at once) and reports success only once every message is acknowledged (at least
 once: an acknowledged message cannot be taken back, so a retried task or job may write some twice). Writers
-are picklable: they hold options and module-level functions only. A sender with ``keep_for`` leaves its
-client open in the Python worker for the next task with the same options (``worker_session``).
+are picklable: they hold options and module-level functions only. Every task runs on the Python worker's one
+event loop bridge (``worker_session``); a sender with ``keep_for`` leaves its client open there for the next
+task with the same options.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -144,8 +144,8 @@ class RowsSender:
     empty_for_null: bool = False
     send_many: SendMany | None = None
 
-    # Seconds a client may wait in the Python worker between tasks and still be used by the next (0: every
-    # task opens and closes its own).
+    # Seconds a client may stay unused in the Python worker between tasks before the worker closes it (0:
+    # every task opens and closes its own).
     keep_for: float = 0.0
 
     async def __call__(
@@ -193,9 +193,9 @@ class _WritesRows:
     def write(self, iterator: Iterator[Any]) -> WriteResult:
         sender = self.write_rows
         if isinstance(sender, RowsSender) and sender.keep_for > 0:
-            return WriteResult(SESSION.run(self._write_with_kept_client(sender, iterator)))
+            return WriteResult(SESSION.run(self._write_with_kept_client, sender, iterator))
         connect = self.connect_of(self.options)
-        return WriteResult(asyncio.run(sender(self.url, self.topic, iterator, connect)))
+        return WriteResult(SESSION.run(sender, self.url, self.topic, iterator, connect))
 
     async def _write_with_kept_client(self, sender: RowsSender, rows: Iterator[Any]) -> int:
         key = (sender, self.url, tuple(sorted(self.options.items())))
@@ -204,13 +204,13 @@ class _WritesRows:
             client = await sender.connect(self.url, **self.connect_of(self.options)).__aenter__()
             return KeptClient(client)
 
-        kept = await SESSION.take(key, open_client, sender.keep_for)
+        kept = await SESSION.take(key, open_client)
         try:
             written = await sender.send(kept, self.topic, rows)
         except BaseException:
             await SESSION.discard(kept)
             raise
-        SESSION.keep(key, kept)
+        await SESSION.keep(key, kept, sender.keep_for)
         return written
 
 
