@@ -44,6 +44,9 @@ class KafkaConnection:
         self.broker_versions: dict[int, tuple[int, int]] = {}
         self._chosen: dict[int, int] = {}
         self.api_versions_version = 0
+        # The cluster-wide feature levels the broker reports as finalized (ApiVersions v3+), e.g.
+        # "transaction.version"; empty from older brokers.
+        self.finalized_features: dict[str, int] = {}
 
     @classmethod
     async def open(
@@ -174,6 +177,7 @@ class KafkaConnection:
             raise errors.error_for(response.error_code, "ApiVersions failed")
         self.broker_versions = {key.api_key: (key.min_version, key.max_version) for key in response.api_keys}
         self.api_versions_version = version
+        self.finalized_features = {f.name: f.max_version_level for f in response.finalized_features or ()}
         log.debug("%s: broker versions %s", self.channel.name, self.broker_versions)
 
 

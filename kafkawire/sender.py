@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 PRODUCE_KEY = 0
 # Produce v13 names topics by id; below it, by name.
 PRODUCE_BY_NAME_MAX = 12
+# Inside a transaction, Produce v12+ means transaction version 2 (KIP-890): the broker adds the partition.
+PRODUCE_TRANSACTION_V1_MAX = 11
 
 
 # Out-of-order answers a batch may get while earlier batches are retried before the producer id is renewed.
@@ -182,6 +184,8 @@ class Sender:
                 self._expire(now)
                 if self.fatal_error is not None:
                     accumulator.abort_all(self.fatal_error)
+                elif self.transaction is not None and self.transaction.abortable is not None:
+                    accumulator.abort_all(self.transaction.abortable)  # the transaction can only be aborted
                 if accumulator.closing and accumulator.empty:
                     return
                 next_time: float | None = None
@@ -273,10 +277,7 @@ class Sender:
             batches = self._in_turn(batches)
             if not batches:
                 return
-            version = connection.version_for(PRODUCE_KEY)
-            topic_ids = self.session.metadata.topic_ids
-            if version > PRODUCE_BY_NAME_MAX and any(b.tp.topic not in topic_ids for b in batches):
-                version = connection.version_for(PRODUCE_KEY, at_most=PRODUCE_BY_NAME_MAX)
+            version = self._produce_version(connection, batches)
             body = self._request_body(batches, version)
             self.counters.requests += 1
             # Client telemetry's queue time and request latency: one observation per batch and per request.
@@ -310,6 +311,23 @@ class Sender:
                 self._fail(batch, ProtocolError(f"produce request failed: {exc!r}"))
             return
         self._handle_response(response, batches)
+
+    def _produce_version(self, connection: KafkaConnection, batches: list[ProducerBatch]) -> int:
+        """The highest shared version, by name while a topic id is unknown, and the transaction's own range."""
+        transaction = self.transaction
+        at_most = None
+        if transaction is not None and not transaction.v2:
+            at_most = PRODUCE_TRANSACTION_V1_MAX
+        version = connection.version_for(PRODUCE_KEY, at_most=at_most)
+        topic_ids = self.session.metadata.topic_ids
+        if version > PRODUCE_BY_NAME_MAX and any(b.tp.topic not in topic_ids for b in batches):
+            version = connection.version_for(PRODUCE_KEY, at_most=PRODUCE_BY_NAME_MAX)
+        if transaction is not None and transaction.v2 and version <= PRODUCE_TRANSACTION_V1_MAX:
+            raise errors.UnsupportedVersionError(
+                f"Produce v{PRODUCE_TRANSACTION_V1_MAX + 1}+ is needed for transaction version 2 and "
+                f"{connection.address[0]}:{connection.address[1]} offers v{version} at most"
+            )
+        return version
 
     def _in_turn(self, batches: list[ProducerBatch]) -> list[ProducerBatch]:
         """The batches that continue their partition's sequence. One whose predecessor failed while it waited
@@ -411,7 +429,11 @@ class Sender:
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
         if self.idempotence is not None:
             self.idempotence.not_written(batch)
-        if self.idempotence is not None and batch.sequence is not None:
+        numbered = batch.sequence is not None
+        if self.transaction is not None and self.fatal_error is None:
+            # The transaction can only be aborted now; its end renews the epoch (and so the sequences).
+            self.transaction.batch_failed(error, numbered=numbered)
+        elif self.idempotence is not None and numbered:
             # The broker never got this sequence: later batches of the partition would be out of order.
             self.idempotence.reset_needed = True
         batch.in_flight = False
@@ -480,6 +502,12 @@ class Sender:
                 self.transaction.fail(exc)
             self._stop_with(exc)
             return False
+        if self.transaction is not None:
+            try:
+                await self.transaction.settle_version()
+            except MqwireError as exc:
+                log.debug("the transaction coordinator's features are not known (%s); retrying", exc)
+                return False
         state.restart(response.producer_id, response.producer_epoch)
         renumber(self.accumulator.queued())
         log.debug("producer id %d epoch %d", response.producer_id, response.producer_epoch)

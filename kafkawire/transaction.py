@@ -3,11 +3,19 @@
     ready --begin--> in transaction --commit / abort--> ending --(EndTxn done)--> ready
                                  any fencing error --> failed (the producer can only be closed)
 
-A partition joins the transaction (AddPartitionsToTxn) before its first batch is sent: the sender asks
-``partition_ready`` and holds the batch back until the coordinator has answered. Ending flushes every
-buffered record first, so nothing of the transaction is still on its way when EndTxn is sent. Brokers
-with transaction version 2 (KIP-890) bump the producer epoch when a transaction ends; the new epoch comes
-back in EndTxn and is used from then on.
+Two protocols, chosen each time the producer gets its producer id (a fresh epoch, so switching is safe):
+
+* transaction version 1 (Kafka 3.x, or a 4.x cluster whose ``transaction.version`` feature is below 2): a
+  partition joins the transaction (AddPartitionsToTxn) before its first batch is sent: the sender asks
+  ``partition_ready`` and holds the batch back until the coordinator has answered; offsets join with
+  AddOffsetsToTxn. Produce stays at v11 and below, EndTxn at v4, TxnOffsetCommit at v4.
+* transaction version 2 (KIP-890 part 2; the coordinator's broker finalizes ``transaction.version`` >= 2 and
+  offers EndTxn v5): partitions join implicitly through Produce v12+, offsets through TxnOffsetCommit v5,
+  and the coordinator bumps the epoch at every EndTxn (v5), which returns the new one for what follows.
+
+Ending flushes every buffered record first, so nothing of the transaction is still on its way when EndTxn is
+sent. A batch that fails inside a transaction, or a TRANSACTION_ABORTABLE answer, makes the transaction
+abortable: commit raises that error, abort ends the transaction and the producer goes on.
 """
 
 from __future__ import annotations
@@ -42,6 +50,11 @@ log = logging.getLogger(__name__)
 TRANSACTION_COORDINATOR = 1
 ADD_PARTITIONS_KEY = 24
 ADD_PARTITIONS_CLIENT_MAX = 3  # v4+ is for brokers verifying on a producer's behalf
+PRODUCE_KEY, END_TXN_KEY, TXN_OFFSET_COMMIT_KEY = 0, 26, 28
+GROUP_COORDINATOR = 0
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+# The last versions of transaction version 1; the next ones mean version 2 to the broker.
+PRODUCE_V1_MAX, END_TXN_V1_MAX, TXN_OFFSET_COMMIT_V1_MAX = 11, 4, 4
 FENCING = (errors.ProducerFencedError, errors.InvalidProducerEpochError, errors.TransactionalIdAuthorizationFailedError)
 READY, IN_TRANSACTION, ENDING, FAILED = "ready", "in transaction", "ending", "failed"
 
@@ -73,6 +86,7 @@ class GroupMetadataLike(Protocol):
 class ProducerIdentity(Protocol):
     producer_id: int
     producer_epoch: int
+    reset_needed: bool
 
     def restart(self, producer_id: int, producer_epoch: int) -> None: ...
 
@@ -97,7 +111,12 @@ class TransactionManager:
         self._pending: set[TopicPartition] = set()
         self._tasks = OwnedTasks("kafka transaction")
         self._adding: asyncio.Task[None] | None = None
-        self._offsets_added = False  # AddOffsetsToTxn makes a transaction worth ending even without records
+        self._offsets_added = False  # offsets make a transaction worth ending even without records
+        # 1 or 2, set from the transaction coordinator's features with every producer id (settle_version).
+        self.version = 1
+        # Set when the running transaction can only be aborted (a failed batch, TRANSACTION_ABORTABLE).
+        self.abortable: MqwireError | None = None
+        self._bump_after_abort = False  # v1: sequences of a failed batch's partition restart with a new epoch
 
     async def close(self) -> None:
         """Stop adding partitions (the producer is closing)."""
@@ -118,18 +137,56 @@ class TransactionManager:
         self.state = IN_TRANSACTION
 
     def check_send(self) -> None:
-        """Records of a transactional producer go only inside a transaction."""
+        """Records of a transactional producer go only inside a transaction that can still commit."""
         if self.state != IN_TRANSACTION or self.error is not None:
             self._check(IN_TRANSACTION)
+        if self.abortable is not None:
+            raise self.abortable
 
     def fail(self, error: MqwireError) -> None:
         self.error = error
         self.state = FAILED
 
+    def make_abortable(self, error: MqwireError, *, bump_epoch: bool = False) -> None:
+        """The running transaction cannot commit any more: ``error`` is raised until it is aborted."""
+        if self.error is not None or self.state not in (IN_TRANSACTION, ENDING):
+            return
+        if self.abortable is None:
+            log.debug("transaction %r can only be aborted: %s", self.transactional_id, error)
+            self.abortable = error
+        self._bump_after_abort = self._bump_after_abort or bump_epoch
+        self._wake_sender()  # its queued batches fail with the error
+
+    def batch_failed(self, error: BaseException, *, numbered: bool) -> None:
+        """A batch of the transaction was not written: committing would lose it."""
+        if isinstance(error, MqwireError):
+            self.make_abortable(error, bump_epoch=numbered)
+
+    # ---------------------------------------------------------------------------------- version
+    @property
+    def v2(self) -> bool:
+        """Whether transaction version 2 (KIP-890 part 2) is used."""
+        return self.version >= 2
+
+    async def settle_version(self) -> None:
+        """Choose the protocol from the transaction coordinator's broker; called with every new producer id."""
+        if self.state != READY and self.added:
+            return  # a producer id renewed inside a transaction keeps the protocol its partitions joined with
+        node = await self.session.coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
+        connection = await self.session.connection_to(node)
+        self.version = transaction_version(connection.finalized_features, connection.broker_versions)
+        log.debug("transaction %r uses transaction version %d", self.transactional_id, self.version)
+
     # ---------------------------------------------------------------------------------- partitions
     def partition_ready(self, tp: TopicPartition) -> bool:
-        """True once ``tp`` is part of the transaction; otherwise asks the coordinator and says False."""
+        """True once ``tp`` is part of the transaction; otherwise asks the coordinator and says False.
+
+        Under transaction version 2 the Produce request itself adds the partition: nothing to ask.
+        """
         if tp in self.added:
+            return True
+        if self.v2:
+            self.added.add(tp)
             return True
         if self.error is None and tp not in self._pending:
             self._pending.add(tp)
@@ -153,6 +210,9 @@ class TransactionManager:
                 log.debug("AddPartitionsToTxn failed (%s); retrying", exc)
                 self.session.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
                 await asyncio.sleep(backoff.next_delay())
+            except errors.TransactionAbortableError as exc:
+                self._pending.clear()
+                self.make_abortable(exc)
             except MqwireError as exc:
                 self.fail(exc)
                 self._wake_sender()
@@ -178,21 +238,34 @@ class TransactionManager:
     # ---------------------------------------------------------------------------------- ending
     async def end(self, commit: bool, flush: Callable[[], Awaitable[None]]) -> None:
         self._check(IN_TRANSACTION)
+        if commit and self.abortable is not None:
+            raise self.abortable
         self.state = ENDING
         try:
             await flush()
             if self.error is not None:
                 raise self.error
+            if commit and self.abortable is not None:
+                raise self.abortable  # a batch failed while the records were flushed
             if self.added or not commit or self._offsets_added:
                 await self._retry(lambda: self._end_txn(commit))
         except MqwireError as exc:
-            if isinstance(exc, FENCING) or not exc.retriable:
+            if isinstance(exc, errors.TransactionAbortableError) or exc is self.abortable:
+                self.make_abortable(exc)
+                self.state = IN_TRANSACTION  # abort_transaction() ends it and the producer goes on
+            elif isinstance(exc, FENCING) or not exc.retriable:
                 self.fail(exc)
             else:
                 self.state = IN_TRANSACTION  # the application may try to end it again
             raise
+        if self._bump_after_abort and not self.v2:
+            # Version 1 keeps the epoch: a new one renumbers the partitions whose batch was lost.
+            self.identity.reset_needed = True
+            self._wake_sender()
         self.added.clear()
         self._offsets_added = False
+        self.abortable = None
+        self._bump_after_abort = False
         self.state = READY
 
     async def _end_txn(self, commit: bool) -> None:
@@ -202,9 +275,12 @@ class TransactionManager:
             producer_epoch=self.identity.producer_epoch,
             committed=commit,
         )
-        response = await self._to_coordinator(body)
+        at_most = None if self.v2 else END_TXN_V1_MAX
+        response = await self._to_coordinator(body, at_most=at_most, v2_from=5)
         if response.error_code:
-            raise errors.error_for(response.error_code, "EndTxn")
+            raise errors.error_for(
+                response.error_code, f"EndTxn ({'commit' if commit else 'abort'}, transaction version {self.version})"
+            )
         if response.producer_id >= 0 and response.producer_epoch >= 0 and (
             response.producer_epoch != self.identity.producer_epoch
         ):
@@ -217,10 +293,17 @@ class TransactionManager:
     ) -> None:
         """Commit consumer offsets as part of the transaction (consume-transform-produce)."""
         self._check(IN_TRANSACTION)
+        if self.abortable is not None:
+            raise self.abortable
         member = _group(group)
-        await self._retry(lambda: self._add_offsets(member.group_id))
+        if not self.v2:  # version 2: TxnOffsetCommit v5 adds the group's offsets to the transaction itself
+            await self._retry(lambda: self._add_offsets(member.group_id))
         self._offsets_added = True
-        await self._retry(lambda: self._commit_offsets(offsets, member))
+        try:
+            await self._retry(lambda: self._commit_offsets(offsets, member))
+        except errors.TransactionAbortableError as exc:
+            self.make_abortable(exc)
+            raise
 
     async def _add_offsets(self, group_id: str) -> None:
         body = AddOffsetsToTxnRequest(
@@ -257,23 +340,47 @@ class TransactionManager:
             group_instance_id=member.group_instance_id,
             topics=[TxnOffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()],
         )
-        response = await self.session.request_coordinator(member.group_id, body)
+        response = await self._to_group_coordinator(member.group_id, body)
         for topic in response.topics:
             for partition in topic.partitions:
                 if partition.error_code:
-                    raise errors.error_for(partition.error_code, f"TxnOffsetCommit {topic.name}")
+                    where = f"{topic.name}-{partition.partition_index}"
+                    raise errors.error_for(
+                        partition.error_code, f"TxnOffsetCommit {where} (transaction version {self.version})"
+                    )
 
     # ---------------------------------------------------------------------------------- plumbing
-    async def _to_coordinator(self, body: Any, *, at_most: int | None = None) -> Any:
+    async def _to_coordinator(self, body: Any, *, at_most: int | None = None, v2_from: int | None = None) -> Any:
         node = await self.session.coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
         connection = await self.session.connection_to(node)
         version = connection.version_for(body.API_KEY, at_most=at_most)
+        self._check_v2_version(body, version, v2_from)
         try:
             return await connection.request(body, version=version)
         except (ConnectionLostError, RequestTimeoutError) as exc:
             self.session.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
             self.session.discard(connection, exc)
             raise
+
+    async def _to_group_coordinator(self, group_id: str, body: Any) -> Any:
+        node = await self.session.coordinator(group_id, GROUP_COORDINATOR)
+        connection = await self.session.connection_to(node)
+        version = connection.version_for(body.API_KEY, at_most=None if self.v2 else TXN_OFFSET_COMMIT_V1_MAX)
+        self._check_v2_version(body, version, 5)
+        try:
+            return await connection.request(body, version=version)
+        except (ConnectionLostError, RequestTimeoutError) as exc:
+            self.session.forget_coordinator(group_id, GROUP_COORDINATOR)
+            self.session.discard(connection, exc)
+            raise
+
+    def _check_v2_version(self, body: Any, version: int, v2_from: int | None) -> None:
+        """Under version 2 a request below its version-2 form would join nothing: refuse to send it."""
+        if self.v2 and v2_from is not None and version < v2_from:
+            raise errors.UnsupportedVersionError(
+                f"{type(body).__name__.removesuffix('Request')} v{v2_from}+ is needed for transaction version 2 "
+                f"and the broker offers v{version} at most"
+            )
 
     async def _retry(self, attempt: Callable[[], Awaitable[None]]) -> None:
         """Retry what a retry can fix (the previous transaction still ending, a moved coordinator)."""
@@ -290,6 +397,14 @@ class TransactionManager:
                 if getattr(exc, "refresh_coordinator", False) or isinstance(exc, ConnectError):
                     self.session.forget_coordinator(self.transactional_id, TRANSACTION_COORDINATOR)
                 await asyncio.sleep(backoff.next_delay())
+
+
+def transaction_version(features: Mapping[str, int], broker_versions: Mapping[int, tuple[int, int]]) -> int:
+    """2 when the broker finalizes ``transaction.version`` >= 2 and offers EndTxn v5 (KIP-890 part 2), else 1."""
+    end_txn = broker_versions.get(END_TXN_KEY)
+    if features.get(TRANSACTION_VERSION_FEATURE, 0) >= 2 and end_txn is not None and end_txn[1] >= 5:
+        return 2
+    return 1
 
 
 def _group(group: str | GroupMetadataLike) -> GroupMetadataLike:
