@@ -358,17 +358,15 @@ class Accumulator:
         A partition whose newest batch is done (or that has none) keeps up at ``batch_size``. One whose
         newest batch is still waiting or in flight is busy: the next batch is as large, and twice as large
         if that one filled up, up to ``max_batch_size`` -- the records that would queue behind many small
-        requests go in fewer large ones. Grown batches may take only half of ``buffer_memory`` together
-        with the rest, so that many busy partitions still find room for batches of the base size.
+        requests go in fewer large ones. A grown batch reserves its size of ``buffer_memory`` as any
+        batch does, so the buffer bounds the memory as before; only a partition busy enough to fill a
+        batch within its linger time grows, so a producer writing slowly to many partitions reserves what
+        Java's would.
         """
-        base = self.batch_size
         latest = self._latest.get(tp)
         if latest is None:
-            return base
-        limit = min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
-        if limit > base and self.used + limit > self.buffer_memory // 2:
-            return base
-        return limit
+            return self.batch_size
+        return min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
 
     @staticmethod
     def _add_run(

@@ -172,8 +172,8 @@ class ProducerOptions(TypedDict, total=False):
     - ``max_in_flight_requests_per_connection`` — how many produce requests may await an answer from one
       broker at a time; default 5.
     - ``buffer_memory`` — how much the batches waiting to be sent may hold together (bytes, counted per
-      batch at its size limit or more); ``send`` waits for room when it is full; larger batches take at
-      most half of it; default 33 554 432.
+      batch at its size limit or more, grown batches too); ``send`` waits for room when it is full;
+      default 33 554 432.
     - ``max_buffer_size`` — the same as ``buffer_memory``, under another name; when given it wins; default
       None.
     - ``max_block_ms`` — how long ``send`` / ``enqueue`` may wait for buffer room (then

@@ -131,12 +131,11 @@ async def test_a_batch_sent_before_it_filled_keeps_the_size_without_doubling() -
     assert batch.limit == 2_000
 
 
-async def test_grown_batches_leave_half_the_buffer_to_the_base_size() -> None:
+async def test_grown_batches_count_against_the_buffer() -> None:
     acc = make(buffer_memory=12_000)
-    full = fill(acc, 4)
-    # 1000 + 2000 reserved: a batch of 4000 would pass half the buffer (6000), so the next is the base size.
-    assert [batch.limit for batch in full] == [1_000, 2_000, 1_000, 2_000]
-    assert max(batch.reserved for batch in acc.queued()) <= 2_000
+    fill(acc, 3)  # 1000 + 2000 + 4000 full, and an open batch of 8000
+    assert acc.used == 15_000
+    assert acc.full  # the producer waits for room before the next record
 
 
 async def test_other_partitions_start_at_the_base_size() -> None:
