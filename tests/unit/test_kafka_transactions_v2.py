@@ -260,3 +260,55 @@ async def test_a_leader_without_produce_v12_fails_the_batch_with_a_named_error_u
     assert PRODUCE not in broker.api_keys()
     assert isinstance(transaction.abortable, UnsupportedVersionError)
     await sender.stop()
+
+
+async def test_a_produce_answered_transaction_abortable_fails_its_batch_and_abort_goes_on() -> None:
+    broker = Broker(transaction_version=2)
+    accumulator, sender, transaction = await producer(broker)
+    answer = broker.request
+
+    async def refuse_produce(body: Any, *, version: int, timeout: float | None = None) -> Any:
+        response = await answer(body, version=version, timeout=timeout)
+        if body.API_KEY == PRODUCE:
+            for topic in response.responses:
+                for partition in topic.partition_responses:
+                    partition.error_code = TRANSACTION_ABORTABLE
+        return response
+
+    broker.request = refuse_produce  # type: ignore[method-assign]
+    transaction.begin()
+    future = accumulator.append("t", 0, 1, None, b"v", ())
+    with pytest.raises(errors.TransactionAbortableError, match="t-0"):
+        await asyncio.wait_for(future, 2.0)  # type: ignore[arg-type]
+    with pytest.raises(errors.TransactionAbortableError):
+        await transaction.end(True, no_flush)
+    await asyncio.wait_for(transaction.end(False, no_flush), 2.0)
+    broker.request = answer  # type: ignore[method-assign]
+    await one_transaction(accumulator, sender, transaction, commit=True)
+    # The abort's EndTxn renewed the epoch: no InitProducerId in the middle, none after.
+    assert broker.api_keys().count(22) == 1
+    assert broker.versions_of(END_TXN) == [5, 5] and transaction.state == READY
+    await sender.stop()
+
+
+async def test_a_refused_end_txn_names_the_request_and_the_version_and_is_not_retried() -> None:
+    broker = Broker(transaction_version=2)
+    _, sender, transaction = await producer(broker)
+    answer = broker.request
+
+    async def refuse_end_txn(body: Any, *, version: int, timeout: float | None = None) -> Any:
+        if body.API_KEY == END_TXN:
+            broker.sent.append((END_TXN, version))
+            return EndTxnResponse(error_code=errors.InvalidTxnStateError.error_code)
+        return await answer(body, version=version, timeout=timeout)
+
+    broker.request = refuse_end_txn  # type: ignore[method-assign]
+    transaction.begin()
+    with pytest.raises(errors.InvalidTxnStateError, match=r"EndTxn \(abort, transaction version 2\)"):
+        await asyncio.wait_for(transaction.end(False, no_flush), 2.0)
+    assert broker.versions_of(END_TXN) == [5]
+    await sender.stop()
+
+
+async def no_flush() -> None:
+    return None
