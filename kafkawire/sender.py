@@ -430,10 +430,14 @@ class Sender:
         if self.idempotence is not None:
             self.idempotence.not_written(batch)
         numbered = batch.sequence is not None
-        if self.transaction is not None and self.fatal_error is None:
-            # The transaction can only be aborted now; its end renews the epoch (and so the sequences).
-            self.transaction.batch_failed(error, numbered=numbered)
-        elif self.idempotence is not None and numbered:
+        transaction = self.transaction
+        # In a transaction, which can only be aborted now, the end renews the epoch (and so the sequences).
+        in_transaction = (
+            transaction is not None
+            and self.fatal_error is None
+            and transaction.batch_failed(error, numbered=numbered)
+        )
+        if not in_transaction and self.idempotence is not None and numbered:
             # The broker never got this sequence: later batches of the partition would be out of order.
             self.idempotence.reset_needed = True
         batch.in_flight = False

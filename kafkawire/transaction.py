@@ -147,20 +147,23 @@ class TransactionManager:
         self.error = error
         self.state = FAILED
 
-    def make_abortable(self, error: MqwireError, *, bump_epoch: bool = False) -> None:
-        """The running transaction cannot commit any more: ``error`` is raised until it is aborted."""
+    def make_abortable(self, error: MqwireError, *, bump_epoch: bool = False) -> bool:
+        """The running transaction cannot commit any more: ``error`` is raised until it is aborted.
+
+        False when no transaction is running (or the producer already failed).
+        """
         if self.error is not None or self.state not in (IN_TRANSACTION, ENDING):
-            return
+            return False
         if self.abortable is None:
             log.debug("transaction %r can only be aborted: %s", self.transactional_id, error)
             self.abortable = error
         self._bump_after_abort = self._bump_after_abort or bump_epoch
         self._wake_sender()  # its queued batches fail with the error
+        return True
 
-    def batch_failed(self, error: BaseException, *, numbered: bool) -> None:
-        """A batch of the transaction was not written: committing would lose it."""
-        if isinstance(error, MqwireError):
-            self.make_abortable(error, bump_epoch=numbered)
+    def batch_failed(self, error: BaseException, *, numbered: bool) -> bool:
+        """A batch of the transaction was not written: committing would lose it. False outside a transaction."""
+        return isinstance(error, MqwireError) and self.make_abortable(error, bump_epoch=numbered)
 
     # ---------------------------------------------------------------------------------- version
     @property
@@ -247,6 +250,7 @@ class TransactionManager:
                 raise self.error
             if commit and self.abortable is not None:
                 raise self.abortable  # a batch failed while the records were flushed
+            epoch = (self.identity.producer_id, self.identity.producer_epoch)
             if self.added or not commit or self._offsets_added:
                 await self._retry(lambda: self._end_txn(commit))
         except MqwireError as exc:
@@ -258,8 +262,8 @@ class TransactionManager:
             else:
                 self.state = IN_TRANSACTION  # the application may try to end it again
             raise
-        if self._bump_after_abort and not self.v2:
-            # Version 1 keeps the epoch: a new one renumbers the partitions whose batch was lost.
+        if self._bump_after_abort and epoch == (self.identity.producer_id, self.identity.producer_epoch):
+            # EndTxn kept the epoch (version 1): a new one renumbers the partitions whose batch was lost.
             self.identity.reset_needed = True
             self._wake_sender()
         self.added.clear()

@@ -312,3 +312,31 @@ async def test_a_refused_end_txn_names_the_request_and_the_version_and_is_not_re
 
 async def no_flush() -> None:
     return None
+
+
+async def test_version_1_renews_the_producer_id_after_aborting_a_transaction_that_lost_a_batch() -> None:
+    broker = Broker(transaction_version=1)
+    accumulator, sender, transaction = await producer(broker)
+    answer = broker.request
+
+    async def refuse_produce(body: Any, *, version: int, timeout: float | None = None) -> Any:
+        response = await answer(body, version=version, timeout=timeout)
+        if body.API_KEY == PRODUCE:
+            for topic in response.responses:
+                for partition in topic.partition_responses:
+                    partition.error_code = errors.MessageTooLargeError.error_code
+        return response
+
+    broker.request = refuse_produce  # type: ignore[method-assign]
+    transaction.begin()
+    future = accumulator.append("t", 0, 1, None, b"v", ())
+    with pytest.raises(errors.MessageTooLargeError):
+        await asyncio.wait_for(future, 2.0)  # type: ignore[arg-type]
+    assert broker.api_keys().count(22) == 1  # not in the middle of the transaction
+    await asyncio.wait_for(transaction.end(False, no_flush), 2.0)
+    broker.request = answer  # type: ignore[method-assign]
+    # EndTxn v4 keeps the epoch, so the lost batch's sequence is renumbered under a new one.
+    await one_transaction(accumulator, sender, transaction, commit=True)
+    assert broker.api_keys().count(22) == 2
+    assert broker.versions_of(END_TXN) == [4, 4]
+    await sender.stop()
