@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -399,9 +399,13 @@ async def transact(producer: kafkawire.Producer, out: Transactions, stop: asynci
         number += 1
 
 
-async def test_transactions_through_a_leader_and_a_transaction_coordinator_crash(kafka_cluster: RunningCluster) -> None:
+async def test_transactions_through_a_leader_and_a_transaction_coordinator_crash(
+    kafka_cluster: RunningCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A transactional producer and a ``read_committed`` reader through the SIGKILL of a partition leader and
-    of the transaction coordinator: no aborted record is read, no committed one is missing."""
+    of the transaction coordinator: no aborted record is read, no committed one is missing. The cluster (Kafka
+    4.3) finalizes transaction version 2: partitions join through Produce, never AddPartitionsToTxn."""
+    sent = record_api_keys(monkeypatch)
     await asyncio.to_thread(kafka_cluster.ensure_all_up)
     endpoint = kafka_cluster.endpoint
     assert isinstance(endpoint, KafkaCluster)
@@ -450,6 +454,26 @@ async def test_transactions_through_a_leader_and_a_transaction_coordinator_crash
     assert not seen & done.aborted, f"{len(seen & done.aborted)} aborted records read"
     assert done.committed <= seen
     assert len(read) == len(seen), "a committed record read twice"
+    assert ADD_PARTITIONS_TO_TXN not in {key for key, _ in sent}, "transaction version 1 was used"
+    assert {version for key, version in sent if key == END_TXN} == {5}
+
+
+ADD_PARTITIONS_TO_TXN, END_TXN = 24, 26
+
+
+def record_api_keys(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(API key, version) of every request kafkawire's connections answer to from now on."""
+    from kafkawire.connection import KafkaConnection
+
+    sent: list[tuple[int, int]] = []
+    request = KafkaConnection.request
+
+    async def recorded(self: KafkaConnection, body: Any, **kwargs: Any) -> Any:
+        sent.append((body.API_KEY, kwargs.get("version") or self.version_for(body.API_KEY)))
+        return await request(self, body, **kwargs)
+
+    monkeypatch.setattr(KafkaConnection, "request", recorded)
+    return sent
 
 
 def transaction_partition(transactional_id: str) -> int:
