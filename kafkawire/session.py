@@ -289,7 +289,10 @@ class Session:
             now = asyncio.get_running_loop().time()
             if not self._recovery.due(now, none_reachable=True):
                 raise ConnectError(f"no Kafka broker reachable at {_listed(known)}: {error}")
-            self._rebootstrap(now, f"no known broker reachable ({error})")
+            # Concurrent callers find the same dead brokers: the first one rebootstraps, the others follow it
+            # (a second rebootstrap would drop the bootstrap connection the first has just opened).
+            if not self._bootstrapping:
+                self._rebootstrap(now, f"no known broker reachable ({error})")
         addresses = await self._resolve_bootstrap()
         connection, error = await self._first_reachable(addresses)
         if connection is not None:
@@ -310,26 +313,27 @@ class Session:
     async def _resolve_bootstrap(self) -> list[tuple[str, int]]:
         """The bootstrap addresses whose names resolve now (looked up again each time, never cached), in
         rotation order; a typed error naming every one that failed when none does."""
-        loop = asyncio.get_running_loop()
-        resolved: list[tuple[str, int]] = []
-        failures: list[str] = []
+        order = []
         for _ in range(len(self._bootstrap)):
-            host, port = self._bootstrap.current()
+            order.append(self._bootstrap.current())
             self._bootstrap.advance()
-            try:
-                # A resolver that never answers must not hold the client past its request timeout.
-                async with asyncio.timeout(self.request_timeout):
-                    await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            except TimeoutError:
-                failures.append(f"{host}:{port} (name lookup timed out after {self.request_timeout:g} s)")
-                continue
-            except OSError as exc:
-                failures.append(f"{host}:{port} ({exc.strerror or exc})")
-                continue
-            resolved.append((host, port))
+        # Looked up together, so that resolvers that never answer hold the client one request timeout at most.
+        failures = await asyncio.gather(*(self._lookup(host, port) for host, port in order))
+        resolved = [address for address, failure in zip(order, failures, strict=True) if failure is None]
         if not resolved:
-            raise ConnectError(f"bootstrap server name does not resolve: {'; '.join(failures)}")
+            raise ConnectError(f"bootstrap server name does not resolve: {'; '.join(filter(None, failures))}")
         return resolved
+
+    async def _lookup(self, host: str, port: int) -> str | None:
+        """None when ``host`` resolves, else what failed, naming it."""
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except TimeoutError:
+            return f"{host}:{port} (name lookup timed out after {self.request_timeout:g} s)"
+        except OSError as exc:
+            return f"{host}:{port} ({exc.strerror or exc})"
+        return None
 
     def _rebootstrap(self, now: float, reason: str) -> None:
         """Send the next metadata requests to the bootstrap servers, on fresh connections (their names are
@@ -337,9 +341,11 @@ class Session:
         self._recovery.rebootstrapped(now)
         self._bootstrapping = True
         self.rebootstraps += 1
+        # The coordinators found on the old brokers are looked up again on whatever answers now.
+        self._coordinators.clear()
         known = {node.address for node in self.metadata.brokers.values()}
         for address in self._bootstrap.addresses:
-            # A connection to a bootstrap name that is also a live broker's address stays: it is in use.
+            # A bootstrap address that is also a known broker's stays: producers and consumers may use it.
             if address not in known:
                 self._pool.discard(address)
         log.warning("bootstrapping again from %s: %s", _listed(self._bootstrap.addresses), reason)

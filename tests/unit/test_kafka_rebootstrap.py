@@ -123,20 +123,21 @@ class World:
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.9", port))]
 
 
+async def fake_open(session: Session, world: World, address: tuple[str, int]) -> Any:
+    if address not in world.answers:
+        raise ConnectError(f"{address[0]}:{address[1]}: connection refused")
+    connection = FakeConnection(address, world)
+    session._opened[address] = connection  # type: ignore[assignment]
+    return connection
+
+
 def make_session(world: World, monkeypatch: pytest.MonkeyPatch, **options: Any) -> Session:
     options.setdefault("retry_backoff_ms", 1)
     options.setdefault("retry_backoff_max_ms", 1)
     options.setdefault("enable_metrics_push", False)
     session = Session(f"kafka://{BOOTSTRAP[0]}:{BOOTSTRAP[1]}", build_config(ClientConfig, "connect", options))
 
-    async def fake_open(address: tuple[str, int]) -> Any:
-        if address not in world.answers:
-            raise ConnectError(f"{address[0]}:{address[1]}: connection refused")
-        connection = FakeConnection(address, world)
-        session._opened[address] = connection  # type: ignore[assignment]
-        return connection
-
-    session._pool = ConnectionPool(fake_open)  # type: ignore[arg-type]
+    session._pool = ConnectionPool(lambda address: fake_open(session, world, address))  # type: ignore[arg-type]
     monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", world.getaddrinfo)
     return session
 
@@ -277,6 +278,39 @@ async def test_a_lost_connection_to_the_new_cluster_is_retried_there(monkeypatch
     world.requests.clear()
     await session.refresh_metadata([])
     assert world.requests == [BOOTSTRAP]
+    assert session.metadata.brokers[1].address == NEW
+
+
+async def test_concurrent_refreshes_that_find_every_broker_gone_rebootstrap_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World()
+    session = await started(world, monkeypatch)
+    del world.answers[OLD]
+    world.answers[BOOTSTRAP] = metadata_answer((1, NEW))
+    await asyncio.gather(*(session.refresh_metadata([topic]) for topic in ("a", "b", "c")))
+    assert session.rebootstraps == 1
+    assert session.metadata.brokers[1].address == NEW
+
+
+async def test_every_bootstrap_name_is_looked_up_and_those_that_resolve_are_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World()
+    world.answers[("good.example", 9092)] = metadata_answer((1, NEW))
+
+    async def getaddrinfo(host: str, port: int, **_: Any) -> list[Any]:
+        world.lookups.append(host)
+        if host == BOOTSTRAP[0]:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.9", port))]
+
+    config = build_config(ClientConfig, "connect", {"enable_metrics_push": False})
+    session = Session(f"kafka://{BOOTSTRAP[0]}:9092,good.example:9092", config)
+    session._pool = ConnectionPool(lambda address: fake_open(session, world, address))  # type: ignore[arg-type]
+    monkeypatch.setattr(asyncio.get_running_loop(), "getaddrinfo", getaddrinfo)
+    await session.refresh_metadata([])
+    assert sorted(world.lookups) == ["good.example", BOOTSTRAP[0]]
     assert session.metadata.brokers[1].address == NEW
 
 
