@@ -25,6 +25,7 @@ import concurrent.futures
 import contextlib
 import functools
 import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -215,8 +216,11 @@ class Bridge:
 
     def __del__(self) -> None:
         # A bridge dropped unstopped still ends its loop thread, where that can be done: not in a forked child
-        # (there is no thread to stop), nor from the loop thread itself.
+        # (there is no thread to stop), nor from the loop thread itself, nor while the interpreter exits (its
+        # daemon threads run no more then: waiting on the loop thread would hold the exit forever).
         if getattr(self, "_loop", None) is None or self._closed or self._generation != fork_generation():
+            return
+        if sys.is_finalizing():
             return
         if threading.get_ident() != self._thread_id:
             with contextlib.suppress(Exception):

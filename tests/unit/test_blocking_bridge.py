@@ -11,6 +11,8 @@ import concurrent.futures
 import importlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -272,3 +274,20 @@ def test_a_failed_connect_raises_the_typed_error_and_leaves_no_thread(package: s
         with pytest.raises(ConfigurationError, match="did you mean"):
             sync.connect(f"{scheme}://127.0.0.1:1", request_timeout_mss=1)
     assert set(threading.enumerate()) == before
+
+
+def test_a_process_leaving_a_bridge_unstopped_still_exits() -> None:
+    # A script that never closes its blocking client: the interpreter's exit must not wait on the loop thread.
+    script = (
+        "import asyncio\n"
+        "from mqwire.common.blocking import Bridge\n"
+        "kept = Bridge('left-open')\n"
+        "kept.call(asyncio.sleep, 0)\n"
+        "def dropped():\n"
+        "    Bridge('dropped').call(asyncio.sleep, 0)\n"
+        "dropped()\n"
+        "print('done')\n"
+    )
+    finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.strip() == "done"
