@@ -22,6 +22,8 @@ async def kafka_handshake(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
             "api_versions_version": connection.api_versions_version,
             "apis_offered": len(connection.broker_versions),
             "metadata_version": connection.version_for(METADATA_KEY),
+            # Cluster-wide levels such as "transaction.version" (2: KIP-890 transactions).
+            "finalized_features": dict(connection.finalized_features),
             "cluster_id": metadata.cluster_id,
             "controller_id": metadata.controller_id,
             "brokers": [f"{b.node_id}@{b.host}:{b.port}" for b in metadata.brokers],

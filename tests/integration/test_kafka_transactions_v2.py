@@ -18,6 +18,7 @@ import pytest
 import kafkawire
 from kafkawire import TopicPartition
 from kafkawire.connection import KafkaConnection
+from kafkawire.handshake import kafka_handshake
 from mqwire.testing import classpath
 from mqwire.testing.endpoints import KafkaBroker
 from mqwire.testing.java import find_java
@@ -83,6 +84,8 @@ def java_read_committed(bootstrap: str, topic: str, expect: int) -> list[str]:
 async def test_version_2_adds_partitions_and_offsets_implicitly_and_java_reads_only_the_committed(
     kafka_broker: KafkaBroker, wire: list[tuple[int, int]]
 ) -> None:
+    features = (await kafka_handshake(kafka_broker.url))["finalized_features"]
+    assert features.get("transaction.version", 0) >= 2, f"no transaction version 2: {features}"
     topic, source, group = unique("out"), unique("in"), unique("group")
     async with kafkawire.connect(kafka_broker.url) as client:
         async with client.admin() as admin:
@@ -119,6 +122,8 @@ async def test_version_2_adds_partitions_and_offsets_implicitly_and_java_reads_o
 async def test_version_1_on_kafka_3_9_still_adds_partitions_and_offsets_first(
     kafka3_broker: KafkaBroker, wire: list[tuple[int, int]]
 ) -> None:
+    features = (await kafka_handshake(kafka3_broker.url))["finalized_features"]
+    assert features.get("transaction.version", 0) < 2, features
     topic, source, group = unique("out3"), unique("in3"), unique("group3")
     async with kafkawire.connect(kafka3_broker.url) as client:
         async with client.admin() as admin:
