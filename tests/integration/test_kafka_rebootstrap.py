@@ -65,7 +65,7 @@ async def test_a_replaced_cluster_is_found_again_through_the_bootstrap_name(
                 client.producer(topic, linger_ms=1) as producer,
                 client.consumer(topic, start="earliest") as consumer,
                 stuck.producer(
-                    topic, linger_ms=1, request_timeout_ms=2_000, delivery_timeout_ms=6_000
+                    topic, linger_ms=1, request_timeout_ms=1_000, delivery_timeout_ms=3_000
                 ) as stuck_producer,
             ):
                 async with asyncio.timeout(30):
@@ -80,6 +80,8 @@ async def test_a_replaced_cluster_is_found_again_through_the_bootstrap_name(
                 await asyncio.to_thread(broker_a.kill)
                 forwarder.target = (urlsplit(kafka_broker.url).hostname or "", kafka_broker.port)
                 forwarder.drop()
+                # "none" is tried meanwhile: the client keeps to A's address.
+                stuck_send = asyncio.ensure_future(stuck_producer.send(b"stuck-after"))
 
                 async with asyncio.timeout(40):
                     for i in range(AFTER):
@@ -89,10 +91,10 @@ async def test_a_replaced_cluster_is_found_again_through_the_bootstrap_name(
                 assert client._session.rebootstraps >= 1
                 assert all(node.port != a.port for node in client._session.metadata.brokers.values())
 
-                # "none": the client keeps to A's address and the send fails, typed, within its delivery timeout.
+                # ... and its send fails, typed, within its delivery timeout.
                 async with asyncio.timeout(30):
                     with pytest.raises(MqwireError):
-                        await stuck_producer.send(b"stuck-after")
+                        await stuck_send
                 assert stuck._session.rebootstraps == 0
                 assert all(node.port == a.port for node in stuck._session.metadata.brokers.values())
     async with kafkawire.connect(kafka_broker.url) as b_client, b_client.consumer(topic, start="earliest") as reader:
