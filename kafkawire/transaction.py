@@ -1,6 +1,7 @@
 """Kafka transactions for one producer: the state machine and the requests to the transaction coordinator.
 
     ready --begin--> in transaction --commit / abort--> ending --(EndTxn done)--> ready
+                     in transaction --failed batch, TRANSACTION_ABORTABLE--> abortable --abort--> ready
                                  any fencing error --> failed (the producer can only be closed)
 
 Two protocols, chosen each time the producer gets its producer id (a fresh epoch, so switching is safe):
@@ -300,10 +301,10 @@ class TransactionManager:
         if self.abortable is not None:
             raise self.abortable
         member = _group(group)
-        if not self.v2:  # version 2: TxnOffsetCommit v5 adds the group's offsets to the transaction itself
-            await self._retry(lambda: self._add_offsets(member.group_id))
-        self._offsets_added = True
         try:
+            if not self.v2:  # version 2: TxnOffsetCommit v5 adds the group's offsets to the transaction itself
+                await self._retry(lambda: self._add_offsets(member.group_id))
+            self._offsets_added = True
             await self._retry(lambda: self._commit_offsets(offsets, member))
         except errors.TransactionAbortableError as exc:
             self.make_abortable(exc)
