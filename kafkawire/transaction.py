@@ -157,6 +157,11 @@ class TransactionManager:
             return False
         if self.abortable is None:
             log.debug("transaction %r can only be aborted: %s", self.transactional_id, error)
+            if not isinstance(error, errors.TransactionAbortableError):
+                # One type to catch whatever the cause: the cause stays attached.
+                cause = error
+                error = errors.TransactionAbortableError(f"abort the transaction: {cause}")
+                error.__cause__ = cause
             self.abortable = error
         self._bump_after_abort = self._bump_after_abort or bump_epoch
         self._wake_sender()  # its queued batches fail with the error

@@ -242,8 +242,9 @@ async def test_a_failed_batch_makes_the_transaction_abortable_not_committable() 
     async def flush() -> None:
         return None
 
-    with pytest.raises(errors.MessageTooLargeError):
+    with pytest.raises(errors.TransactionAbortableError, match="MessageTooLargeError") as raised:
         await transaction.end(True, flush)
+    assert isinstance(raised.value.__cause__, errors.MessageTooLargeError)
     assert END_TXN not in broker.api_keys()
     await asyncio.wait_for(transaction.end(False, flush), 2.0)
     assert broker.versions_of(END_TXN) == [5] and transaction.state == READY
@@ -258,7 +259,8 @@ async def test_a_leader_without_produce_v12_fails_the_batch_with_a_named_error_u
     with pytest.raises(UnsupportedVersionError, match="Produce v12"):
         await asyncio.wait_for(future, 2.0)  # type: ignore[arg-type]
     assert PRODUCE not in broker.api_keys()
-    assert isinstance(transaction.abortable, UnsupportedVersionError)
+    with pytest.raises(errors.TransactionAbortableError, match="Produce v12"):
+        transaction.check_send()
     await sender.stop()
 
 
