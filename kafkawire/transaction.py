@@ -16,7 +16,8 @@ Two protocols, chosen each time the producer gets its producer id (a fresh epoch
 
 Ending flushes every buffered record first, so nothing of the transaction is still on its way when EndTxn is
 sent. A batch that fails inside a transaction, or a TRANSACTION_ABORTABLE answer, makes the transaction
-abortable: commit raises that error, abort ends the transaction and the producer goes on.
+abortable: commit and send raise TransactionAbortableError (its cause attached), abort ends the transaction
+and the producer goes on.
 """
 
 from __future__ import annotations
@@ -51,11 +52,11 @@ log = logging.getLogger(__name__)
 TRANSACTION_COORDINATOR = 1
 ADD_PARTITIONS_KEY = 24
 ADD_PARTITIONS_CLIENT_MAX = 3  # v4+ is for brokers verifying on a producer's behalf
-PRODUCE_KEY, END_TXN_KEY, TXN_OFFSET_COMMIT_KEY = 0, 26, 28
+END_TXN_KEY = 26
 GROUP_COORDINATOR = 0
 TRANSACTION_VERSION_FEATURE = "transaction.version"
-# The last versions of transaction version 1; the next ones mean version 2 to the broker.
-PRODUCE_V1_MAX, END_TXN_V1_MAX, TXN_OFFSET_COMMIT_V1_MAX = 11, 4, 4
+# The last versions of transaction version 1 (Produce's is the sender's); the next ones mean version 2.
+END_TXN_V1_MAX, TXN_OFFSET_COMMIT_V1_MAX = 4, 4
 FENCING = (errors.ProducerFencedError, errors.InvalidProducerEpochError, errors.TransactionalIdAuthorizationFailedError)
 READY, IN_TRANSACTION, ENDING, FAILED = "ready", "in transaction", "ending", "failed"
 
@@ -374,7 +375,11 @@ class TransactionManager:
 
     async def _to_group_coordinator(self, group_id: str, body: Any) -> Any:
         node = await self.session.coordinator(group_id, GROUP_COORDINATOR)
-        connection = await self.session.connection_to(node)
+        try:
+            connection = await self.session.connection_to(node)
+        except ConnectError:
+            self.session.forget_coordinator(group_id, GROUP_COORDINATOR)
+            raise
         version = connection.version_for(body.API_KEY, at_most=None if self.v2 else TXN_OFFSET_COMMIT_V1_MAX)
         self._check_v2_version(body, version, 5)
         try:
