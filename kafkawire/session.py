@@ -274,6 +274,8 @@ class Session:
         to, the client bootstraps again (``metadata_recovery_strategy="rebootstrap"``) or fails.
         """
         self._check_open()
+        tried: list[tuple[str, int]] = []
+        error: ConnectError | None = None
         if not self._bootstrapping and self.metadata.brokers:
             open_connections = [
                 connection
@@ -282,7 +284,7 @@ class Session:
             ]
             if open_connections:
                 return min(open_connections, key=lambda c: c.in_flight)
-            known = [node.address for node in self.metadata.brokers.values()]
+            known = tried = [node.address for node in self.metadata.brokers.values()]
             connection, error = await self._first_reachable(known)
             if connection is not None:
                 return connection
@@ -294,10 +296,12 @@ class Session:
             if not self._bootstrapping:
                 self._rebootstrap(now, f"no known broker reachable ({error})")
         addresses = await self._resolve_bootstrap()
-        connection, error = await self._first_reachable(addresses)
+        # A bootstrap address that was a known broker's has just refused: not tried twice in one call.
+        untried = [address for address in addresses if address not in tried]
+        connection, error = await self._first_reachable(untried) if untried else (None, error)
         if connection is not None:
             return connection
-        raise ConnectError(f"no Kafka broker reachable at {_listed(addresses)}: {error}")
+        raise ConnectError(f"no Kafka broker reachable at {_listed(untried or addresses)}: {error}")
 
     async def _first_reachable(
         self, addresses: list[tuple[str, int]]

@@ -111,6 +111,7 @@ class World:
         self.answers: dict[tuple[str, int], Any] = {}
         self.lookups: list[str] = []
         self.requests: list[tuple[str, int]] = []
+        self.opens: list[tuple[str, int]] = []
         self.resolves = True
         self.resolver_hangs = False
 
@@ -124,6 +125,7 @@ class World:
 
 
 async def fake_open(session: Session, world: World, address: tuple[str, int]) -> Any:
+    world.opens.append(address)
     if address not in world.answers:
         raise ConnectError(f"{address[0]}:{address[1]}: connection refused")
     connection = FakeConnection(address, world)
@@ -312,6 +314,22 @@ async def test_every_bootstrap_name_is_looked_up_and_those_that_resolve_are_used
     await session.refresh_metadata([])
     assert sorted(world.lookups) == ["good.example", BOOTSTRAP[0]]
     assert session.metadata.brokers[1].address == NEW
+
+
+async def test_a_broker_that_is_also_the_bootstrap_address_is_tried_once_per_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = World()
+    world.answers[BOOTSTRAP] = metadata_answer((1, BOOTSTRAP))
+    session = make_session(world, monkeypatch)
+    await session.refresh_metadata([])
+    del world.answers[BOOTSTRAP]  # the only broker, at the bootstrap address, is down
+    session._opened[BOOTSTRAP].close()
+    world.opens.clear()
+    with pytest.raises(ConnectError, match=r"kafka\.example:9092"):
+        await session.refresh_metadata([])
+    assert world.opens == [BOOTSTRAP]
+    assert session.rebootstraps == 1
 
 
 def make_short(session: Session) -> Session:
