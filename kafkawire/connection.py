@@ -189,11 +189,12 @@ class KafkaConnection:
             raise AuthenticationError(
                 f"{self.channel.name}: SASL {settings.mechanism} is not enabled there (offered: {offered})"
             )
-        mechanism = await mechanism_for(settings)
+        mechanism = await mechanism_for(settings, host=self.address[0], timeout=self.request_timeout)
         reply = await self._sasl_round(settings, mechanism.first())
         answer = await answer_challenge(mechanism, reply)
-        if answer is not None:
+        while answer is not None:
             reply = await self._sasl_round(settings, answer)
+            answer = None if mechanism.said_last else await answer_challenge(mechanism, reply)
         mechanism.finish(reply)
         log.debug("%s: authenticated with SASL %s", self.channel.name, settings.mechanism)
 

@@ -103,13 +103,22 @@ class ClientOptions(TypedDict, total=False):
       ``ssl_certfile``; default None.
     - ``ssl_check_hostname`` — whether the broker's certificate must name the host connected to (the
       certificate itself is verified either way); ignored with ``ssl_context``; default True.
-    - ``sasl_mechanism`` — ``"PLAIN"``, ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"`` or ``"OAUTHBEARER"``;
+    - ``sasl_mechanism`` — ``"PLAIN"``, ``"SCRAM-SHA-256"``, ``"SCRAM-SHA-512"``, ``"OAUTHBEARER"`` or ``"GSSAPI"``;
       default None: no SASL authentication. Over ``kafka://`` it is SASL_PLAINTEXT, over ``kafka+ssl://``
       SASL_SSL.
     - ``sasl_plain_username`` — the user name for PLAIN and SCRAM; default None.
     - ``sasl_plain_password`` — the password for PLAIN and SCRAM; default None.
     - ``sasl_oauth_token_provider`` — for OAUTHBEARER: a callable, plain or async, that returns the bearer
       token; it is called for every new connection; default None.
+    - ``sasl_kerberos_service_name`` — for GSSAPI: the service part of the brokers' Kerberos principal
+      (``kafka/<host>@REALM``); default ``"kafka"``.
+    - ``sasl_kerberos_principal`` — for GSSAPI: the client's principal (``user@REALM``); default None: the
+      principal of the default credential cache (``kinit``).
+    - ``sasl_kerberos_keytab`` — for GSSAPI: a keytab file with the keys of ``sasl_kerberos_principal``,
+      which logs in by itself (into an in-memory cache of the client's own); default None: the default
+      credential cache. Needs the ``kerberos`` extra (the ``gssapi`` package over MIT Kerberos).
+    - ``sasl_kerberos_domain_name`` — for GSSAPI: the host part of the brokers' principal; default None: the
+      host each broker is reached at.
     - ``enable_metrics_push`` — push the client's metrics to brokers that ask for them through a client-metrics
       subscription (KIP-714 client telemetry: GetTelemetrySubscriptions, PushTelemetry); needs the
       ``telemetry`` extra (opentelemetry-proto), without which it stays off; default True (the Java name and
@@ -134,6 +143,10 @@ class ClientOptions(TypedDict, total=False):
     sasl_plain_username: str | None
     sasl_plain_password: str | None
     sasl_oauth_token_provider: TokenProvider | None
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
+    sasl_kerberos_domain_name: str | None
     enable_metrics_push: bool
 
 
@@ -395,6 +408,10 @@ class ClientConfig:
     sasl_plain_username: str | None = option(None)
     sasl_plain_password: str | None = option(None)
     sasl_oauth_token_provider: TokenProvider | None = option(None)
+    sasl_kerberos_service_name: str = option("kafka", check_str)
+    sasl_kerberos_principal: str | None = option(None, or_none(check_str))
+    sasl_kerberos_keytab: str | None = option(None, or_none(check_str))
+    sasl_kerberos_domain_name: str | None = option(None, or_none(check_str))
     enable_metrics_push: bool = option(True, check_bool)
 
     def __post_init__(self) -> None:

@@ -1,6 +1,7 @@
 """SASL mechanisms for Kafka, sans-IO: PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, 7677), OAUTHBEARER
-(RFC 7628). Each mechanism turns the server's challenges into the client's answers; the connection
-carries them in SaslAuthenticate requests.
+(RFC 7628), and GSSAPI (RFC 4752, Kerberos, in ``kafkawire.sasl_gssapi`` on the ``kerberos`` extra). Each
+mechanism turns the server's challenges into the client's answers; the connection carries them in
+SaslAuthenticate requests.
 
 Secrets never appear in a repr, a log line or an exception message.
 """
@@ -14,10 +15,11 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from mqwire.common.errors import AuthenticationError
+from mqwire.common.errors import AuthenticationError, ConfigurationError
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 # Fewer iterations let whoever answers in the broker's place test passwords offline cheaply (RFC 7677
 # asks for 4096 at least, as the Java client does); more than the ceiling is a CPU cost the server imposes.
 SCRAM_MIN_ITERATIONS = 4096
@@ -28,6 +30,27 @@ TokenProvider = Callable[[], "str | Awaitable[str]"]
 
 
 @dataclass(frozen=True)
+class KerberosSettings:
+    """The GSSAPI options: the broker's service name and host, the client's principal and keytab."""
+
+    service_name: str = "kafka"
+    principal: str | None = None
+    keytab: str | None = None
+    domain_name: str | None = None
+    # One in-memory credential cache per configured client, so that a keytab login neither reads nor
+    # overwrites the user's default cache and its ticket serves every connection of the client.
+    ccache: str = field(default_factory=lambda: f"MEMORY:mqwire-{secrets.token_hex(8)}", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("service_name", "principal", "keytab", "domain_name"):
+            value = getattr(self, name)
+            if (value is not None or name == "service_name") and (not isinstance(value, str) or not value):
+                raise ConfigurationError(f"option sasl_kerberos_{name} must be a non-empty str")
+        if self.keytab is not None and self.principal is None:
+            raise ConfigurationError("option sasl_kerberos_keytab needs sasl_kerberos_principal (whose keys it holds)")
+
+
+@dataclass(frozen=True)
 class SaslSettings:
     """What ``connect(..., sasl_mechanism=...)`` configures."""
 
@@ -35,15 +58,31 @@ class SaslSettings:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     token_provider: TokenProvider | None = field(default=None, repr=False)
+    kerberos: KerberosSettings | None = None
 
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise ValueError(f"option sasl_mechanism must be one of {', '.join(MECHANISMS)}")
-        if self.mechanism == "OAUTHBEARER":
+        if self.mechanism == "GSSAPI":
+            if self.kerberos is None:
+                object.__setattr__(self, "kerberos", KerberosSettings())
+        elif self.mechanism == "OAUTHBEARER":
             if self.token_provider is None or not callable(self.token_provider):
                 raise ValueError("sasl_mechanism OAUTHBEARER needs sasl_oauth_token_provider (a callable)")
         elif not self.username or self.password is None:
             raise ValueError(f"sasl_mechanism {self.mechanism} needs sasl_plain_username and sasl_plain_password")
+
+
+def kerberos_settings(config: Any) -> KerberosSettings | None:
+    """The GSSAPI settings of a client's config (its ``sasl_kerberos_*`` options), None for other mechanisms."""
+    if config.sasl_mechanism != "GSSAPI":
+        return None
+    return KerberosSettings(
+        config.sasl_kerberos_service_name,
+        config.sasl_kerberos_principal,
+        config.sasl_kerberos_keytab,
+        config.sasl_kerberos_domain_name,
+    )
 
 
 class Mechanism:
@@ -62,6 +101,12 @@ class Mechanism:
 
     def finish(self, final: bytes) -> None:
         return None
+
+    @property
+    def said_last(self) -> bool:
+        """Whether the message last given was the client's last one, the server's reply only to be checked
+        by ``finish`` (true of every mechanism that answers at most once)."""
+        return True
 
 
 class Plain(Mechanism):
@@ -157,8 +202,14 @@ async def answer_challenge(mechanism: Mechanism, challenge: bytes) -> bytes | No
     return mechanism.answer(challenge)
 
 
-async def mechanism_for(settings: SaslSettings) -> Mechanism:
-    """The mechanism of ``settings``, ready for its first message (an OAUTHBEARER token is fetched here)."""
+async def mechanism_for(settings: SaslSettings, host: str = "localhost", timeout: float = 30.0) -> Mechanism:
+    """The mechanism of ``settings``, ready for its first message (an OAUTHBEARER token is fetched here, a
+    Kerberos service ticket for ``host`` too, within ``timeout`` seconds)."""
+    if settings.mechanism == "GSSAPI":
+        from kafkawire.sasl_gssapi import start_gssapi
+
+        assert settings.kerberos is not None
+        return await start_gssapi(settings.kerberos, host, timeout)
     if settings.mechanism == "PLAIN":
         assert settings.username is not None and settings.password is not None
         return Plain(settings.username, settings.password)

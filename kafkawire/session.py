@@ -18,7 +18,7 @@ from kafkawire import errors
 from kafkawire.connection import KafkaConnection
 from kafkawire.metadata import BrokerNode, ClusterMetadata, RebootstrapTrigger
 from kafkawire.protocol.messages import FindCoordinatorRequest, MetadataRequest, MetadataRequestTopic
-from kafkawire.sasl import SaslSettings
+from kafkawire.sasl import SaslSettings, kerberos_settings
 from kafkawire.telemetry.measures import ClientMeasures
 from kafkawire.telemetry.reporter import TelemetryReporter
 from mqwire.common.affinity import Affinity
@@ -74,6 +74,7 @@ class Session:
                 config.sasl_plain_username,
                 config.sasl_plain_password,
                 config.sasl_oauth_token_provider,
+                kerberos_settings(config),
             )
         )
         self.client_id = config.client_id
