@@ -259,9 +259,12 @@ def _server_properties(
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def add_broker_config(plan: Plan, properties: Mapping[str, str], classpath: Sequence[str] = ()) -> None:
-    """Set ``properties`` in the planned broker's server.properties (replacing keys it has) and put
-    ``classpath`` entries first on its class path: plugins such as a metric reporter compiled by a test."""
+def add_broker_config(
+    plan: Plan, properties: Mapping[str, str], classpath: Sequence[str] = (), jvm_flags: Sequence[str] = ()
+) -> None:
+    """Set ``properties`` in the planned broker's server.properties (replacing keys it has), put
+    ``classpath`` entries first on its class path (plugins such as a metric reporter compiled by a test)
+    and ``jvm_flags`` among its JVM's (system properties such as Kerberos's ``java.security.krb5.conf``)."""
     server_props = Path(plan.work_dir) / "conf" / "server.properties"
     kept = [
         line
@@ -270,13 +273,14 @@ def add_broker_config(plan: Plan, properties: Mapping[str, str], classpath: Sequ
     ]
     kept.extend(f"{key}={value}" for key, value in properties.items())
     server_props.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    if not classpath:
+    if not classpath and not jvm_flags:
         return
 
     def extended(argv: Sequence[str]) -> list[str]:
-        out = list(argv)
-        at = out.index("-cp") + 1
-        out[at] = os.pathsep.join([*classpath, out[at]])
+        out = [argv[0], *jvm_flags, *argv[1:]]
+        if classpath:
+            at = out.index("-cp") + 1
+            out[at] = os.pathsep.join([*classpath, out[at]])
         return out
 
     plan.procs = [dataclasses.replace(spec, argv=tuple(extended(spec.argv))) for spec in plan.procs]

@@ -113,12 +113,14 @@ class Launcher:
         tubemq_tls: bool = False,
         kafka_properties: Mapping[str, str] | None = None,
         kafka_classpath: Sequence[str] = (),
+        kafka_jvm_flags: Sequence[str] = (),
     ) -> BrokerStatus:
         """Start ``name``; a running broker is left alone, a killed one comes back on its ports and data.
 
         ``tubemq_authentication`` makes a fresh TubeMQ master require signed registrations; ``tubemq_tls``
         adds TLS ports to a fresh TubeMQ master and broker. ``kafka_properties`` are set in a fresh Kafka's
-        server.properties and ``kafka_classpath`` goes first on its class path (broker plugins).
+        server.properties, ``kafka_classpath`` goes first on its class path (broker plugins) and
+        ``kafka_jvm_flags`` among its JVM flags.
         """
         _check_name(name)
         with self.state.locked(name):
@@ -135,7 +137,13 @@ class Launcher:
                 if record.owns_work_dir:
                     shutil.rmtree(record.plan.work_dir, ignore_errors=True)
             return self._fresh(
-                name, dict(tubemq_topics or {}), tubemq_authentication, tubemq_tls, kafka_properties, kafka_classpath
+                name,
+                dict(tubemq_topics or {}),
+                tubemq_authentication,
+                tubemq_tls,
+                kafka_properties,
+                kafka_classpath,
+                kafka_jvm_flags,
             )
 
     def _spawner(self, name: str, record: Record) -> Spawner:
@@ -155,6 +163,7 @@ class Launcher:
         tubemq_tls: bool = False,
         kafka_properties: Mapping[str, str] | None = None,
         kafka_classpath: Sequence[str] = (),
+        kafka_jvm_flags: Sequence[str] = (),
     ) -> BrokerStatus:
         kind = KINDS[name]
         java = find_java(name)
@@ -169,8 +178,8 @@ class Launcher:
             require_authentication(plan)
         if tubemq_tls and name == "tubemq":
             enable_tls(plan, java.executable)
-        if (kafka_properties or kafka_classpath) and isinstance(kind, KafkaKind):
-            add_broker_config(plan, kafka_properties or {}, kafka_classpath)
+        if (kafka_properties or kafka_classpath or kafka_jvm_flags) and isinstance(kind, KafkaKind):
+            add_broker_config(plan, kafka_properties or {}, kafka_classpath, kafka_jvm_flags)
         record = Record(plan, java=java.to_json(), started_at=time.time())
         self.state.save(name, record)
         return self._run(name, record, fresh=True)
