@@ -8,11 +8,12 @@ PYTEST_ARGS ?=
 # The event loop of the async tests: both (each async test on asyncio's loop and on uvloop), asyncio or uvloop.
 TEST_LOOP ?= both
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak proof reference-pauses dist test-cluster docs spark-env sanitizers
+.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak proof reference-pauses dist test-cluster docs spark-env sanitizers kerberos
 
 all: test
 
-$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c
+# The kerberos extra (in dev) builds the gssapi package against MIT Kerberos's headers: installed first.
+$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c | kerberos
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'  # dev brings the cli, spark and testing extras
@@ -127,6 +128,13 @@ fuzz: $(STAMP) sanitizers
 sanitizers:
 	@if ! command -v clang >/dev/null || [ ! -f "$$(clang -print-file-name=libclang_rt.asan-$$(uname -m).so)" ]; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang libclang-rt-14-dev; \
+	fi
+
+# MIT Kerberos (Debian's packages), installed only when missing: the KDC and admin tools the GSSAPI tests start
+# (mqwire.testing.kdc), and the headers and krb5-config the gssapi package builds with.
+kerberos:
+	@if [ ! -x /usr/sbin/krb5kdc ] || [ ! -x /usr/sbin/kadmin.local ] || [ ! -x /usr/sbin/kdb5_util ] || ! command -v krb5-config >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q krb5-kdc krb5-admin-server krb5-user libkrb5-dev; \
 	fi
 
 # The long checks README cites, too slow for every CI run (nightly-style): every decoder's fuzz test at
