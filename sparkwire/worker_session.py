@@ -29,6 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from mqwire.common.affinity import fork_generation
 from mqwire.common.blocking import Bridge
+from mqwire.common.lifecycle import OwnedTasks
 
 T = TypeVar("T")
 
@@ -63,7 +64,7 @@ class WorkerSession:
         self._bridge: Bridge | None = None
         self._generation = fork_generation()
         self._kept: dict[Hashable, _Kept] = {}
-        self._closing: set[asyncio.Task[None]] = set()  # closes the loop started on expiry, held till done
+        self._closing = OwnedTasks("sparkwire worker session")  # closes the loop started on expiry
 
     @property
     def bridge(self) -> Bridge:
@@ -73,7 +74,7 @@ class WorkerSession:
                 # The kept clients and the loop thread are the parent's: forgotten here, never touched.
                 self._generation, self._bridge = fork_generation(), None
                 self._kept.clear()
-                self._closing.clear()
+                self._closing = OwnedTasks("sparkwire worker session")
             if self._bridge is None or self._bridge.closed:
                 self._bridge = Bridge(self._name)
             return self._bridge
@@ -118,9 +119,7 @@ class WorkerSession:
             del self._kept[key]
         if kept.expiry is not None:
             kept.expiry.cancel()
-        task = asyncio.get_running_loop().create_task(self.discard(kept.value))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        self._closing.spawn(self.discard(kept.value), name="close an idle client")
 
     async def _close_all(self) -> None:
         """On the loop: close every kept value, and wait for those closing already."""
@@ -129,8 +128,7 @@ class WorkerSession:
             if entry.expiry is not None:
                 entry.expiry.cancel()
             await self.discard(entry.value)
-        if self._closing:
-            await asyncio.wait(list(self._closing))
+        await self._closing.wait(None)
 
     def close(self) -> None:
         """Close every kept value and stop the bridge (at the worker's exit); a later ``run`` starts anew."""
