@@ -131,6 +131,20 @@ class Kdc:
         self._admin(f"ktadd -k {keytab} {principal}@{REALM}")
         return keytab
 
+    def kinit(self, principal: str, keytab: Path, cache: Path, lifetime: str = "1h") -> None:
+        """Log ``principal`` in from ``keytab`` into the credential cache file ``cache`` for ``lifetime``
+        (kinit's notation: ``"1s"``, ``"1h"``), as a user's ``kinit`` would."""
+        tool = find_tool("kinit")
+        if tool is None:
+            raise BrokerStartError(f"no kinit here: apt-get install {PACKAGES}")
+        env = {**self.env(), "KRB5CCNAME": f"FILE:{cache}"}
+        done = subprocess.run(
+            [tool, "-l", lifetime, "-k", "-t", str(keytab), f"{principal}@{REALM}"],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )
+        if done.returncode != 0:
+            raise BrokerStartError(f"kinit {principal} failed: {done.stderr.strip()}")
+
     def start(self, timeout: float = 30.0) -> None:
         """Start ``krb5kdc`` again on the same port and database (after ``stop``)."""
         tool = find_tool("krb5kdc")

@@ -12,6 +12,7 @@ timeout. Errors name the client's principal and the cause, never a key.
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 from typing import Any, Protocol
 
@@ -135,8 +136,16 @@ def _context(gssapi: Any, settings: KerberosSettings, host: str) -> tuple[GssCon
     return context, principal
 
 
+def _who(settings: KerberosSettings) -> str:
+    """The principal, or the credential cache whose principal it is, for messages."""
+    if settings.principal is not None:
+        return settings.principal
+    cache = os.environ.get("KRB5CCNAME")
+    return f"the principal of the credential cache {cache or '(the default one)'}"
+
+
 def _first_step(gssapi: Any, settings: KerberosSettings, host: str) -> tuple[GssContext, bytes, str]:
-    principal = settings.principal or "the default credential cache"
+    principal = _who(settings)
     try:
         context, principal = _context(gssapi, settings, host)
         token = context.step()
@@ -154,9 +163,8 @@ async def start_gssapi(settings: KerberosSettings, host: str, timeout: float) ->
     try:
         context, token, principal = await asyncio.wait_for(work, timeout)
     except TimeoutError:
-        who = settings.principal or "the default credential cache"
         raise AuthenticationError(
-            f"SASL GSSAPI for {who}: the KDC did not answer within {timeout:g} s"
+            f"SASL GSSAPI for {_who(settings)}: the KDC did not answer within {timeout:g} s"
             f" (a ticket for {settings.service_name}@{settings.domain_name or host})"
         ) from None
     return Gssapi(context, token, principal, authzid=principal)

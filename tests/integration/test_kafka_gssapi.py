@@ -124,6 +124,25 @@ async def test_a_keytab_of_another_principal_is_refused_naming_the_principal(rea
             await client.refresh_metadata([])
 
 
+async def test_an_expired_ticket_in_the_credential_cache_fails_once_naming_the_principal(
+    realm: Realm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = realm.folder / "expired.ccache"
+    realm.kdc.kinit(CLIENT, realm.keytab, cache, lifetime="1s")
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{cache}")
+    await asyncio.sleep(1.5)  # past the ticket's one second
+    async with FaultProxy(realm.broker.host, realm.broker.sasl_port or 0) as proxy:
+        # No keytab: the ticket comes from the cache, as after a user's kinit.
+        with pytest.raises(kafkawire.AuthenticationError, match=rf"{CLIENT}@{realm.kdc.realm}.*expired"):
+            async with asyncio.timeout(REQUEST_TIMEOUT_MS / 2000):
+                async with kafkawire.connect(
+                    f"kafka://127.0.0.1:{proxy.port}", **realm.options(sasl_kerberos_keytab=None)
+                ) as client:
+                    await client.refresh_metadata([])
+        await asyncio.sleep(0.5)  # anything still retrying in the background would show up here
+    assert proxy.accepted <= 1, f"{proxy.accepted} connections for one expired ticket"
+
+
 async def test_a_stopped_kdc_is_an_error_within_the_request_timeout(realm: Realm) -> None:
     realm.kdc.stop()
     try:
