@@ -77,6 +77,9 @@ def kerberos_settings(config: Any) -> KerberosSettings | None:
     """The GSSAPI settings of a client's config (its ``sasl_kerberos_*`` options), None for other mechanisms."""
     if config.sasl_mechanism != "GSSAPI":
         return None
+    from kafkawire.sasl_gssapi import load_binding
+
+    load_binding()  # a missing extra is a configuration error when the client is made, not at its first connection
     return KerberosSettings(
         config.sasl_kerberos_service_name,
         config.sasl_kerberos_principal,

@@ -104,7 +104,8 @@ def _cause(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
-def _load() -> Any:
+def load_binding() -> Any:
+    """The ``gssapi`` module, or a ConfigurationError that says which extra to install."""
     try:
         import gssapi
     except ImportError:
@@ -158,7 +159,7 @@ def _first_step(gssapi: Any, settings: KerberosSettings, host: str) -> tuple[Gss
 async def start_gssapi(settings: KerberosSettings, host: str, timeout: float) -> Gssapi:
     """A GSSAPI mechanism for the broker at ``host`` with its first token made: the credentials acquired and
     the service ticket fetched from the KDC in a worker thread, within ``timeout`` seconds."""
-    gssapi = _load()
+    gssapi = load_binding()
     work = asyncio.get_running_loop().run_in_executor(None, _first_step, gssapi, settings, host)
     try:
         context, token, principal = await asyncio.wait_for(work, timeout)

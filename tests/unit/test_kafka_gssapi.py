@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import builtins
 import struct
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+import kafkawire
 from kafkawire.sasl import KerberosSettings, SaslSettings, mechanism_for
 from kafkawire.sasl_gssapi import Gssapi, start_gssapi
 from mqwire.common.errors import AuthenticationError, ConfigurationError
@@ -113,6 +115,10 @@ def test_without_the_extra_gssapi_is_a_configuration_error(monkeypatch: pytest.M
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_gssapi)
+    monkeypatch.delitem(sys.modules, "gssapi", raising=False)
+    # When the client is made, before any connection.
+    with pytest.raises(ConfigurationError, match=r"pip install mqwire\[kerberos\]"):
+        kafkawire.connect("kafka://127.0.0.1:1", sasl_mechanism="GSSAPI")
     with pytest.raises(ConfigurationError, match=r"pip install mqwire\[kerberos\]"):
         asyncio.run(mechanism_for(SaslSettings("GSSAPI"), host="localhost", timeout=1.0))
 
@@ -128,7 +134,7 @@ def test_a_kdc_that_does_not_answer_is_an_error_within_the_timeout(monkeypatch: 
         released.wait(10)
         raise AssertionError("the caller gave up before")
 
-    monkeypatch.setattr(module, "_load", lambda: object())
+    monkeypatch.setattr(module, "load_binding", lambda: object())
     monkeypatch.setattr(module, "_first_step", stuck)
     settings = KerberosSettings(principal="alice@EXAMPLE.TEST")
 
@@ -140,3 +146,35 @@ def test_a_kdc_that_does_not_answer_is_an_error_within_the_timeout(monkeypatch: 
 
     with pytest.raises(AuthenticationError, match=r"alice@EXAMPLE\.TEST: the KDC did not answer within 0\.05 s"):
         asyncio.run(attempt())
+
+
+def test_the_connection_carries_every_round_and_checks_the_last_reply(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    import kafkawire.connection as connection_module
+    from kafkawire.connection import KafkaConnection
+    from kafkawire.protocol.messages import SaslHandshakeRequest
+
+    context = FakeContext()
+    mechanism = started(context)
+
+    async def fake_mechanism_for(settings: SaslSettings, host: str, timeout: float) -> Gssapi:
+        assert (host, timeout) == ("broker1", 7.0)
+        return mechanism
+
+    monkeypatch.setattr(connection_module, "mechanism_for", fake_mechanism_for)
+    replies = iter([b"ap-rep", b"W:\x01\x00\x10\x00", b""])
+    sent: list[bytes] = []
+
+    async def request(body: Any, version: int | None = None) -> Any:
+        if isinstance(body, SaslHandshakeRequest):
+            return SimpleNamespace(error_code=0, mechanisms=["GSSAPI"])
+        sent.append(body.auth_bytes)
+        return SimpleNamespace(error_code=0, error_message=None, auth_bytes=next(replies))
+
+    connection = KafkaConnection(("broker1", 9092), SimpleNamespace(name="kafka broker1:9092"), None, 7.0)  # type: ignore[arg-type]
+    monkeypatch.setattr(connection, "request", request)
+    asyncio.run(connection._authenticate(SaslSettings("GSSAPI")))
+    # AP-REQ, the empty answer to the AP-REP, then the wrapped choice of no security layer: three rounds.
+    assert sent == [b"ap-req", b"", b"W:\x01\x00\x00\x00alice@EXAMPLE.TEST"]
+    assert next(replies, None) is None
