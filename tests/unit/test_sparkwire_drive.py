@@ -24,12 +24,16 @@ class Reader:
         self.count = count
         self.fail_at = fail_at
         self.threads: set[int] = set()
+        # Kernel thread ids too: a forked child's new thread may reuse the parent's thread's stack, and with it
+        # its threading.get_ident(); a kernel id stays unique while the parent's thread lives.
+        self.native_threads: set[int] = set()
         self.closed_on: int | None = None
 
     async def batches(self) -> AsyncIterator[int]:
         try:
             for i in range(self.count):
                 self.threads.add(threading.get_ident())
+                self.native_threads.add(threading.get_native_id())
                 if i == self.fail_at:
                     raise LookupError(f"partition gone at {i}")
                 await asyncio.sleep(0)
@@ -98,6 +102,7 @@ def test_a_forked_child_steps_its_readers_on_a_loop_thread_of_its_own() -> None:
     parent = Reader(1)
     assert list(drive(parent.batches)) == [0]  # type: ignore[arg-type]
     (parent_thread,) = parent.threads
+    (parent_native,) = parent.native_threads
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report, then leave without the parent's exit hooks or test teardown
@@ -105,7 +110,7 @@ def test_a_forked_child_steps_its_readers_on_a_loop_thread_of_its_own() -> None:
         faulthandler.dump_traceback_later(30, exit=True)  # a child that hangs fails the test instead
         try:
             child = Reader(2)
-            ok = list(drive(child.batches)) == [0, 1] and parent_thread not in child.threads  # type: ignore[arg-type]
+            ok = list(drive(child.batches)) == [0, 1] and parent_native not in child.native_threads  # type: ignore[arg-type]
             os.write(write, b"ok" if ok else b"bad")
             SESSION.close()
             code = 0
