@@ -127,8 +127,7 @@ async def test_a_keytab_of_another_principal_is_refused_naming_the_principal(rea
 async def test_an_expired_ticket_in_the_credential_cache_fails_once_naming_the_principal(
     realm: Realm, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A principal of its own: asked for by name, MIT Kerberos would also find the valid tickets that other
-    # tests' clients of this process keep in their in-memory caches.
+    # A principal of its own, logged in only by this kinit.
     principal = "expiring"
     keytab = realm.kdc.add_principal(principal)
     cache = realm.folder / "expired.ccache"
