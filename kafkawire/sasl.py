@@ -17,7 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqwire.common.errors import AuthenticationError, ConfigurationError
+from kafkawire.sasl_gssapi import KerberosSettings, load_binding, start_gssapi
+from kafkawire.sasl_mechanism import Mechanism
+from mqwire.common.errors import AuthenticationError
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 # Fewer iterations let whoever answers in the broker's place test passwords offline cheaply (RFC 7677
@@ -27,27 +29,6 @@ SCRAM_MAX_ITERATIONS = 1_000_000
 # Above this, the key derivation runs in a worker thread so the event loop goes on meanwhile.
 SCRAM_INLINE_ITERATIONS = 16384
 TokenProvider = Callable[[], "str | Awaitable[str]"]
-
-
-@dataclass(frozen=True)
-class KerberosSettings:
-    """The GSSAPI options: the broker's service name and host, the client's principal and keytab."""
-
-    service_name: str = "kafka"
-    principal: str | None = None
-    keytab: str | None = None
-    domain_name: str | None = None
-    # One in-memory credential cache per configured client, so that a keytab login neither reads nor
-    # overwrites the user's default cache and its ticket serves every connection of the client.
-    ccache: str = field(default_factory=lambda: f"MEMORY:mqwire-{secrets.token_hex(8)}", repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for name in ("service_name", "principal", "keytab", "domain_name"):
-            value = getattr(self, name)
-            if (value is not None or name == "service_name") and (not isinstance(value, str) or not value):
-                raise ConfigurationError(f"option sasl_kerberos_{name} must be a non-empty str")
-        if self.keytab is not None and self.principal is None:
-            raise ConfigurationError("option sasl_kerberos_keytab needs sasl_kerberos_principal (whose keys it holds)")
 
 
 @dataclass(frozen=True)
@@ -77,8 +58,6 @@ def kerberos_settings(config: Any) -> KerberosSettings | None:
     """The GSSAPI settings of a client's config (its ``sasl_kerberos_*`` options), None for other mechanisms."""
     if config.sasl_mechanism != "GSSAPI":
         return None
-    from kafkawire.sasl_gssapi import load_binding
-
     load_binding()  # a missing extra is a configuration error when the client is made, not at its first connection
     return KerberosSettings(
         config.sasl_kerberos_service_name,
@@ -86,30 +65,6 @@ def kerberos_settings(config: Any) -> KerberosSettings | None:
         config.sasl_kerberos_keytab,
         config.sasl_kerberos_domain_name,
     )
-
-
-class Mechanism:
-    """One authentication: ``first()`` gives the first message, ``answer(challenge)`` the next ones
-    (None when done); ``finish(final)`` checks the server's last word where the mechanism has one."""
-
-    def first(self) -> bytes:
-        raise NotImplementedError
-
-    def answer(self, challenge: bytes) -> bytes | None:
-        return None
-
-    def heavy(self, challenge: bytes) -> bool:
-        """Whether ``answer(challenge)`` is CPU work long enough to run off the event loop."""
-        return False
-
-    def finish(self, final: bytes) -> None:
-        return None
-
-    @property
-    def said_last(self) -> bool:
-        """Whether the message last given was the client's last one, the server's reply only to be checked
-        by ``finish`` (true of every mechanism that answers at most once)."""
-        return True
 
 
 class Plain(Mechanism):
@@ -209,8 +164,6 @@ async def mechanism_for(settings: SaslSettings, host: str = "localhost", timeout
     """The mechanism of ``settings``, ready for its first message (an OAUTHBEARER token is fetched here, a
     Kerberos service ticket for ``host`` too, within ``timeout`` seconds)."""
     if settings.mechanism == "GSSAPI":
-        from kafkawire.sasl_gssapi import start_gssapi
-
         assert settings.kerberos is not None
         return await start_gssapi(settings.kerberos, host, timeout)
     if settings.mechanism == "PLAIN":

@@ -13,16 +13,40 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import struct
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kafkawire.sasl import KerberosSettings, Mechanism
+from kafkawire.sasl_mechanism import Mechanism
 from mqwire.common.errors import AuthenticationError, ConfigurationError
 
 # RFC 4752 section 3.3: the security layers, one bit each, in the first octet of the wrapped messages.
 LAYER_NONE = 1
 # The token exchange of Kerberos takes two steps; a server that asks for many more is not speaking it.
 MAX_CONTEXT_STEPS = 8
+
+
+@dataclass(frozen=True)
+class KerberosSettings:
+    """The GSSAPI options: the broker's service name and host, the client's principal and keytab."""
+
+    service_name: str = "kafka"
+    principal: str | None = None
+    keytab: str | None = None
+    domain_name: str | None = None
+    # One in-memory credential cache per configured client, so that a keytab login neither reads nor
+    # overwrites the user's default cache and its ticket serves every connection of the client.
+    ccache: str = field(default_factory=lambda: f"MEMORY:mqwire-{secrets.token_hex(8)}", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("service_name", "principal", "keytab", "domain_name"):
+            value = getattr(self, name)
+            if (value is not None or name == "service_name") and (not isinstance(value, str) or not value):
+                raise ConfigurationError(f"option sasl_kerberos_{name} must be a non-empty str")
+        if self.keytab is not None and self.principal is None:
+            raise ConfigurationError("option sasl_kerberos_keytab needs sasl_kerberos_principal (whose keys it holds)")
+
 
 
 class GssContext(Protocol):

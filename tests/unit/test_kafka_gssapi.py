@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import kafkawire
-from kafkawire.sasl import KerberosSettings, SaslSettings, mechanism_for
-from kafkawire.sasl_gssapi import Gssapi, start_gssapi
+from kafkawire.sasl import SaslSettings, mechanism_for
+from kafkawire.sasl_gssapi import Gssapi, KerberosSettings, start_gssapi
 from mqwire.common.errors import AuthenticationError, ConfigurationError
 
 
