@@ -1,5 +1,5 @@
-"""SASL GSSAPI (RFC 4752): Kerberos through the ``gssapi`` package over the system's MIT Kerberos, imported
-only when a client asks for it (the ``kerberos`` extra).
+"""SASL GSSAPI (RFC 4752): Kerberos through the ``gssapi`` package over the system's MIT Kerberos (the
+``kerberos`` extra), which is imported only when a client asks for GSSAPI.
 
 The exchange: the client's AP-REQ and the broker's AP-REP travel as GSS tokens until the security context
 is established; then the broker sends a wrapped offer of security layers and its maximum buffer size, and
@@ -46,7 +46,6 @@ class KerberosSettings:
                 raise ConfigurationError(f"option sasl_kerberos_{name} must be a non-empty str")
         if self.keytab is not None and self.principal is None:
             raise ConfigurationError("option sasl_kerberos_keytab needs sasl_kerberos_principal (whose keys it holds)")
-
 
 
 class GssContext(Protocol):
