@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from measure import LINGER_MS, Clock, Latencies, Pace, batch_option
@@ -69,8 +69,8 @@ def blocking_enqueue_all(
     return futures
 
 
-Produce = Callable[[str, str, int, bytes, Clock, Latencies, Pace], Awaitable[None]]
-Consume = Callable[[str, str, int, Clock, str], Awaitable[None]]
+Produce = Callable[[str, str, int, bytes, Clock, Latencies, Pace], Coroutine[Any, Any, None]]
+Consume = Callable[[str, str, int, Clock, str], Coroutine[Any, Any, None]]
 
 
 # ----------------------------------------------------------------------------------------------- Kafka
@@ -577,6 +577,37 @@ PRODUCE_ONLY = {"kafkawire-bulk", "kafka-java-perf"}
 CONSUME_ONLY = {"kafkawire-group", "kafkawire-share"}
 # Sends without a pace (no fixed-rate runs): the ceiling writes its requests back to back.
 UNPACED = {"kafka-ceiling"}
+# The clients whose loops run on the caller's event loop: each is measured under every loop the suite is
+# given (``--loops``), named ``CLIENT@LOOP`` under any loop but asyncio's own. The others (librdkafka's,
+# the Pulsar C++ client's, the blocking APIs' threads, the Java tools) bring their own threads and run once.
+ON_LOOPS = {"kafkawire", "kafkawire-bulk", "kafkawire-group", "kafkawire-share", "aiokafka", "pulsarwire",
+            "tubemqwire"}
+LOOPS = ("asyncio", "uvloop")
+
+
+def client_loop(name: str) -> tuple[str, str]:
+    """The client and the event loop a suite client name stands for: ``kafkawire@uvloop`` is kafkawire
+    under uvloop, a name without ``@`` the client under asyncio's own loop."""
+    client, _, loop = name.partition("@")
+    return client, loop or "asyncio"
+
+
+def on_loop(client: str, loop: str) -> str:
+    """The suite's name of ``client`` under ``loop`` (asyncio's own loop keeps the plain name)."""
+    return client if loop == "asyncio" else f"{client}@{loop}"
+
+
+def run_on_loop(loop: str, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` to its end on a new event loop of the kind ``loop`` names."""
+    if loop == "uvloop":
+        import uvloop
+
+        uvloop.run(work)
+    elif loop == "asyncio":
+        asyncio.run(work)
+    else:
+        work.close()
+        raise RuntimeError(f"unknown event loop {loop!r}: one of {', '.join(LOOPS)}")
 
 CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
     "kafka": {
@@ -625,7 +656,8 @@ def run(
     rate: float | None = None,
     group: str = "bench",
 ) -> dict[str, Any]:
-    """One client and phase; the measured figures as a JSON-ready dict."""
+    """One client and phase (``CLIENT@LOOP``: under that event loop); the measured figures as a JSON-ready dict."""
+    client, loop = client_loop(client)
     produce, consume = CLIENTS[system][client]
     clock, lat = Clock(), Latencies()
     if phase == "seed":
@@ -635,7 +667,7 @@ def run(
         work = produce(url, topic, count, b"x" * size, clock, lat, Pace(rate))
     else:
         work = consume(url, topic, count, clock, group)
-    asyncio.run(work)
+    run_on_loop(loop, work)
     clock.stop()
     p50, p99 = lat.percentile(0.5), lat.percentile(0.99)
     return {

@@ -20,11 +20,14 @@ threads: librdkafka's and the JVM's included; for the Kafka Java tool the whole 
 memory, and p50/p99 of the time from send to acknowledgement (a sample of every 10th send; the Java
 TubeMQ client does not report it). Results go to benchmarks/results/ as text, JSON and a PNG chart;
 ``--defaults`` measures every client at its own batch size (the rows and files labelled so), as a user who
-sets nothing meets it; without it the Python clients and the Java tool share one. ``--readme FILE.json``
-rewrites the speed table of docs/performance.md from such a file.
+sets nothing meets it; without it the Python clients and the Java tool share one. ``--loops`` (default
+asyncio,uvloop): each client that runs on its caller's event loop runs under each, as a client of its own
+(``kafkawire@uvloop``) in the same rounds; the others run once. ``--readme FILE.json [...]`` rewrites the
+speed table of docs/performance.md from such files, labelled with their settings and loops.
 
     .venv/bin/python benchmarks/suite.py [--quick] [--rounds 3] [--scale 1] [--systems kafka,pulsar,tubemq]
         [--sizes 100,10240] [--clients kafkawire,confluent-kafka,...] [--state-dir DIR] [--defaults]
+        [--loops asyncio,uvloop]
     .venv/bin/python benchmarks/suite.py --readme benchmarks/results/bench-STAMP.json [...]
 """
 
@@ -50,7 +53,16 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from clients import CONSUME_ONLY, PRODUCE_ONLY, UNPACED, tubemq_in_flight  # noqa: E402
+from clients import (  # noqa: E402
+    CONSUME_ONLY,
+    LOOPS,
+    ON_LOOPS,
+    PRODUCE_ONLY,
+    UNPACED,
+    client_loop,
+    on_loop,
+    tubemq_in_flight,
+)
 from measure import (  # noqa: E402
     BATCH_BYTES,
     BROKER_PIDS_VARIABLE,
@@ -143,11 +155,23 @@ class Row:
 
 
 def produces(client: str) -> bool:
-    return client not in CONSUME_ONLY
+    return client_loop(client)[0] not in CONSUME_ONLY
 
 
 def consumes(client: str) -> bool:
-    return client not in PRODUCE_ONLY
+    return client_loop(client)[0] not in PRODUCE_ONLY
+
+
+def expand(clients: list[str], loops: tuple[str, ...]) -> list[str]:
+    """``clients`` with each client that runs on the caller's event loop once for every loop of ``loops``
+    (``kafkawire``, ``kafkawire@uvloop``), the others once."""
+    return [on_loop(c, loop) for c in clients for loop in (loops if c in ON_LOOPS else ("asyncio",))]
+
+
+def ours_variants(system: str) -> list[str]:
+    """Our clients the ratio table compares with each peer, under every loop."""
+    mine = [OURS[system], "kafkawire-bulk"] if system == "kafka" else [OURS[system]]
+    return expand(mine, LOOPS)
 
 
 # ------------------------------------------------------------------------------------------- processes
@@ -303,11 +327,14 @@ class Plan:
     sizes: tuple[int, ...]
     rounds: int
     rate_seconds: float
+    loops: tuple[str, ...] = LOOPS  # the event loops each client of ON_LOOPS runs under, each as a client of its own
 
 
 def clients_of(system: str, plan: Plan) -> list[str]:
-    every = [OURS[system], *PEERS[system]]
-    return [c for c in every if plan.clients is None or c in plan.clients]
+    """The system's clients in this run, each asyncio-based one under every loop of the plan; ``--clients``
+    names a client under every loop (``kafkawire``) or under one (``kafkawire@uvloop``)."""
+    every = expand([OURS[system], *PEERS[system]], plan.loops)
+    return [c for c in every if plan.clients is None or c in plan.clients or client_loop(c)[0] in plan.clients]
 
 
 def round_order(clients: list[str], turn: int) -> list[str]:
@@ -391,7 +418,12 @@ class Setting:
     seed_topic: str = ""
 
     def group(self, client: str, number: int) -> str:
-        return f"bench_{client.replace('-', '_')}_{number}_{uuid.uuid4().hex[:6]}"
+        return f"bench_{client.replace('-', '_').replace('@', '_')}_{number}_{uuid.uuid4().hex[:6]}"
+
+    @staticmethod
+    def subscription(client: str, number: int) -> str:
+        """The Pulsar subscription a consumer reads the seed topic with (made before the seed is written)."""
+        return f"bench-{client.replace('@', '-')}-{number}"
 
     def seed(self) -> None:
         system, url = self.system, self.urls[self.system]
@@ -399,7 +431,7 @@ class Setting:
             self.seed_topic = asyncio.run(kafka_topic(url, self.parts))
         elif system == "pulsar":
             self.subscriptions = [
-                f"bench-{client}-{number}"
+                self.subscription(client, number)
                 for client in clients_of(system, self.plan) if consumes(client)
                 for number in range(self.plan.rounds)
             ]
@@ -415,7 +447,7 @@ class Setting:
         rows = []
         if produces(client):
             rows.append(self.produce(client, None, self.records))
-            for rate in [] if client in UNPACED else self.fixed_rates():
+            for rate in [] if client_loop(client)[0] in UNPACED else self.fixed_rates():
                 rows.append(self.produce(client, rate, max(100, int(rate * self.plan.rate_seconds))))
         if consumes(client):
             rows.append(self.consume(client, number))
@@ -434,7 +466,7 @@ class Setting:
         if system == "pulsar":
             topic = asyncio.run(pulsar_topic(url, self.urls["pulsar_admin"], self.parts, []))
         else:
-            topic = self.tube[(client, size, self.parts)]
+            topic = self.tube[(client_loop(client)[0], size, self.parts)]  # under each loop the same topic
             if client == "tubemq-java":
                 assert self.tube_java is not None and rate is None
                 # The Java program sends one warm-up message first, as our producer does.
@@ -447,7 +479,7 @@ class Setting:
             assert self.tube_java is not None
             return self.tube_java.run("consume", url.removeprefix("tubemq://"), self.seed_topic, self.records,
                                       self.size)
-        group = f"bench-{client}-{number}" if system == "pulsar" else self.group(client, number)
+        group = self.subscription(client, number) if system == "pulsar" else self.group(client, number)
         return python_run(
             system, client, "consume", url, self.seed_topic, self.records, self.size, None, group, self.brokers
         )
@@ -526,12 +558,12 @@ def _ms(value: float | None) -> str:
 
 def report(rows: list[Row]) -> str:
     """The medians, then ours against each reference peer (records/s and CPU per record)."""
-    lines = [f"{'system':<7}{'size':>7}{'parts':>6} {'client':<17}{'phase':<15}{'n':>2}{'records/s':>11}"
+    lines = [f"{'system':<7}{'size':>7}{'parts':>6} {'client':<23}{'phase':<15}{'n':>2}{'records/s':>11}"
              f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 rnd':>8}"
              f"{'broker us':>10}{'cores':>6}"]
     table = medians(rows)
     for m in table:
-        lines.append(f"{m.system:<7}{m.size:>7}{m.partitions:>6} {m.client:<17}{m.phase:<15}{m.rounds:>2}"
+        lines.append(f"{m.system:<7}{m.size:>7}{m.partitions:>6} {m.client:<23}{m.phase:<15}{m.rounds:>2}"
                      f"{m.rate:>11,.0f}{m.rate * m.size / 1e6:>8.1f}{m.cpu_us:>11.2f}{m.rss_mb:>8.0f}"
                      f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}{_ms(m.p99_rounds_ms):>8}"
                      f"{_fixed(m.broker_cpu_us, 2):>10}{_fixed(m.cores_busy, 2):>6}")
@@ -541,18 +573,36 @@ def report(rows: list[Row]) -> str:
     lines.append("\nratios of medians, ours / peer: records/s, CPU per record (and p99 at fixed rates)")
     index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
     for m in table:
-        if m.client not in REFERENCES[m.system]:
+        peer, peer_loop = client_loop(m.client)
+        if peer not in REFERENCES[m.system]:
             continue
-        for mine in (OURS[m.system], "kafkawire-bulk") if m.system == "kafka" else (OURS[m.system],):
-            ours = index.get((m.system, m.size, m.partitions, mine, m.phase))
-            if ours is None or not m.rate or not m.cpu_us:
+        for mine in ours_variants(m.system):
+            # A peer on the caller's loop is compared with ours on the same loop; one with threads of its own
+            # (confluent-kafka) with ours on each loop.
+            if peer in ON_LOOPS and client_loop(mine)[1] != peer_loop:
                 continue
-            extra = ""
-            if "@" in m.phase and ours.p99_ms is not None and m.p99_ms:
-                extra = f"   p99 {ours.p99_ms / m.p99_ms:5.2f}x"
-            lines.append(f"  {m.system:<7}{m.size:>6} B x{m.partitions} {m.phase:<14} {mine:<15}/ {m.client:<16}"
-                         f"{ours.rate / m.rate:6.2f}x  cpu {ours.cpu_us / m.cpu_us:5.2f}x{extra}")
+            ours = index.get((m.system, m.size, m.partitions, mine, m.phase))
+            if ours is not None:
+                lines.append(_ratio_line(m, mine, ours))
+    uvloop = [m for m in table if client_loop(m.client)[1] != "asyncio"]
+    if uvloop:
+        lines.append("\nwhat uvloop gives each client, CLIENT@uvloop / CLIENT on asyncio's loop: records/s, CPU per"
+                     " record")
+    for m in uvloop:
+        plain = index.get((m.system, m.size, m.partitions, client_loop(m.client)[0], m.phase))
+        if plain is not None:
+            lines.append(_ratio_line(plain, m.client, m))
     return "\n".join(lines)
+
+
+def _ratio_line(peer: Median, mine: str, ours: Median) -> str:
+    """One line of the ratio table: ``mine`` (its medians ``ours``) over ``peer``; empty figures shown as -."""
+    def ratio(a: float | None, b: float | None) -> str:
+        return "    -" if a is None or not b else f"{a / b:5.2f}x"
+
+    extra = f"   p99 {ratio(ours.p99_ms, peer.p99_ms)}" if "@" in peer.phase and ours.p99_ms is not None else ""
+    return (f"  {peer.system:<7}{peer.size:>6} B x{peer.partitions} {peer.phase:<14} {mine:<21}/ {peer.client:<22}"
+            f"{ratio(ours.rate, peer.rate):>6}  cpu {ratio(ours.cpu_us, peer.cpu_us)}{extra}")
 
 
 def write_outputs(rows: list[Row], text: str, stamp: str) -> list[Path]:
@@ -579,7 +629,8 @@ def write_outputs(rows: list[Row], text: str, stamp: str) -> list[Path]:
         mine = [m for m in table if m.system == system]
         groups = sorted({(m.phase, m.size, m.partitions) for m in mine}, key=lambda g: (g[0] != "produce", *g[1:]))
         present = {m.client for m in mine}
-        clients = [c for c in (OURS[system], *PEERS[system]) if c in present]  # ours first, same colours
+        # Ours first, same colours; each asyncio-based client under each loop beside each other.
+        clients = [c for c in expand([OURS[system], *PEERS[system]], LOOPS) if c in present]
         width = 0.8 / len(clients)
         for i, client in enumerate(clients):
             by_group = {(m.phase, m.size, m.partitions): m.rate for m in mine if m.client == client}
@@ -605,46 +656,70 @@ README_END = "<!-- /speed-table -->"
 
 def readme_table(rows: list[Row]) -> str:
     """The speed table of docs/performance.md: for each setting, ours against the reference peers, medians of
-    the rounds."""
-    table = medians(rows)
-    index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
-    out = ["| system | size | parts | phase | client | records/s | CPU µs/rec | p99 ms | vs ours |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for m in sorted(table, key=lambda m: (m.system, m.size, m.partitions, m.phase, m.client)):
-        if m.client not in (OURS[m.system], "kafkawire-bulk", *REFERENCES[m.system], *CEILINGS):
-            continue
-        ours = index.get((m.system, m.size, m.partitions, OURS[m.system], m.phase))
-        mine = m.client in (OURS[m.system], "kafkawire-bulk")
-        versus = "" if ours is None or mine or not m.rate else f"{ours.rate / m.rate:.2f}x"
-        out.append(f"| {m.system} | {m.size} B | {m.partitions} | {m.phase} | {m.client} | {m.rate:,.0f} | "
-                   f"{m.cpu_us:.2f} | {_ms(m.p99_ms)} | {versus} |")
+    the rounds. Rows of one kind only (tuned, on asyncio's loop: every results file before ``--loops`` and
+    ``--defaults``) keep the table's first form; rows of several settings or loops are labelled with both, and
+    a peer with threads of its own is compared with ours on each loop."""
+    settings = sorted({r.settings for r in rows})  # "defaults", the headline, before "tuned"
+    loops = [loop for loop in LOOPS if any(client_loop(r.client)[1] == loop for r in rows)]
+    labelled = settings != ["tuned"] or loops != ["asyncio"]
+    if labelled:
+        out = ["| settings | system | size | parts | phase | client | loop | records/s | CPU µs/rec | p99 ms "
+               "| vs ours |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    else:
+        out = ["| system | size | parts | phase | client | records/s | CPU µs/rec | p99 ms | vs ours |",
+               "|---|---|---|---|---|---|---|---|---|"]
+    for setting in settings:
+        table = medians([r for r in rows if r.settings == setting])
+        index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
+        for m in sorted(table, key=lambda m: (m.system, m.size, m.partitions, m.phase, m.client)):
+            client, loop = client_loop(m.client)
+            if client not in (OURS[m.system], "kafkawire-bulk", *REFERENCES[m.system], *CEILINGS):
+                continue
+            mine = client in (OURS[m.system], "kafkawire-bulk")
+            # Ours on the peer's loop; a peer with threads of its own against ours on every loop of the rows.
+            against = [loop] if client in ON_LOOPS else loops
+            versus = [] if mine or not m.rate else [
+                (on, ours.rate / m.rate) for on in against
+                if (ours := index.get((m.system, m.size, m.partitions, on_loop(OURS[m.system], on), m.phase)))
+            ]
+            figures = f"{m.rate:,.0f} | {m.cpu_us:.2f} | {_ms(m.p99_ms)}"
+            if not labelled:
+                shown = "".join(f"{ratio:.2f}x" for _, ratio in versus)
+                out.append(f"| {m.system} | {m.size} B | {m.partitions} | {m.phase} | {client} | {figures} | {shown} |")
+                continue
+            shown = ", ".join(f"{ratio:.2f}x" if len(against) == 1 else f"{on} {ratio:.2f}x" for on, ratio in versus)
+            threads = client in REFERENCES[m.system] and client not in ON_LOOPS  # confluent-kafka's, the JVM's
+            out.append(f"| {setting} | {m.system} | {m.size} B | {m.partitions} | {m.phase} | {client} | "
+                       f"{'own threads' if threads else loop} | {figures} | {shown} |")
     return "\n".join(out)
 
 
-def update_readme(results: list[Path]) -> None:
+def update_readme(results: list[Path], target: Path = ROOT / "docs" / "performance.md") -> None:
+    """Rewrite the speed table of ``target`` from these results files (a later file's rows of a setting, system
+    and size replace an earlier one's)."""
     names = {f.name for f in fields(Row)}
-    # A system and size's rows come from the last file that has any: a newer run of them replaces an older one.
-    by_setting: dict[tuple[str, int], list[Row]] = {}
-    source: dict[tuple[str, int], str] = {}
+    by_setting: dict[tuple[str, str, int], list[Row]] = {}
+    source: dict[tuple[str, str, int], str] = {}
     for path in results:
-        found: dict[tuple[str, int], list[Row]] = {}
+        found: dict[tuple[str, str, int], list[Row]] = {}
         for item in json.loads(path.read_text(encoding="utf-8")):
             row = Row(**{k: v for k, v in item.items() if k in names})
-            found.setdefault((row.system, row.size), []).append(row)
+            found.setdefault((row.settings, row.system, row.size), []).append(row)
         by_setting.update(found)
         source.update(dict.fromkeys(found, path.name))
     rows = [row for setting_rows in by_setting.values() for row in setting_rows]
-    readme = ROOT / "docs" / "performance.md"
-    text = readme.read_text(encoding="utf-8")
+    text = target.read_text(encoding="utf-8")
     begin, end = text.index(README_BEGIN), text.index(README_END)
     rounds = {setting: max(r.round for r in setting_rows) + 1 for setting, setting_rows in by_setting.items()}
+    several = len({settings for settings, _, _ in source}) > 1
     files = ", ".join(
-        f"{system} {size} B from `benchmarks/results/{name}` ({rounds[system, size]} rounds)"
-        for (system, size), name in sorted(source.items())
+        f"{system} {size} B{f' ({settings})' if several else ''} from `benchmarks/results/{name}` "
+        f"({rounds[settings, system, size]} rounds)"
+        for (settings, system, size), name in sorted(source.items(), key=lambda item: (item[0][1:], item[0][0]))
     )
     note = f"{files[0].upper()}{files[1:]}; medians of the rounds:\n\n"
     text = text[: begin + len(README_BEGIN)] + "\n" + note + readme_table(rows) + "\n" + text[end:]
-    readme.write_text(text, encoding="utf-8")
+    target.write_text(text, encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------------- brokers
@@ -700,6 +775,9 @@ def main() -> int:
     parser.add_argument("--state-dir", help="use the brokers running in this state folder instead of starting some")
     parser.add_argument("--defaults", action="store_true",
                         help="every client at its own batch size (only linger 5 ms set for all), as users meet them")
+    parser.add_argument("--loops", default=",".join(LOOPS),
+                        help="the event loops each asyncio-based client runs under, each as a client of its own "
+                        "(CLIENT@uvloop); the clients with threads of their own run once")
     parser.add_argument("--readme", type=Path, nargs="+", help="rewrite docs/performance.md's table from these")
     args = parser.parse_args()
     if args.readme is not None:
@@ -717,7 +795,10 @@ def main() -> int:
     if not sizes or set(sizes) - set(SIZES):
         parser.error(f"--sizes takes some of {', '.join(map(str, SIZES))}")
     clients = {c for c in args.clients.split(",") if c} or None
-    plan = Plan(systems, clients, args.scale, sizes, max(1, args.rounds), args.rate_seconds)
+    loops = tuple(dict.fromkeys(loop for loop in args.loops.split(",") if loop))
+    if not loops or set(loops) - set(LOOPS):
+        parser.error(f"--loops takes some of {', '.join(LOOPS)}")
+    plan = Plan(systems, clients, args.scale, sizes, max(1, args.rounds), args.rate_seconds, loops)
     tube = tubemq_topics(systems)
     started = time.monotonic()
     failures: list[tuple[str, str]] = []
@@ -734,7 +815,7 @@ def main() -> int:
     settings = "defaults" if args.defaults else "tuned"
     shown = ("every client at its own batch size, linger 5 ms for all" if args.defaults
              else f"the Python clients and the Java tool at one batch size ({BATCH_BYTES} B), linger 5 ms")
-    text = f"settings: {settings} ({shown})\n\n" + report(rows) + (
+    text = f"settings: {settings} ({shown}); event loops: {', '.join(plan.loops)}\n\n" + report(rows) + (
         f"\n\nscale {plan.scale}, {plan.rounds} rounds, fixed rates for {plan.rate_seconds} s; "
         f"load average at the end {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs"
     )
