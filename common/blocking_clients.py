@@ -13,10 +13,11 @@ import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, cast
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, Self, TypeVar, cast
 
 from mqwire.common.blocking import Bridge, bound
 from mqwire.common.blocking_enqueue import EnqueueQueue
+from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError, ReceiveTimeoutError
 from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
@@ -98,6 +99,25 @@ class CallerSerializers:
             kwargs["key"] = to_bytes(key, self.key, "key")
         return args, kwargs
 
+    def apply_many(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments of one ``enqueue_many`` with every value (``values``, first) and key (``keys=``) as bytes."""
+        value_serializer, key_serializer = self.value, self.key
+        if self.values:
+            if args:
+                args = ([_as_bytes(v, value_serializer, "value") for v in args[0]], *args[1:])
+            elif "values" in kwargs:
+                kwargs["values"] = [_as_bytes(v, value_serializer, "value") for v in kwargs["values"]]
+        keys = kwargs.get("keys")
+        if keys is not None:
+            kwargs["keys"] = [_as_bytes(k, key_serializer, "key") for k in keys]
+        return args, kwargs
+
+
+def _as_bytes(obj: Any, serializer: Callable[[Any], Any] | None, field: Literal["key", "value"]) -> Any:
+    if serializer is None and (obj is None or type(obj) is bytes):
+        return obj  # the common case, without a call
+    return to_bytes(obj, serializer, field)
+
 
 def _take_callable(options: dict[str, Any], name: str) -> Callable[[Any], Any] | None:
     found = options.get(name)
@@ -155,6 +175,29 @@ class BlockingProducer(_Closable, Generic[R]):
 
     def _send(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
         return self._bridge.wait(self._enqueue(args, kwargs))
+
+    def _bulk(self, call: Callable[[], Awaitable[Any]]) -> concurrent.futures.Future[Any]:
+        """Hand a bulk call (the async ``enqueue_many``) to the loop after the records enqueued so far, in one
+        crossing; a refusal (the whole call is refused) is raised here, else the returned future settles with
+        the call's outcome once every record is acknowledged."""
+        future: RecordFuture[Any] = RecordFuture()
+        future.start()
+
+        def settle(done: Any) -> None:
+            if done.cancelled():
+                future.finish(error=ClosedError("the records were cancelled before the broker acknowledged them"))
+            elif (error := done.exception()) is not None:
+                future.finish(error=error)
+            else:
+                future.finish(done.result())
+
+        async def in_order() -> None:
+            await self._queue.drained()
+            pending = await call()
+            pending.add_done_callback(settle)
+
+        self._bridge.call(in_order)
+        return future
 
     def _after_enqueued(self, method: Callable[..., Awaitable[T]], /, *args: Any) -> T:
         """Run the async ``method(*args)`` once every record enqueued so far is handed to the async producer (a

@@ -30,6 +30,7 @@ from typing import Any, Unpack, cast
 
 from kafkawire.admin import Admin as AsyncAdmin
 from kafkawire.admin import ClusterDescription, ConfigEntry, GroupDescription, GroupListing, TopicDescription
+from kafkawire.bulk import BulkMetadata
 from kafkawire.client import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions
 from kafkawire.client import Client as AsyncClient
 from kafkawire.consumer import Consumer as AsyncConsumer
@@ -63,6 +64,14 @@ class Producer(BlockingProducer[RecordMetadata]):
     def enqueue(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future[RecordMetadata]:
         """Buffer one record; the future resolves with its ``RecordMetadata`` once acknowledged."""
         return self._enqueue(args, kwargs)
+
+    @same_arguments(AsyncProducer.enqueue_many)
+    def enqueue_many(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future[BulkMetadata]:
+        """Buffer many records already in memory in one call, handed to the loop at once: the bulk path. A call is
+        refused whole (raised here) or buffered whole; the future resolves with every record's RecordMetadata."""
+        if self._serializers is not None:
+            args, kwargs = self._serializers.apply_many(args, kwargs)
+        return self._bulk(functools.partial(self._async.enqueue_many, *args, **kwargs))
 
     @same_arguments(AsyncProducer.begin_transaction)
     def begin_transaction(self, *args: Any, **kwargs: Any) -> None:

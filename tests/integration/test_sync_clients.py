@@ -27,7 +27,7 @@ import pulsarwire.errors
 import pulsarwire.sync
 import tubemqwire.sync
 from kafkawire.metadata import TopicPartition
-from mqwire.common.errors import ClosedError, ConfigurationError, ReceiveTimeoutError
+from mqwire.common.errors import ClosedError, ConfigurationError, ReceiveTimeoutError, SerializationError
 from mqwire.testing.endpoints import KafkaBroker as KafkaBrokerEndpoint
 from mqwire.testing.endpoints import PulsarBroker as PulsarBrokerEndpoint
 from mqwire.testing.endpoints import TubeMQBroker as TubeMQBrokerEndpoint
@@ -299,3 +299,23 @@ def test_kafka_transactions_commit_and_abort_through_the_blocking_producer(
                 seen.extend(m.value for m in consumer.getmany(timeout=1))
             assert seen == [b"committed-%d" % i for i in range(50)] + [b"last"]
             assert consumer.getmany(timeout=1) == []  # and nothing of the aborted ones
+
+
+def test_kafka_enqueue_many_hands_a_whole_call_over_at_once(kafka_broker: KafkaBrokerEndpoint) -> None:
+    topic = f"sync-bulk-{secrets.token_hex(4)}"
+    with kafkawire.sync.connect(kafka_broker.url) as client:
+        with client.producer(topic, value_serializer=str.encode) as producer:
+            first = producer.enqueue("before")  # handed over first: the call comes after it
+            bulk = producer.enqueue_many([f"bulk-{i}" for i in range(1000)])
+            with pytest.raises(SerializationError):  # refused whole, at the call
+                producer.enqueue_many(["fine", 42])
+            producer.flush(timeout=30)
+            metadata = bulk.result(timeout=0)
+            assert len(metadata) == 1000
+            assert [m.offset for m in metadata] == list(range(first.result().offset + 1, first.result().offset + 1001))
+        with client.consumer(topic, start="earliest") as consumer:
+            seen: list[bytes] = []
+            deadline = time.monotonic() + FIRST_MESSAGE["kafka"]
+            while len(seen) < 1001 and time.monotonic() < deadline:
+                seen.extend(m.value for m in consumer.getmany(timeout=1))
+            assert seen == [b"before"] + [b"bulk-%d" % i for i in range(1000)]

@@ -145,8 +145,13 @@ def test_serializers_run_in_the_callers_thread_and_refuse_at_the_call() -> None:
     assert threads == [threading.get_ident()]
     with pytest.raises(SerializationError, match="key_serializer raised"):
         serializers.apply((b"v",), {"key": 42})
+    assert serializers.apply_many(([{"n": 1}, None],), {"keys": ["a", None]}) == (
+        ([b"{'n': 1}", None],), {"keys": [b"a", None]}
+    )
     plain = CallerSerializers({})
     assert plain.apply((b"v",), {}) == ((b"v",), {})
+    with pytest.raises(SerializationError, match="value_serializer"):
+        plain.apply_many(([b"fine", "text"],), {})
     with pytest.raises(SerializationError, match="value_serializer"):
         plain.apply(("text",), {})
     # A value the async producer encodes itself (a Pulsar schema) passes through; a non-callable serializer

@@ -48,7 +48,6 @@ LIFECYCLE = {"start", "stop", "close"}
 # stays exact, and a new async method is never missing silently.
 NOT_OFFERED: dict[tuple[type, type], set[str]] = {
     (kafkawire.producer.Producer, kafkawire.sync.Producer): {
-        "enqueue_many",  # the blocking producer batches ``enqueue`` calls itself
         "send_and_wait",  # aiokafka's name: the blocking ``send`` waits
     },
     (kafkawire.consumer.Consumer, kafkawire.sync.Consumer): {
