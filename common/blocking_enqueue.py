@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
@@ -24,7 +25,10 @@ from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError
 
-__all__ = ["EnqueueQueue"]
+__all__ = ["YIELD_EVERY", "EnqueueQueue"]
+
+YIELD_EVERY = 256
+"""Records queued and not yet handed over after which a caller yields the interpreter lock to the loop thread."""
 
 R = TypeVar("R")
 
@@ -66,10 +70,16 @@ class EnqueueQueue(Generic[R]):
                     self._waiting -= 1
             if self._closed:
                 raise ClosedError(f"{self._what} is closed")
-            self._records.append((args, kwargs, future))
-            if self._scheduled:
-                return future
-            self._scheduled = True
+            records = self._records
+            records.append((args, kwargs, future))
+            behind = len(records) % YIELD_EVERY == 0
+            scheduled, self._scheduled = self._scheduled, True
+        if scheduled:
+            if behind:
+                # The loop thread is behind: give it the interpreter lock now rather than at the next forced
+                # switch (every 5 ms), so that it hands records over and sends while this thread goes on.
+                time.sleep(0)
+            return future
         try:
             self._bridge.submit(self._drain)
         except BaseException:
