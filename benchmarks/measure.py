@@ -134,10 +134,12 @@ def latency_bin_top(index: int) -> float:
 
 class Pace:
     """How many sends are due so far: all of them at saturation (no rate), else ``rate`` per second from the
-    first call on. Sends go out in the small bursts a timer-driven service makes (about a millisecond's worth)."""
+    first call on. Sends go out in the small bursts a timer-driven service makes (about a millisecond's worth);
+    ``idle``: how long a sender sleeps when none is due (see clients.IDLE_SECONDS)."""
 
-    def __init__(self, rate: float | None) -> None:
+    def __init__(self, rate: float | None, idle: float = 0.0005) -> None:
         self.rate = rate
+        self.idle = idle
         self._begun = 0.0
 
     def due(self, sent: int, count: int) -> int:

@@ -62,6 +62,30 @@ def test_the_worker_runs_a_client_on_the_loop_its_name_gives(monkeypatch: pytest
     assert isinstance(uv, uvloop.Loop)
 
 
+def test_a_paced_sender_under_uvloop_sleeps_rather_than_spins(monkeypatch: pytest.MonkeyPatch) -> None:
+    wakeups: list[int] = []
+
+    async def produce(url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies,
+                      pace: Pace) -> None:
+        # The pacing loop's idle wait for 50 ms: about 50 wake-ups at uvloop's 1 ms timer step; a sleep under
+        # that step is a timer of 0 ms, which wakes thousands of times (a busy core).
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 0.05
+        count = 0
+        while loop.time() < end:
+            await asyncio.sleep(pace.idle)
+            count += 1
+        wakeups.append(count)
+
+    async def consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+        raise AssertionError("not a consume run")
+
+    monkeypatch.setitem(clients.CLIENTS["kafka"], "probe", (produce, consume))
+    clients.run("kafka", "probe@uvloop", "produce", "kafka://x", "t", 5, 10, rate=1000.0)
+    (count,) = wakeups
+    assert count <= 200
+
+
 def test_an_unknown_loop_is_a_clear_failure() -> None:
     with pytest.raises(RuntimeError, match="unknown event loop"):
         clients.run("kafka", "kafkawire@trio", "produce", "kafka://x", "t", 5, 10)
