@@ -188,6 +188,38 @@ async def kafkawire_sync_produce(
             future.result()
 
 
+async def kafkawire_sync_bulk_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    """The blocking producer's bulk path: ``enqueue_many`` of up to BULK records (or a millisecond's worth at a
+    fixed rate) per call, one future per call, as a batch script holding its records would send."""
+    import kafkawire.sync
+
+    with (
+        kafkawire.sync.connect(url) as client,
+        client.producer(topic, linger_ms=LINGER_MS, **batch_option()) as producer,
+    ):
+        producer.send(value)
+        clock.start()
+        futures = []
+        sent = 0
+        while sent < count:
+            due = min(pace.due(sent, count), sent + BULK)
+            if due == sent:
+                time.sleep(0.0005)
+                continue
+            future = producer.enqueue_many([value] * (due - sent))
+            callback = lat.track(0)  # every call timed: one future covers all of its records
+            assert callback is not None
+            future.add_done_callback(callback)
+            futures.append(future)
+            sent = due
+        producer.flush()
+        got = sum(len(future.result()) for future in futures)
+        if got != count:
+            raise RuntimeError(f"enqueue_many acknowledged {got} of {count} records")
+
+
 async def kafkawire_sync_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
     import kafkawire.sync
 
@@ -573,7 +605,7 @@ async def kafka_ceiling_consume(url: str, topic: str, count: int, clock: Clock, 
 
 
 # Producer-only and consumer-only variants: the suite runs only the phase each one has.
-PRODUCE_ONLY = {"kafkawire-bulk", "kafka-java-perf"}
+PRODUCE_ONLY = {"kafkawire-bulk", "kafkawire-sync-bulk", "kafka-java-perf"}
 CONSUME_ONLY = {"kafkawire-group", "kafkawire-share"}
 # Sends without a pace (no fixed-rate runs): the ceiling writes its requests back to back.
 UNPACED = {"kafka-ceiling"}
@@ -620,6 +652,7 @@ CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
         "kafkawire-group": (_none_produce, kafkawire_group_consume),
         "kafkawire-share": (_none_produce, kafkawire_share_consume),
         "kafkawire-sync": (kafkawire_sync_produce, kafkawire_sync_consume),
+        "kafkawire-sync-bulk": (kafkawire_sync_bulk_produce, _none_consume),
         "aiokafka": (aiokafka_produce, aiokafka_consume),
         "kafka-python": (kafka_python_produce, kafka_python_consume),
         "confluent-kafka": (confluent_produce, confluent_consume),

@@ -92,9 +92,10 @@ OURS = {"kafka": "kafkawire", "pulsar": "pulsarwire", "tubemq": "tubemqwire"}
 PEERS = {
     # kafkawire-bulk: kafkawire's enqueue_many (produce only); kafkawire-group and kafkawire-share:
     # kafkawire consuming in a consumer group and in a share group (consume only).
-    # kafkawire-sync, pulsarwire-sync, tubemqwire-sync: the blocking API (the package's ``sync`` module).
-    "kafka": ["kafkawire-bulk", "kafkawire-sync", "confluent-kafka", "aiokafka", "kafka-python", "kafka-java-perf",
-              "kafkawire-group", "kafkawire-share", "kafka-ceiling"],
+    # kafkawire-sync, pulsarwire-sync, tubemqwire-sync: the blocking API (the package's ``sync`` module);
+    # kafkawire-sync-bulk: its enqueue_many (produce only).
+    "kafka": ["kafkawire-bulk", "kafkawire-sync", "kafkawire-sync-bulk", "confluent-kafka", "aiokafka", "kafka-python",
+              "kafka-java-perf", "kafkawire-group", "kafkawire-share", "kafka-ceiling"],
     "pulsar": ["pulsarwire-sync", "pulsar-client"],
     "tubemq": ["tubemqwire-sync", "tubemq-java"],
 }
