@@ -335,7 +335,9 @@ class Accumulator:
         """A batch for the partition, its memory reserved (for the most it can hold, so appends need no
         accounting) and counted as incomplete; the caller adds its first record and queues it."""
         tp = TopicPartition(topic, partition)
-        limit = self._limit_for(tp)
+        # A grown batch takes no more than the buffer has free: buffer_memory stays the bound (a batch of
+        # batch_size may still go past it by less than one batch, as with a fixed batch size).
+        limit = min(self._limit_for(tp), max(self.batch_size, self.buffer_memory - self.used))
         capacity = max(limit, first_size)
         now = self.clock()
         batch = ProducerBatch(

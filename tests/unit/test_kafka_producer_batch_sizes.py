@@ -133,8 +133,9 @@ async def test_a_batch_sent_before_it_filled_keeps_the_size_without_doubling() -
 
 async def test_grown_batches_count_against_the_buffer() -> None:
     acc = make(buffer_memory=12_000)
-    fill(acc, 3)  # 1000 + 2000 + 4000 full, and an open batch of 8000
-    assert acc.used == 15_000
+    fill(acc, 3)  # 1000 + 2000 + 4000 full, and an open batch that would grow to 8000: only 5000 are free
+    assert [batch.limit for batch in acc.queued()][-1] == 5_000
+    assert acc.used == 12_000  # never past buffer_memory for a grown batch
     assert acc.full  # the producer waits for room before the next record
 
 
