@@ -245,7 +245,9 @@ def test_wheel_metadata(dist: Dist) -> None:
     base_names = {requirement.split("<")[0].split(">")[0].split("=")[0].strip() for requirement in base}
     assert base_names == {"anyio", "protobuf", "crc32c", "lz4", "zstandard", "cramjam"}
     extras = {value for name, value in fields if name == "Provides-Extra"}
-    assert extras == {"avro", "cli", "crypto", "json", "otel", "spark", "telemetry", "testing", "uvloop", "dev"}
+    assert extras == {
+        "avro", "cli", "crypto", "json", "kerberos", "otel", "spark", "telemetry", "testing", "uvloop", "dev"
+    }
     testcontainers = [value for name, value in fields if name == "Requires-Dist" and value.startswith("testcontainers")]
     assert testcontainers and all('extra == "dev"' in value for value in testcontainers)
     anyio = [value for name, value in fields if name == "Requires-Dist" and value.startswith("anyio")]
