@@ -31,7 +31,10 @@ def tubemq_topic(purpose: str, *, blocking: bool = False) -> str:
     a third (``_sync``), so that a test run three ways in one session never finds another run's messages
     (``contract_<purpose>_uv`` and ``contract_<purpose>_sync`` are deployed too)."""
     assert purpose in TUBEMQ_TOPICS, f"add contract_{purpose} to mqwire_tubemq_topics"
-    return f"contract_{purpose}{TUBEMQ_SUFFIX}{'_sync' if blocking else _loop_suffix()}"
+    # The run's suffix comes last: the runtime matrix deploys each listed topic with its step's suffix appended.
+    if blocking:
+        return f"contract_{purpose}_sync{TUBEMQ_SUFFIX}"
+    return f"contract_{purpose}{TUBEMQ_SUFFIX}{_loop_suffix()}"
 
 
 def _loop_suffix() -> str:
