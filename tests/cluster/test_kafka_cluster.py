@@ -438,9 +438,17 @@ async def test_transactions_through_a_leader_and_a_transaction_coordinator_crash
                 await asyncio.sleep(2)
             stop_producing.set()
             await producing
-            async with asyncio.timeout(120):
-                while not done.committed <= set(read):
-                    await asyncio.sleep(0.5)
+            try:
+                async with asyncio.timeout(180):
+                    while not done.committed <= set(read):
+                        await asyncio.sleep(0.5)
+            except TimeoutError:
+                missing = done.committed - set(read)
+                numbers = sorted({value.split(b"-")[0].decode() for value in missing})
+                pytest.fail(
+                    f"{len(missing)} committed records not read within 180 s, of transactions {numbers[:20]};"
+                    f" errors met: {done.errors[:5]}; the longest transaction {max(done.durations, default=0):.1f} s"
+                )
             await asyncio.sleep(2)  # anything aborted that would wrongly show up has had time to
             stop_reading.set()
             await reading
