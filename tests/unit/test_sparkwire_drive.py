@@ -70,6 +70,8 @@ def test_an_error_in_the_reader_reaches_the_task_as_is() -> None:
 
 
 def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_bridge_usable() -> None:
+    # Python's own Ctrl-C handler, whatever an earlier test or plugin left installed (restored at the end).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     waiting = threading.Event()
     seen: list[str] = []
 
@@ -77,7 +79,8 @@ def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_b
         try:
             yield 0
             waiting.set()
-            await asyncio.Event().wait()  # a fetch that never answers
+            # A fetch that does not answer; bounded, so that a lost interrupt fails the test instead of hanging it.
+            await asyncio.sleep(60)
             yield 1
         except asyncio.CancelledError:
             seen.append("cancelled")
@@ -90,10 +93,13 @@ def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_b
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     batches = drive(stuck)  # type: ignore[arg-type]
-    assert next(batches) == 0
-    threading.Thread(target=interrupt).start()
-    with pytest.raises(KeyboardInterrupt):
-        next(batches)
+    try:
+        assert next(batches) == 0
+        threading.Thread(target=interrupt).start()
+        with pytest.raises(KeyboardInterrupt):
+            next(batches)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert seen == ["cancelled", "closed"]
     assert list(drive(Reader(2).batches)) == [0, 1]  # type: ignore[arg-type]
 
