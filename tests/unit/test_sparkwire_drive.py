@@ -80,7 +80,7 @@ def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_b
             yield 0
             waiting.set()
             # A fetch that does not answer; bounded, so that a lost interrupt fails the test instead of hanging it.
-            await asyncio.sleep(60)
+            await asyncio.sleep(120)
             yield 1
         except asyncio.CancelledError:
             seen.append("cancelled")
@@ -89,7 +89,7 @@ def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_b
             seen.append("closed")
 
     def interrupt() -> None:  # Ctrl-C, delivered to the main thread as the terminal would
-        if waiting.wait(10):
+        if waiting.wait(60):
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     batches = drive(stuck)  # type: ignore[arg-type]
