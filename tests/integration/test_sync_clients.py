@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import secrets
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from mqwire.testing.endpoints import KafkaBroker as KafkaBrokerEndpoint
 from mqwire.testing.endpoints import PulsarBroker as PulsarBrokerEndpoint
 from mqwire.testing.endpoints import TubeMQBroker as TubeMQBrokerEndpoint
 from mqwire.testing.tubemq_spares import FreshTopics
-from tests.interrupts import ctrl_c_raises
+from tests.interrupts import ctrl_c_after
 
 pytestmark = pytest.mark.integration
 
@@ -159,17 +158,11 @@ def test_receive_on_an_empty_topic_raises_the_typed_timeout(system: System, clie
 
 def test_ctrl_c_interrupts_a_blocking_receive_and_the_consumer_goes_on(system: System, client: Any) -> None:
     topic = system.topic("interrupt")
-    main = threading.get_ident()
-    assert main == threading.main_thread().ident  # SIGINT is handled in the main thread, where pytest runs tests
+    now = threading.Event()
+    now.set()
     with client.consumer(topic, group=_group(), start="earliest") as consumer, client.producer(topic) as producer:
-        with ctrl_c_raises():
-            timer = threading.Timer(1.0, signal.pthread_kill, (main, signal.SIGINT))
-            timer.start()
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    consumer.receive()  # no timeout: only the interrupt ends it
-            finally:
-                timer.cancel()
+        with ctrl_c_after(now, delay=1.0) as ctrl_c, pytest.raises(KeyboardInterrupt), ctrl_c.armed():
+            consumer.receive()  # no timeout: only the interrupt ends it
         producer.send(b"after the interrupt")
         message = consumer.receive(timeout=FIRST_MESSAGE[system.name])
         assert message.value == b"after the interrupt"

@@ -10,7 +10,6 @@ import asyncio
 import concurrent.futures
 import importlib
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from mqwire.common.errors import (
     SerializationError,
     WrongLoopError,
 )
-from tests.interrupts import ctrl_c_raises
+from tests.interrupts import ctrl_c_after
 
 # A liveness bound only (generous, for a loaded machine): every wait below ends long before it unless hung.
 LIVENESS = 30.0
@@ -123,21 +122,8 @@ def test_ctrl_c_cancels_the_pending_call_and_leaves_the_bridge_usable(bridge: Br
             cancelled.set()
             raise
 
-    main = threading.get_ident()
-    assert main == threading.main_thread().ident  # pytest runs tests in the main thread, where SIGINT goes
-
-    def interrupt() -> None:
-        if started.wait(LIVENESS):
-            signal.pthread_kill(main, signal.SIGINT)
-
-    with ctrl_c_raises():
-        interrupter = threading.Thread(target=interrupt)
-        interrupter.start()
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                bridge.call(waits)
-        finally:
-            interrupter.join()
+    with ctrl_c_after(started) as ctrl_c, pytest.raises(KeyboardInterrupt), ctrl_c.armed():
+        bridge.call(waits)
     assert cancelled.wait(LIVENESS)
     assert bridge.call(_echo, "after") == "after"
 

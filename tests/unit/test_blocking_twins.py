@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import signal
 import threading
 import typing
 from collections.abc import Iterator, Set
@@ -34,7 +33,7 @@ import tubemqwire.producer
 import tubemqwire.sync
 from mqwire.common.blocking_clients import BlockingAdmin, BlockingClient, same_arguments
 from mqwire.common.errors import BrokerError, ClosedError, ProtocolError, WrongLoopError
-from tests.interrupts import ctrl_c_raises
+from tests.interrupts import ctrl_c_after
 
 LIVENESS = 30.0  # a liveness bound only: every wait below ends long before it unless hung
 
@@ -296,22 +295,9 @@ def test_a_call_from_the_loop_thread_raises_instead_of_waiting_on_itself(client:
 
 
 def test_ctrl_c_cancels_an_admin_call_and_the_admin_goes_on(client: Client) -> None:
-    main = threading.get_ident()
-    assert main == threading.main_thread().ident  # pytest runs tests in the main thread, where SIGINT goes
     with client.admin() as admin:
         fake = client._async.admins[0]
-
-        def interrupt() -> None:
-            if fake.started.wait(LIVENESS):
-                signal.pthread_kill(main, signal.SIGINT)
-
-        with ctrl_c_raises():
-            interrupter = threading.Thread(target=interrupt)
-            interrupter.start()
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    admin.waits()
-            finally:
-                interrupter.join()
+        with ctrl_c_after(fake.started) as ctrl_c, pytest.raises(KeyboardInterrupt), ctrl_c.armed():
+            admin.waits()
         assert fake.cancelled.wait(LIVENESS)
         assert admin.count(["a"]) == 1

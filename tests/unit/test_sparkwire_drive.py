@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import faulthandler
 import os
-import signal
 import threading
 from collections.abc import AsyncIterator
 
@@ -15,6 +14,7 @@ import pytest
 
 from sparkwire.batches import drive
 from sparkwire.worker_session import SESSION
+from tests.interrupts import ctrl_c_after
 
 
 class Reader:
@@ -70,8 +70,6 @@ def test_an_error_in_the_reader_reaches_the_task_as_is() -> None:
 
 
 def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_bridge_usable() -> None:
-    # Python's own Ctrl-C handler, whatever an earlier test or plugin left installed (restored at the end).
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     waiting = threading.Event()
     seen: list[str] = []
 
@@ -88,18 +86,10 @@ def test_ctrl_c_while_a_step_waits_cancels_it_closes_the_reader_and_leaves_the_b
         finally:
             seen.append("closed")
 
-    def interrupt() -> None:  # Ctrl-C, delivered to the main thread as the terminal would
-        if waiting.wait(60):
-            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-
     batches = drive(stuck)  # type: ignore[arg-type]
-    try:
-        assert next(batches) == 0
-        threading.Thread(target=interrupt).start()
-        with pytest.raises(KeyboardInterrupt):
-            next(batches)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    assert next(batches) == 0
+    with ctrl_c_after(waiting) as ctrl_c, pytest.raises(KeyboardInterrupt), ctrl_c.armed():
+        next(batches)
     assert seen == ["cancelled", "closed"]
     assert list(drive(Reader(2).batches)) == [0, 1]  # type: ignore[arg-type]
 

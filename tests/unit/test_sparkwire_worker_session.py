@@ -128,7 +128,7 @@ def test_a_forked_child_makes_a_bridge_of_its_own_and_forgets_the_parents_values
         return value
 
     async def thread() -> int:
-        return threading.get_ident()
+        return threading.get_native_id()  # kernel id: a forked child's thread may reuse the parent's ident
 
     parent_value = session.run(task)
     parent_thread = session.run(thread)
