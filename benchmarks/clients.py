@@ -69,6 +69,17 @@ def blocking_enqueue_all(
     return futures
 
 
+def blocking_send_all(producer: Any, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace) -> None:
+    """A blocking producer's run: a warm-up send, then ``count`` enqueues (the clock started), a flush, and every
+    delivery checked."""
+    producer.send(value)
+    clock.start()
+    futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
+    producer.flush()
+    for future in futures:
+        future.result()
+
+
 Produce = Callable[[str, str, int, bytes, Clock, Latencies, Pace], Coroutine[Any, Any, None]]
 Consume = Callable[[str, str, int, Clock, str], Coroutine[Any, Any, None]]
 
@@ -180,12 +191,7 @@ async def kafkawire_sync_produce(
         kafkawire.sync.connect(url) as client,
         client.producer(topic, linger_ms=LINGER_MS, **batch_option()) as producer,
     ):
-        producer.send(value)
-        clock.start()
-        futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
-        producer.flush()
-        for future in futures:
-            future.result()
+        blocking_send_all(producer, count, value, clock, lat, pace)
 
 
 async def kafkawire_sync_bulk_produce(
@@ -437,12 +443,7 @@ async def pulsarwire_sync_produce(
         pulsarwire.sync.connect(url) as client,
         client.producer(topic, batching_max_messages=1000, max_pending_messages=10_000) as producer,
     ):
-        producer.send(value)
-        clock.start()
-        futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
-        producer.flush()
-        for future in futures:
-            future.result()
+        blocking_send_all(producer, count, value, clock, lat, pace)
 
 
 async def pulsarwire_sync_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
@@ -562,12 +563,7 @@ async def tubemqwire_sync_produce(
 
     in_flight = tubemq_in_flight(len(value))
     with tubemqwire.sync.connect(url) as client, client.producer(topic, max_in_flight=in_flight) as producer:
-        producer.send(value)
-        clock.start()
-        futures = blocking_enqueue_all(producer.enqueue, count, value, lat, pace)
-        producer.flush()
-        for future in futures:
-            future.result()
+        blocking_send_all(producer, count, value, clock, lat, pace)
 
 
 async def tubemqwire_sync_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:

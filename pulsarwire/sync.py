@@ -135,7 +135,7 @@ class Admin(BlockingAdmin[AsyncAdmin]):
 
     @same_arguments(AsyncAdmin.partitions)
     def partitions(self, *args: Any, **kwargs: Any) -> int:
-        """The partition count of a topic (0: without partitions, or not there)."""
+        """The partition count of a topic (0: without partitions); the async admin's error when it is not there."""
         return self._call(self._async.partitions, *args, **kwargs)
 
 
