@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from mqwire.testing import kafka_wire, pulsar_admin
+from mqwire.testing import containers, engine, images, kafka_wire, pulsar_admin
 from mqwire.testing.endpoints import Endpoint, KafkaBroker, PulsarBroker, TubeMQBroker, split_url
 from mqwire.testing.errors import BrokerError
-from mqwire.testing.launcher import Launcher
+from mqwire.testing.java import JavaNotFound, find_java
+from mqwire.testing.launcher import KINDS, Launcher, start_timeout
 from mqwire.testing.net import LOOPBACK, free_ports
 
 PROVIDERS = ("local", "testcontainers", "external")
-KAFKA_IMAGE = "apache/kafka:4.3.1"
-KAFKA3_IMAGE = "apache/kafka:3.9.2"
-PULSAR_IMAGE = "apachepulsar/pulsar:4.2.4"
+log = logging.getLogger(__name__)
 
 
 class Provider(Protocol):
@@ -177,47 +180,114 @@ class ExternalProvider:
         pass
 
 
+# Official images, selectable where a registry is reachable (not tested on machines without one).
+OFFICIAL_IMAGE_ENV = {"kafka": "MQWIRE_KAFKA_IMAGE", "kafka3": "MQWIRE_KAFKA3_IMAGE", "pulsar": "MQWIRE_PULSAR_IMAGE"}
+
+
 class TestcontainersProvider:
-    """Official images in Docker; needs a Docker engine that answers."""
+    """The brokers in Docker containers of the images built here (``python -m mqwire.testing images build``).
+
+    Each container runs the local launcher's plan for its broker (see :mod:`mqwire.testing.containers`),
+    its ports published on 127.0.0.1 only. ``MQWIRE_KAFKA_IMAGE``, ``MQWIRE_KAFKA3_IMAGE`` and
+    ``MQWIRE_PULSAR_IMAGE`` select an official image instead. testcontainers' reaper (Ryuk) is not used, its
+    image coming from a registry: every container is labelled and removed by label at :meth:`close`, at
+    interpreter exit, and, when its interpreter was killed, by the next session on the same host.
+    """
 
     name = "testcontainers"
     __test__ = False  # not a test class, whatever pytest's name patterns say
 
-    def __init__(self) -> None:
-        self._containers: list[Any] = []
+    def __init__(self, tubemq_topics: Mapping[str, int] | None = None, env: Mapping[str, str] | None = None) -> None:
+        self._topics = dict(tubemq_topics or {})
+        self._env = dict(os.environ if env is None else env)
+        self.session = containers.session_id()
+        self._root = Path(tempfile.mkdtemp(prefix="mqwire-containers-"))
+        self._lock = threading.Lock()
+        self._running: dict[str, containers.Running] = {}
+        self._official: list[Any] = []
         self._memo = _Memo()
-        self._engine_checked = False
+        self._engine: Any = None
+        self._closed = False
+        atexit.register(self.close)
 
-    def _check_engine(self) -> None:
-        if self._engine_checked:
-            return
-        try:
+    @property
+    def work_root(self) -> Path:
+        """The folder of the brokers' work folders (mounted into their containers), removed by :meth:`close`."""
+        return self._root
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._engine is not None:
+                return self._engine
+            why = engine.answers()
+            if why is not None:
+                raise BrokerError(
+                    "--brokers=testcontainers needs a Docker engine, and none answered "
+                    f"(DOCKER_HOST={self._env.get('DOCKER_HOST', 'unset')}): {why}. Start one (as root on Debian: "
+                    "`make docker-engine`), or use --brokers=local to run the brokers as local JVMs."
+                )
+            # Ryuk's image would come from a registry: cleanup is by label instead.
+            os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"
+            from testcontainers.core.config import testcontainers_config
+
+            testcontainers_config.ryuk_disabled = True
             import docker  # type: ignore[import-untyped]
 
-            docker.from_env(timeout=5).ping()
-        except Exception as err:
+            client = docker.from_env(timeout=60)
+            left = containers.remove_labelled(client, dead_owners_only=True)
+            if left:
+                log.warning("removed containers left by a killed session: %s", ", ".join(left))
+            self._engine = client
+            return client
+
+    def _start(self, broker: str) -> Endpoint:
+        engine_client = self._client()
+        official = self._env.get(OFFICIAL_IMAGE_ENV.get(broker, ""))
+        if official:
+            return self._start_official(broker, official)
+        if broker not in images.IMAGE_NAMES:
+            raise BrokerError(f"--brokers=testcontainers has no image for {broker!r}")
+        found = images.layout(broker)
+        tag = images.image_tag(broker, found)
+        if not images.present(engine_client, tag):
             raise BrokerError(
-                "--brokers=testcontainers needs a Docker engine, and none answered "
-                f"(DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')}): {err}. "
-                "Use --brokers=local to run the brokers as local JVMs."
-            ) from err
-        self._engine_checked = True
+                f"the {broker} image {tag} is not in the Docker engine: build it with "
+                f"`python -m mqwire.testing images build --only {broker}` (or `make images`)"
+            )
+        java = "java"
+        if broker in ("kafka", "kafka3"):
+            # Kafka's certificates are made by the plan with the keytool of a local JDK.
+            try:
+                java = find_java(broker).executable
+            except JavaNotFound as err:
+                raise BrokerError(f"{broker} in a container still needs a local JDK's keytool: {err}") from err
+        work_dir = Path(tempfile.mkdtemp(prefix=f"{broker}-", dir=self._root))
+        plan = KINDS[broker].build_plan(work_dir, java, found.classpath, uuid.uuid4().hex[:12])
+        if broker == "tubemq":
+            plan.settings["topics"] = dict(self._topics)
+        running = containers.run(broker, tag, plan, found, self.session)
+        with self._lock:
+            self._running[broker] = running
+        try:
+            containers.wait_ready(running, self._topics, start_timeout())
+        except BaseException:
+            running.remove()
+            raise
+        return containers.endpoint(running)
 
-    def _run(self, image: str, env: dict[str, str], ports: list[int], command: str | None = None) -> None:
-        from testcontainers.core.container import DockerContainer
-
-        container = DockerContainer(image)
-        for key, value in env.items():
-            container = container.with_env(key, value)
-        for port in ports:
-            # Same port inside and outside: the brokers advertise it to their clients.
-            container = container.with_bind_ports(port, port)
-        if command:
-            container = container.with_command(command)
-        container.start()
-        self._containers.append(container)
-
-    def _kafka(self, image: str, share_groups: bool) -> KafkaBroker:
+    def _start_official(self, broker: str, image: str) -> Endpoint:
+        if broker == "pulsar":
+            port, web = free_ports(2)
+            self._run_official(
+                image,
+                {"advertisedAddress": LOOPBACK, "brokerServicePort": str(port), "webServicePort": str(web)},
+                [port, web],
+                "sh -c 'bin/apply-config-from-env.py conf/standalone.conf && "
+                "exec bin/pulsar standalone --no-functions-worker --no-stream-storage'",
+            )
+            endpoint = PulsarBroker.at(port, web)
+            _poll(f"{image} container on port {web}", lambda: pulsar_admin.healthy(endpoint.admin_url))
+            return endpoint
         port, controller = free_ports(2)
         env = {
             "KAFKA_NODE_ID": "1",
@@ -232,50 +302,56 @@ class TestcontainersProvider:
             "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
             "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
         }
-        if share_groups:
+        if broker == "kafka":
             # Share groups exist from Kafka 4.0 only.
             env["KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR"] = "1"
             env["KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR"] = "1"
-        self._run(image, env, [port])
+        self._run_official(image, env, [port])
         _poll(f"{image} container on port {port}", lambda: kafka_wire.is_ready(port))
         return KafkaBroker.at(port)
 
-    def _start(self, broker: str) -> Endpoint:
-        self._check_engine()
-        if broker == "kafka":
-            return self._kafka(KAFKA_IMAGE, share_groups=True)
-        if broker == "kafka3":
-            return self._kafka(KAFKA3_IMAGE, share_groups=False)
-        if broker == "pulsar":
-            port, web = free_ports(2)
-            self._run(
-                PULSAR_IMAGE,
-                {"advertisedAddress": LOOPBACK, "brokerServicePort": str(port), "webServicePort": str(web)},
-                [port, web],
-                "sh -c 'bin/apply-config-from-env.py conf/standalone.conf && "
-                "exec bin/pulsar standalone --no-functions-worker --no-stream-storage'",
-            )
-            endpoint = PulsarBroker.at(port, web)
-            _poll(f"pulsar container on port {web}", lambda: pulsar_admin.healthy(endpoint.admin_url))
-            return endpoint
-        raise BrokerError(
-            "--brokers=testcontainers: there is no official Apache InLong TubeMQ image to run, so TubeMQ "
-            "is not supported by this provider; use --brokers=local or --brokers=external"
-        )
+    def _run_official(self, image: str, env: dict[str, str], ports: list[int], command: str | None = None) -> None:
+        from testcontainers.core.container import DockerContainer
+
+        container = DockerContainer(image, command=command, env=env, labels=containers.labels(self.session))
+        published = cast(dict[str, Any], container.ports)
+        for port in ports:
+            # Same port inside and outside: the brokers advertise it to their clients.
+            published[f"{port}/tcp"] = (LOOPBACK, port)
+        with self._lock:
+            self._official.append(container)
+        container.start()
 
     def get(self, broker: str) -> Endpoint:
         return self._memo.get(broker, lambda: self._start(broker))
 
     def get_many(self, brokers: list[str]) -> dict[str, Endpoint]:
-        return {b: self.get(b) for b in brokers}
+        return self._memo.get_many(brokers, self._start)
 
     def log_files(self, broker: str) -> tuple[str, ...]:
-        return ()
+        running = self._running.get(broker)
+        return running.plan.log_files if running else ()
 
     def close(self) -> None:
-        for container in reversed(self._containers):
-            container.stop()
-        self._containers.clear()
+        """Remove this session's containers (by label, whatever state they are in) and their work folders."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            started = list(self._running.values())
+            official = list(self._official)
+        try:
+            for running in started:
+                running.remove()
+            for container in official:
+                with contextlib.suppress(Exception):
+                    container.stop()
+            if self._engine is not None:
+                containers.remove_labelled(self._engine, self.session)
+                self._engine.close()
+        finally:
+            shutil.rmtree(self._root, ignore_errors=True)
+            atexit.unregister(self.close)
 
 
 def _poll(what: str, check: Callable[[], bool], timeout: float = 180.0) -> None:
@@ -292,7 +368,7 @@ def make_provider(name: str, tubemq_topics: Mapping[str, int] | None = None) -> 
     if name == "external":
         return ExternalProvider()
     if name == "testcontainers":
-        return TestcontainersProvider()
+        return TestcontainersProvider(tubemq_topics)
     raise BrokerError(f"unknown broker provider {name!r}; choose from {', '.join(PROVIDERS)}")
 
 
