@@ -165,8 +165,12 @@ class BlockingProducer(_Closable, Generic[R]):
         self._bridge = bridge
         self._async = producer
         self._serializers = serializers
-        self._queue: EnqueueQueue[R] = EnqueueQueue(bridge, producer.enqueue, what=what)
+        self._queue: EnqueueQueue[R] = self._make_queue(bridge, producer, what)
         self._closed = False
+
+    def _make_queue(self, bridge: Bridge, producer: Any, what: str) -> EnqueueQueue[R]:
+        """The queue of records on their way to ``producer``: a protocol's own may hand over faster."""
+        return EnqueueQueue(bridge, producer.enqueue, what=what)
 
     def _enqueue(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> concurrent.futures.Future[R]:
         if self._serializers is not None:

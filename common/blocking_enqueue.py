@@ -1,10 +1,14 @@
-"""Records handed from blocking threads to a producer on the bridge's loop, in bursts.
+"""Records handed from blocking threads to a producer on the bridge's loop, in slices.
 
 A cross-thread call per record would cost a loop wake-up and two thread switches each. Instead ``put`` appends
 the record to a deque in the caller's thread and returns a ``concurrent.futures.Future`` at once; the first
-record of a burst schedules one drain task on the loop, which calls the async ``enqueue`` for every record
-queued meanwhile (in order: one drain at a time) and resolves each record's future from the loop when the
-broker acknowledges it. Callers of many threads may share one ``EnqueueQueue``.
+record of a burst schedules one drain task on the loop, which takes every record queued meanwhile at once (one
+swap of the deque under the lock) and hands the slice to the async producer in order (one drain at a time),
+then resolves each record's future from the loop when the broker acknowledges it. Callers of many threads may
+share one ``EnqueueQueue``.
+
+``hand_over_slice`` is where a protocol's producer may take a slice faster than one ``await enqueue(...)`` per
+record (and settle its futures per batch): a subclass overrides it.
 
 The deque is bounded (``limit`` records): a caller that outruns the loop waits for room (Ctrl-C interrupts
 the wait), as the async ``enqueue`` waits while the producer's buffer is full.
@@ -18,21 +22,22 @@ import contextvars
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError
 
-__all__ = ["YIELD_EVERY", "EnqueueQueue"]
+__all__ = ["YIELD_EVERY", "EnqueueQueue", "QueuedRecord"]
 
 YIELD_EVERY = 256
 """Records queued and not yet handed over after which a caller yields the interpreter lock to the loop thread."""
 
 R = TypeVar("R")
 
-_Record = tuple[tuple[Any, ...], Mapping[str, Any], "RecordFuture[Any]"]
+QueuedRecord: TypeAlias = tuple[tuple[Any, ...], Mapping[str, Any], "RecordFuture[Any]"]
+"""One queued record: the async ``enqueue``'s positional and keyword arguments, and the caller's future."""
 
 
 class EnqueueQueue(Generic[R]):
@@ -46,14 +51,15 @@ class EnqueueQueue(Generic[R]):
         self._enqueue = enqueue
         self._what = what
         self._limit = limit
-        self._records: deque[_Record] = deque()
+        self._records: deque[QueuedRecord] = deque()
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         self._waiting = 0  # callers waiting for room
         self._scheduled = False  # a drain task is scheduled or running
         self._closed = False
-        # Handed over, not acknowledged yet: each record's future by the async receipt that settles it.
-        self._unsettled: dict[Any, RecordFuture[Any]] = {}
+        # Handed over, not acknowledged yet: by the async receipt that settles them, a record's future, or the
+        # (future, receipt) pairs of the records a hand-over settles together.
+        self._unsettled: dict[Any, RecordFuture[Any] | list[tuple[RecordFuture[Any], Any]]] = {}
         self._context: contextvars.Context | None = None
         self._order: asyncio.Lock | None = None  # made on the loop, which owns it
 
@@ -106,8 +112,12 @@ class EnqueueQueue(Generic[R]):
             self._closed = True
             self._room.notify_all()
         self._fail_queued(ClosedError(f"{self._what} closed before the record was sent"))
-        for future in list(self._unsettled.values()):
-            future.finish(error=ClosedError(f"{self._what} closed before the record was acknowledged"))
+        error = ClosedError(f"{self._what} closed before the record was acknowledged")
+        for entry in list(self._unsettled.values()):
+            if isinstance(entry, RecordFuture):
+                entry.finish(error=error)
+            else:
+                RecordFuture.finish_many(entry, error=error)
 
     def _ordering(self) -> asyncio.Lock:
         if self._order is None:
@@ -124,22 +134,31 @@ class EnqueueQueue(Generic[R]):
                         return
 
     async def _hand_over(self) -> None:
-        records = self._records
+        # The whole deque at once: one acquisition of the lock per slice, not one per record.
+        with self._lock:
+            queued = self._records
+            if not queued:
+                return
+            self._records = deque()
+            if self._waiting:
+                self._room.notify_all()
+        records = RecordFuture.start_many(queued)  # those cancelled by their callers are not sent
+        if records:
+            await self.hand_over_slice(records)
+
+    async def hand_over_slice(self, records: Sequence[QueuedRecord]) -> None:
+        """On the loop: give ``records`` (their futures started) to the async producer in order, and see that
+        each record's future settles: with the error that refused it, else with its receipt once acknowledged
+        (registered in ``_unsettled`` meanwhile, for ``close``). This one awaits ``enqueue`` per record."""
         enqueue = self._enqueue
         unsettled = self._unsettled
         settle = self._settle  # one bound method for every record: no object made per record
         context = self._callback_context()
-        while records:
-            args, kwargs, future = records.popleft()
-            if self._waiting and len(records) <= self._limit // 2:
-                with self._lock:
-                    self._room.notify_all()
-            if not future.start():
-                continue  # cancelled by the caller before it was handed over
+        for at, (args, kwargs, future) in enumerate(records):
             try:
                 pending = await enqueue(*args, **kwargs)
             except asyncio.CancelledError:
-                future.finish(error=ClosedError(f"{self._what} closed before the record was sent"))
+                self.fail_unsent(records[at:])
                 raise
             except Exception as error:  # refused (a serializer, a closed producer): its future says why
                 future.finish(error=error)
@@ -151,6 +170,13 @@ class EnqueueQueue(Generic[R]):
             unsettled[pending] = future
             add_done_callback(settle, context=context)
 
+    def fail_unsent(self, records: Sequence[QueuedRecord]) -> None:
+        """Fail the futures of ``records``, which a cancelled hand-over never gave to the producer."""
+        RecordFuture.finish_many(
+            ((future, None) for _, _, future in records),
+            error=ClosedError(f"{self._what} closed before the record was sent"),
+        )
+
     def _callback_context(self) -> contextvars.Context:
         # The settling callback reads no context variable: one context for all, instead of a copy per record.
         if self._context is None:
@@ -160,7 +186,7 @@ class EnqueueQueue(Generic[R]):
     def _settle(self, done: Any) -> None:
         """On the loop, once the async receipt ``done`` is: resolve the record's future with its outcome."""
         future = self._unsettled.pop(done, None)
-        if future is None:
+        if not isinstance(future, RecordFuture):
             return  # failed by close already
         if done.cancelled():
             future.finish(error=ClosedError("the record was cancelled before the broker acknowledged it"))

@@ -21,11 +21,12 @@ It runs the async client of ``kafkawire`` in an event loop of its own (one threa
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Unpack, cast
 
 from kafkawire.admin import Admin as AsyncAdmin
@@ -34,12 +35,15 @@ from kafkawire.bulk import BulkMetadata
 from kafkawire.client import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions
 from kafkawire.client import Client as AsyncClient
 from kafkawire.consumer import Consumer as AsyncConsumer
+from kafkawire.delivery import BatchOutcome
+from kafkawire.delivery import RecordFuture as AsyncRecordFuture
 from kafkawire.group.metadata import GroupMetadata
 from kafkawire.message import Message, RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndTimestamp
 from kafkawire.producer import Producer as AsyncProducer
 from kafkawire.share.admin import ShareGroupDescription
+from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_clients import (
     BlockingAdmin,
     BlockingClient,
@@ -48,12 +52,80 @@ from mqwire.common.blocking_clients import (
     CallerSerializers,
     same_arguments,
 )
+from mqwire.common.blocking_enqueue import EnqueueQueue, QueuedRecord
+from mqwire.common.blocking_future import RecordFuture
 
 __all__ = ["Admin", "Client", "Consumer", "Producer", "connect"]
 
 
+class _SliceQueue(EnqueueQueue[RecordMetadata]):
+    """Hands a slice of records to the async producer in one call (``_enqueue_records``) and settles the
+    blocking futures per batch: one callback for the records of a slice that share a batch, not one per record."""
+
+    def __init__(self, bridge: Bridge, producer: AsyncProducer, what: str) -> None:
+        super().__init__(bridge, producer.enqueue, what=what)
+        self._enqueue_records = producer._enqueue_records
+
+    async def hand_over_slice(self, records: Sequence[QueuedRecord]) -> None:
+        """On the loop: buffer ``records`` in order; a refused one fails its own future, the others settle when
+        their batch is acknowledged."""
+        buffered: list[AsyncRecordFuture | Exception] = []
+        try:
+            await self._enqueue_records(records, buffered)
+        except asyncio.CancelledError:
+            self.fail_unsent(records[len(buffered) :])
+            self._watch(records, buffered)
+            raise
+        self._watch(records, buffered)
+
+    def _watch(self, records: Sequence[QueuedRecord], buffered: list[AsyncRecordFuture | Exception]) -> None:
+        # Group the records by batch: a slice's records mostly go to one batch after another, so the last
+        # batch is checked before the dictionary.
+        groups: dict[BatchOutcome, list[tuple[RecordFuture[Any], AsyncRecordFuture]]] = {}
+        last: BatchOutcome | None = None
+        group: list[tuple[RecordFuture[Any], AsyncRecordFuture]] = []
+        refused: list[tuple[RecordFuture[Any], Exception]] = []
+        for record, got in zip(records, buffered, strict=False):  # shorter when cancelled
+            if isinstance(got, Exception):
+                refused.append((record[2], got))
+                continue
+            outcome = got._outcome
+            if outcome is not last:
+                last = outcome
+                group = groups.get(outcome)  # type: ignore[assignment]
+                if group is None:
+                    group = groups[outcome] = []
+            group.append((record[2], got))
+        for future, error in refused:
+            future.finish(error=error)
+        unsettled = self._unsettled
+        settle = self._settle_batch
+        context = self._callback_context()
+        for group in groups.values():
+            first = group[0][1]
+            unsettled[first] = group
+            first.add_done_callback(settle, context=context)
+
+    def _settle_batch(self, done: AsyncRecordFuture) -> None:
+        """On the loop, once the batch of the receipt ``done`` is settled: every record of its group at once."""
+        group = self._unsettled.pop(done, None)
+        if group is None or isinstance(group, RecordFuture):
+            return  # failed by close already
+        error = done._outcome.error
+        if error is not None:
+            RecordFuture.finish_many(group, error=error)
+        else:
+            RecordFuture.finish_many(group, _RESULT)
+
+
+_RESULT = AsyncRecordFuture.result
+
+
 class Producer(BlockingProducer[RecordMetadata]):
     """A blocking Kafka producer; threads may share one."""
+
+    def _make_queue(self, bridge: Bridge, producer: Any, what: str) -> EnqueueQueue[RecordMetadata]:
+        return _SliceQueue(bridge, producer, what)
 
     @same_arguments(AsyncProducer.enqueue)
     def send(self, *args: Any, **kwargs: Any) -> RecordMetadata:
