@@ -88,6 +88,23 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_images(args: argparse.Namespace) -> int:
+    from mqwire.testing import images
+
+    names = [n.strip() for n in (args.only or "").split(",") if n.strip()] or list(images.IMAGE_NAMES)
+    tags = images.build(names)
+    _print(tags)
+    return 0
+
+
+def cmd_engine(args: argparse.Namespace) -> int:
+    from mqwire.testing import engine
+
+    done = engine.ensure(args.run_dir) if args.action == "start" else engine.stop(args.run_dir)
+    print(done, file=sys.stderr)
+    return 0
+
+
 def _clusters(launcher: Launcher) -> ClusterLauncher:
     return ClusterLauncher(state_dir=launcher.state.root)
 
@@ -248,6 +265,18 @@ def parser() -> argparse.ArgumentParser:
     kill.add_argument("names", nargs="*", help=names_help)
     kill.add_argument("--node", help=node_help + " to SIGKILL")
 
+    image = sub.add_parser("images", help="container images of the brokers, built here (no image registry needed)")
+    image.add_argument("action", choices=("build",), help="build what the Docker engine lacks (cached by content)")
+    image.add_argument(
+        "--only", metavar="NAME,...", help="images to build: kafka, kafka3, pulsar, tubemq, registry (default: all)"
+    )
+
+    engine = sub.add_parser("engine", help="a Docker engine for the containers: found, or installed and started")
+    engine.add_argument("action", choices=("start", "stop"), help="start: only when none answers; stop: only ours")
+    engine.add_argument(
+        "--run-dir", type=Path, default=Path("build"), help="where dockerd's pid and log go (default: build)"
+    )
+
     topic = sub.add_parser("create-topic", help="create a topic on a running broker")
     topic.add_argument("broker", choices=BROKER_NAMES)
     topic.add_argument("topic")
@@ -261,6 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "fetch":
         return cmd_fetch(args)
+    if args.command in ("images", "engine"):
+        try:
+            return cmd_images(args) if args.command == "images" else cmd_engine(args)
+        except (BrokerError, classpath.ClasspathError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
     launcher = Launcher(state_dir=args.state_dir)
     commands = {
         "start": cmd_start,

@@ -38,7 +38,7 @@ from mqwire.testing.procs import log_tails
 from mqwire.testing.providers import PROVIDERS, Provider, make_provider, parse_topics
 from mqwire.testing.tubemq_spares import FreshTopics, parse_spares, spare_topic_names
 
-E = TypeVar("E", KafkaBroker, PulsarBroker, TubeMQBroker)
+E = TypeVar("E", KafkaBroker, PulsarBroker, TubeMQBroker, SchemaRegistry)
 
 _provider_key = pytest.StashKey[Provider]()
 _spares_key = pytest.StashKey[dict[str, int]]()
@@ -171,17 +171,23 @@ def tubemq_fresh_topics(request: pytest.FixtureRequest, tubemq_broker: TubeMQBro
 
 
 @pytest.fixture(scope="session")
-def schema_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SchemaRegistry]:
+def schema_registry(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SchemaRegistry]:
     """A schema registry (``.url``, the base of its REST API), whatever the broker provider.
 
     ``MQWIRE_SCHEMA_REGISTRY_URL`` names one that runs; otherwise Apicurio Registry is started here (a JVM,
-    ready in about 20 s; it needs no broker) and stopped when the session ends. One that cannot start fails
-    the tests that need it.
+    ready in about 20 s; it needs no broker; in a container with ``--brokers=testcontainers``) and stopped
+    when the session ends. One that cannot start fails the tests that need it.
     """
     url = os.environ.get("MQWIRE_SCHEMA_REGISTRY_URL")
     if url:
         at = split_url(url, 8081)
         yield SchemaRegistry(at.host, at.port, url.rstrip("/"))
+        return
+    if _provider_name(request.config) == "testcontainers":
+        provider: Provider = request.getfixturevalue("mqwire_brokers")
+        yield _get(request, provider, "registry", SchemaRegistry)
         return
     from mqwire.testing.launcher import Launcher
 
