@@ -1,16 +1,17 @@
 """Records handed from blocking threads to a producer on the bridge's loop, in slices.
 
 A cross-thread call per record would cost a loop wake-up and two thread switches each. Instead ``put`` appends
-the record to a deque in the caller's thread and returns a ``concurrent.futures.Future`` at once; the first
-record of a burst schedules one drain task on the loop, which takes every record queued meanwhile at once (one
-swap of the deque under the lock) and hands the slice to the async producer in order (one drain at a time),
+the record to a list in the caller's thread (without a lock) and returns a ``concurrent.futures.Future`` at
+once; the first record of a burst schedules one drain task on the loop, which takes every record queued
+meanwhile at once (one acquisition of the lock) and hands the slice to the async producer in order (one drain
+at a time),
 then resolves each record's future from the loop when the broker acknowledges it. Callers of many threads may
 share one ``EnqueueQueue``.
 
 ``hand_over_slice`` is where a protocol's producer may take a slice faster than one ``await enqueue(...)`` per
 record (and settle its futures per batch): a subclass overrides it.
 
-The deque is bounded (``limit`` records): a caller that outruns the loop waits for room (Ctrl-C interrupts
+The list is bounded (``limit`` records): a caller that outruns the loop waits for room (Ctrl-C interrupts
 the wait), as the async ``enqueue`` waits while the producer's buffer is full.
 """
 
@@ -21,23 +22,24 @@ import concurrent.futures
 import contextvars
 import threading
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from itertools import compress
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError
 
-__all__ = ["YIELD_EVERY", "EnqueueQueue", "QueuedRecord"]
+__all__ = ["YIELD_EVERY", "EnqueueQueue", "Unsettled"]
 
 YIELD_EVERY = 256
 """Records queued and not yet handed over after which a caller yields the interpreter lock to the loop thread."""
 
 R = TypeVar("R")
 
-QueuedRecord: TypeAlias = tuple[tuple[Any, ...], Mapping[str, Any], "RecordFuture[Any]"]
-"""One queued record: the async ``enqueue``'s positional and keyword arguments, and the caller's future."""
+Unsettled: TypeAlias = "RecordFuture[Any] | tuple[Sequence[RecordFuture[Any]], Sequence[Any]]"
+"""What ``EnqueueQueue._unsettled`` holds by receipt: one record's future, or the futures of the records a
+hand-over settles together with their receipts."""
 
 
 class EnqueueQueue(Generic[R]):
@@ -50,16 +52,17 @@ class EnqueueQueue(Generic[R]):
         self._bridge = bridge
         self._enqueue = enqueue
         self._what = what
-        self._limit = limit
-        self._records: deque[QueuedRecord] = deque()
+        self._limit = 3 * limit
+        # Each record as three items in a row (no tuple of its own that the cycle collector would carry along
+        # while thousands wait): the positional arguments of ``enqueue``, its keyword arguments, the future.
+        self._records: list[Any] = []
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)
         self._waiting = 0  # callers waiting for room
         self._scheduled = False  # a drain task is scheduled or running
         self._closed = False
-        # Handed over, not acknowledged yet: by the async receipt that settles them, a record's future, or the
-        # (future, receipt) pairs of the records a hand-over settles together.
-        self._unsettled: dict[Any, RecordFuture[Any] | list[tuple[RecordFuture[Any], Any]]] = {}
+        # Handed over, not acknowledged yet, by the async receipt that settles them.
+        self._unsettled: dict[Any, Unsettled] = {}
         self._context: contextvars.Context | None = None
         self._order: asyncio.Lock | None = None  # made on the loop, which owns it
 
@@ -67,6 +70,25 @@ class EnqueueQueue(Generic[R]):
         """Queue one record (``enqueue(*args, **kwargs)``); the future is its receipt or its error."""
         self._bridge.check()  # from the loop thread a full queue would wait forever
         future: RecordFuture[R] = RecordFuture()
+        records = self._records
+        if len(records) >= self._limit or self._closed:
+            return self._put_waiting(args, kwargs, future)
+        # Without the lock: the list is never replaced, and an extend is one step under the interpreter lock.
+        # The flags are read after it, and the drain and close change them before they look at the list again
+        # (see _drain, close): a record is never left behind.
+        records += (args, kwargs, future)
+        if not self._scheduled or self._closed:
+            self._schedule()
+        elif len(records) % (3 * YIELD_EVERY) == 0:
+            # The loop thread is behind: give it the interpreter lock now rather than at the next forced
+            # switch (every 5 ms), so that it hands records over and sends while this thread goes on.
+            time.sleep(0)
+        return future
+
+    def _put_waiting(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], future: RecordFuture[R]
+    ) -> concurrent.futures.Future[R]:
+        """``put`` when the queue is full or closed: wait for room (or raise), then queue the record."""
         with self._lock:
             while len(self._records) >= self._limit and not self._closed:
                 self._waiting += 1
@@ -76,16 +98,20 @@ class EnqueueQueue(Generic[R]):
                     self._waiting -= 1
             if self._closed:
                 raise ClosedError(f"{self._what} is closed")
-            records = self._records
-            records.append((args, kwargs, future))
-            behind = len(records) % YIELD_EVERY == 0
+            self._records += (args, kwargs, future)
+        self._schedule()
+        return future
+
+    def _schedule(self) -> None:
+        """After an append: start a drain unless one runs (or fail the queued records once closed)."""
+        with self._lock:
+            closed = self._closed
             scheduled, self._scheduled = self._scheduled, True
+        if closed:
+            self._fail_queued(ClosedError(f"{self._what} is closed"))
+            raise ClosedError(f"{self._what} is closed")
         if scheduled:
-            if behind:
-                # The loop thread is behind: give it the interpreter lock now rather than at the next forced
-                # switch (every 5 ms), so that it hands records over and sends while this thread goes on.
-                time.sleep(0)
-            return future
+            return
         try:
             self._bridge.submit(self._drain)
         except BaseException:
@@ -93,7 +119,6 @@ class EnqueueQueue(Generic[R]):
                 self._scheduled = False
             self._fail_queued(ClosedError(f"{self._what} is closed"))
             raise
-        return future
 
     async def drained(self) -> None:
         """On the loop: hand every record queued so far to ``enqueue`` (``flush`` waits on them next).
@@ -117,7 +142,7 @@ class EnqueueQueue(Generic[R]):
             if isinstance(entry, RecordFuture):
                 entry.finish(error=error)
             else:
-                RecordFuture.finish_many(entry, error=error)
+                RecordFuture.finish_many(entry[0], error=error)
 
     def _ordering(self) -> asyncio.Lock:
         if self._order is None:
@@ -129,36 +154,46 @@ class EnqueueQueue(Generic[R]):
             while True:
                 await self._hand_over()
                 with self._lock:
+                    # Cleared before the list is looked at: a caller appending meanwhile either sees the flag
+                    # down (and schedules a drain) or appended before this look (and this drain goes on).
+                    self._scheduled = False
                     if not self._records:
-                        self._scheduled = False
                         return
+                    self._scheduled = True
 
     async def _hand_over(self) -> None:
-        # The whole deque at once: one acquisition of the lock per slice, not one per record.
+        # The whole queue at once: one acquisition of the lock per slice, not one per record.
         with self._lock:
-            queued = self._records
+            queued = self._take()
             if not queued:
                 return
-            self._records = deque()
             if self._waiting:
                 self._room.notify_all()
-        records = RecordFuture.start_many(queued)  # those cancelled by their callers are not sent
-        if records:
-            await self.hand_over_slice(records)
+        args, kwargs, futures = queued[0::3], queued[1::3], queued[2::3]
+        started = RecordFuture.start_many(futures)
+        if False in started:  # cancelled by their callers: not sent
+            args = list(compress(args, started))
+            kwargs = list(compress(kwargs, started))
+            futures = list(compress(futures, started))
+        if futures:
+            await self.hand_over_slice(args, kwargs, futures)
 
-    async def hand_over_slice(self, records: Sequence[QueuedRecord]) -> None:
-        """On the loop: give ``records`` (their futures started) to the async producer in order, and see that
-        each record's future settles: with the error that refused it, else with its receipt once acknowledged
-        (registered in ``_unsettled`` meanwhile, for ``close``). This one awaits ``enqueue`` per record."""
+    async def hand_over_slice(
+        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], futures: list[RecordFuture[Any]]
+    ) -> None:
+        """On the loop: give the records (``enqueue(*args[i], **kwargs[i])``, their ``futures`` started) to the
+        async producer in order, and see that each record's future settles: with the error that refused it,
+        else with its receipt once acknowledged (registered in ``_unsettled`` meanwhile, for ``close``). This
+        one awaits ``enqueue`` per record."""
         enqueue = self._enqueue
         unsettled = self._unsettled
         settle = self._settle  # one bound method for every record: no object made per record
         context = self._callback_context()
-        for at, (args, kwargs, future) in enumerate(records):
+        for at, future in enumerate(futures):
             try:
-                pending = await enqueue(*args, **kwargs)
+                pending = await enqueue(*args[at], **kwargs[at])
             except asyncio.CancelledError:
-                self.fail_unsent(records[at:])
+                self.fail_unsent(futures[at:])
                 raise
             except Exception as error:  # refused (a serializer, a closed producer): its future says why
                 future.finish(error=error)
@@ -170,12 +205,9 @@ class EnqueueQueue(Generic[R]):
             unsettled[pending] = future
             add_done_callback(settle, context=context)
 
-    def fail_unsent(self, records: Sequence[QueuedRecord]) -> None:
-        """Fail the futures of ``records``, which a cancelled hand-over never gave to the producer."""
-        RecordFuture.finish_many(
-            ((future, None) for _, _, future in records),
-            error=ClosedError(f"{self._what} closed before the record was sent"),
-        )
+    def fail_unsent(self, futures: Sequence[RecordFuture[Any]]) -> None:
+        """Fail ``futures``, whose records a cancelled hand-over never gave to the producer."""
+        RecordFuture.finish_many(futures, error=ClosedError(f"{self._what} closed before the record was sent"))
 
     def _callback_context(self) -> contextvars.Context:
         # The settling callback reads no context variable: one context for all, instead of a copy per record.
@@ -195,12 +227,19 @@ class EnqueueQueue(Generic[R]):
         else:
             future.finish(done.result())
 
-    def _fail_queued(self, error: BaseException) -> None:
-        while True:
-            try:
-                _, _, future = self._records.popleft()
-            except IndexError:
-                return
-            if future.start():
-                future.finish(error=error)
+    def _take(self) -> list[Any]:
+        """Every record queued so far, removed from the queue. Callers append without the lock: so the items
+        counted are removed, not the whole list (a copy then a clear could drop a record appended between)."""
+        records = self._records
+        count = len(records)
+        taken = records[:count]
+        del records[:count]
+        return taken
 
+    def _fail_queued(self, error: BaseException) -> None:
+        with self._lock:
+            queued = self._take()
+        if queued:
+            futures = queued[2::3]
+            RecordFuture.start_many(futures)  # a cancelled one stays cancelled; finish leaves it so
+            RecordFuture.finish_many(futures, error=error)

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 __all__ = ["RecordFuture"]
 
 T = TypeVar("T")
-ItemT = TypeVar("ItemT", bound=tuple[Any, ...])
 
 # concurrent.futures' own state names (module-private there, stable since 3.2).
 _PENDING = "PENDING"
@@ -118,58 +117,59 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
             pass
 
     @staticmethod
-    def start_many(items: Sequence[ItemT]) -> list[ItemT]:
-        """``start`` for the future last in each of ``items``, under one acquisition of the shared lock: the
-        items whose future started, in order (those cancelled by their caller are left out)."""
-        started: list[ItemT] = []
+    def start_many(futures: Sequence[RecordFuture[Any]]) -> list[bool]:
+        """``start`` for each of ``futures`` under one acquisition of the shared lock: whether each started
+        (False: cancelled by its caller, so its record is not sent)."""
+        started: list[bool] = []
         keep = started.append
-        slow: list[ItemT] = []
+        slow: list[int] = []
         with _SHARED:
-            for item in items:
-                future: RecordFuture[Any] = item[-1]
+            for future in futures:
                 if future._made_condition is None:
                     if future._state == _PENDING:
                         future._state = _RUNNING
-                        keep(item)
+                        keep(True)
+                    else:
+                        keep(False)
                 else:
-                    slow.append(item)
-        if not slow:
-            return started
-        # Another thread made a future's condition: its standard start, then the items back in their order.
-        chosen = {id(item) for item in started}
-        chosen.update(id(item) for item in slow if item[-1].set_running_or_notify_cancel())
-        return [item for item in items if id(item) in chosen]
+                    slow.append(len(started))
+                    keep(False)
+        for at in slow:  # another thread made the future's condition: its standard start
+            started[at] = futures[at].set_running_or_notify_cancel()
+        return started
 
     @staticmethod
     def finish_many(
-        pairs: Iterable[tuple[RecordFuture[Any], Any]],
+        futures: Sequence[RecordFuture[Any]],
+        sources: Sequence[Any] | None = None,
         read: Callable[[Any], Any] | None = None,
         error: BaseException | None = None,
     ) -> None:
-        """``finish`` for each ``(future, source)`` pair under one acquisition of the shared lock: with ``error``
-        every future fails with it, else each settles with ``read(source)`` (or ``source`` itself). ``read``
-        runs under the lock: it must be short and take no lock."""
-        slow: list[tuple[RecordFuture[Any], Any]] = []
+        """``finish`` for each of ``futures`` under one acquisition of the shared lock: with ``error`` every one
+        fails with it, else each settles with ``read(source)`` (or the source itself) of its source in
+        ``sources``. ``read`` runs under the lock: it must be short and take no lock."""
+        slow: list[int] = []
         with _SHARED:
-            for future, source in pairs:
+            for at, future in enumerate(futures):
                 if future._made_condition is None:
                     if future._state in (_PENDING, _RUNNING):
-                        if error is not None:
+                        if error is not None or sources is None:
                             future._exception = error
                         else:
                             try:
-                                future._result = source if read is None else read(source)
+                                future._result = sources[at] if read is None else read(sources[at])
                             except Exception as failed:  # the source's own error is the record's
                                 future._exception = failed
                         future._state = _FINISHED
                 else:
-                    slow.append((future, source))
-        for future, source in slow:  # a waiter or a callback to tell: the standard way, outside the lock
-            if error is not None:
+                    slow.append(at)
+        for at in slow:  # a waiter or a callback to tell: the standard way, outside the lock
+            future = futures[at]
+            if error is not None or sources is None:
                 future.finish(error=error)
                 continue
             try:
-                value = source if read is None else read(source)
+                value = sources[at] if read is None else read(sources[at])
             except Exception as failed:
                 future.finish(error=failed)
             else:

@@ -355,11 +355,15 @@ class Producer(AsyncResource):
             await asyncio.sleep(0)
         return future
 
-    async def _enqueue_records(self, records: Sequence[tuple[Any, ...]], into: list[RecordFuture | Exception]) -> None:
-        """``enqueue`` for many records in order, for the blocking producer's hand-over: each record's
-        ``RecordFuture``, or the error that refused it (that record only), is appended to ``into`` as it goes
-        (so a cancelled call leaves there what was buffered). Each of ``records`` begins with the positional
-        arguments and the keyword arguments of its ``enqueue``.
+    async def _enqueue_records(
+        self,
+        args: Sequence[tuple[Any, ...]],
+        kwargs: Sequence[Mapping[str, Any]],
+        into: list[RecordFuture | Exception],
+    ) -> None:
+        """``enqueue(*args[i], **kwargs[i])`` for many records in order, for the blocking producer's hand-over:
+        each record's ``RecordFuture``, or the error that refused it (that record only), is appended to ``into``
+        as it goes (so a cancelled call leaves there what was buffered).
 
         A bare value to the default topic's open batch goes in without a call; every other record through
         ``enqueue`` itself, with its checks, errors and waits (``max_block_ms``)."""
@@ -367,14 +371,14 @@ class Producer(AsyncResource):
         accumulator = self._accumulator
         sender = self._sender
         limit = self._fast_value_limit
-        for record in records:
-            args = record[0]
+        for at, positional in enumerate(args):
             batch = self._fast_batch
+            named = kwargs[at]
             if (
                 batch is not None
-                and not record[1]
-                and len(args) == 1
-                and type(value := args[0]) is bytes
+                and not named
+                and len(positional) == 1
+                and type(value := positional[0]) is bytes
                 and not batch.closed
                 and sender.fatal_error is None
                 and len(value) <= limit
@@ -387,7 +391,7 @@ class Producer(AsyncResource):
                         await asyncio.sleep(0)  # the batch is complete: let the sender ship it now
                     continue
             try:
-                keep(await self.enqueue(*args, **record[1]))
+                keep(await self.enqueue(*positional, **named))
             except Exception as error:  # refused: that record's error; the next ones go on
                 keep(error)
 

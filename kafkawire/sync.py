@@ -26,7 +26,7 @@ import concurrent.futures
 import contextlib
 import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Unpack, cast
 
 from kafkawire.admin import Admin as AsyncAdmin
@@ -52,7 +52,7 @@ from mqwire.common.blocking_clients import (
     CallerSerializers,
     same_arguments,
 )
-from mqwire.common.blocking_enqueue import EnqueueQueue, QueuedRecord
+from mqwire.common.blocking_enqueue import EnqueueQueue
 from mqwire.common.blocking_future import RecordFuture
 
 __all__ = ["Admin", "Client", "Consumer", "Producer", "connect"]
@@ -66,43 +66,45 @@ class _SliceQueue(EnqueueQueue[RecordMetadata]):
         super().__init__(bridge, producer.enqueue, what=what)
         self._enqueue_records = producer._enqueue_records
 
-    async def hand_over_slice(self, records: Sequence[QueuedRecord]) -> None:
-        """On the loop: buffer ``records`` in order; a refused one fails its own future, the others settle when
-        their batch is acknowledged."""
+    async def hand_over_slice(
+        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], futures: list[RecordFuture[Any]]
+    ) -> None:
+        """On the loop: buffer the records in order; a refused one fails its own future, the others settle
+        when their batch is acknowledged."""
         buffered: list[AsyncRecordFuture | Exception] = []
         try:
-            await self._enqueue_records(records, buffered)
+            await self._enqueue_records(args, kwargs, buffered)
         except asyncio.CancelledError:
-            self.fail_unsent(records[len(buffered) :])
-            self._watch(records, buffered)
+            self.fail_unsent(futures[len(buffered) :])
+            self._watch(futures, buffered)
             raise
-        self._watch(records, buffered)
+        self._watch(futures, buffered)
 
-    def _watch(self, records: Sequence[QueuedRecord], buffered: list[AsyncRecordFuture | Exception]) -> None:
-        # Group the records by batch: a slice's records mostly go to one batch after another, so the last
-        # batch is checked before the dictionary.
-        groups: dict[BatchOutcome, list[tuple[RecordFuture[Any], AsyncRecordFuture]]] = {}
+    def _watch(self, futures: list[RecordFuture[Any]], buffered: list[AsyncRecordFuture | Exception]) -> None:
+        # Group the records by batch, in two lists each (no object per record): a slice's records mostly go to
+        # one batch after another, so the last batch is checked before the dictionary.
+        groups: dict[BatchOutcome, tuple[list[RecordFuture[Any]], list[AsyncRecordFuture]]] = {}
         last: BatchOutcome | None = None
-        group: list[tuple[RecordFuture[Any], AsyncRecordFuture]] = []
-        refused: list[tuple[RecordFuture[Any], Exception]] = []
-        for record, got in zip(records, buffered, strict=False):  # shorter when cancelled
+        mine: list[RecordFuture[Any]] = []
+        theirs: list[AsyncRecordFuture] = []
+        for at, got in enumerate(buffered):
             if isinstance(got, Exception):
-                refused.append((record[2], got))
+                futures[at].finish(error=got)
                 continue
             outcome = got._outcome
             if outcome is not last:
                 last = outcome
-                group = groups.get(outcome)  # type: ignore[assignment]
+                group = groups.get(outcome)
                 if group is None:
-                    group = groups[outcome] = []
-            group.append((record[2], got))
-        for future, error in refused:
-            future.finish(error=error)
+                    group = groups[outcome] = ([], [])
+                mine, theirs = group
+            mine.append(futures[at])
+            theirs.append(got)
         unsettled = self._unsettled
         settle = self._settle_batch
         context = self._callback_context()
         for group in groups.values():
-            first = group[0][1]
+            first = group[1][0]
             unsettled[first] = group
             first.add_done_callback(settle, context=context)
 
@@ -113,9 +115,9 @@ class _SliceQueue(EnqueueQueue[RecordMetadata]):
             return  # failed by close already
         error = done._outcome.error
         if error is not None:
-            RecordFuture.finish_many(group, error=error)
+            RecordFuture.finish_many(group[0], error=error)
         else:
-            RecordFuture.finish_many(group, _RESULT)
+            RecordFuture.finish_many(group[0], group[1], _RESULT)
 
 
 _RESULT = AsyncRecordFuture.result
@@ -123,6 +125,14 @@ _RESULT = AsyncRecordFuture.result
 
 class Producer(BlockingProducer[RecordMetadata]):
     """A blocking Kafka producer; threads may share one."""
+
+    def __init__(
+        self, bridge: Bridge, producer: AsyncProducer, what: str, serializers: CallerSerializers | None = None
+    ) -> None:
+        """Wrap ``producer`` (see ``BlockingProducer``)."""
+        super().__init__(bridge, producer, what, serializers)
+        # Bytes values pass the caller's serializers unchanged when there is no value serializer.
+        self._bare_values = serializers is None or serializers.value is None
 
     def _make_queue(self, bridge: Bridge, producer: Any, what: str) -> EnqueueQueue[RecordMetadata]:
         return _SliceQueue(bridge, producer, what)
@@ -135,6 +145,8 @@ class Producer(BlockingProducer[RecordMetadata]):
     @same_arguments(AsyncProducer.enqueue)
     def enqueue(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future[RecordMetadata]:
         """Buffer one record; the future resolves with its ``RecordMetadata`` once acknowledged."""
+        if not kwargs and self._bare_values and len(args) == 1 and type(args[0]) is bytes:
+            return self._queue.put(args, kwargs)  # a bare value, nothing to serialize: straight to the queue
         return self._enqueue(args, kwargs)
 
     @same_arguments(AsyncProducer.enqueue_many)
