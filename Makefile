@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # The event loop of the async tests: both (each async test on asyncio's loop and on uvloop), asyncio or uvloop.
 TEST_LOOP ?= both
 
-.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak proof reference-pauses dist test-cluster docs spark-env sanitizers kerberos
+.PHONY: all venv brokers-classpath test unit lint proto demo bench bench-spark-cluster fuzz clean soak proof reference-pauses dist test-cluster docs spark-env sanitizers kerberos docker-engine images test-containers
 
 all: test
 
@@ -159,3 +159,29 @@ soak: $(STAMP) brokers-classpath
 .PHONY: test-matrix
 test-matrix: $(STAMP) brokers-classpath
 	$(PY) tests/matrix.py $(MATRIX_ARGS)
+
+# The brokers in containers (mqwire.testing.containers), with images built here and no image registry.
+# docker-engine: nothing when an engine answers; otherwise Debian's docker.io and debootstrap are installed where
+# missing (apt-get, as root) and dockerd started in the background, its pid and log in $(DOCKER_RUN_DIR).
+# `$(PY) -m mqwire.testing engine stop --run-dir $(DOCKER_RUN_DIR)` stops it (only a dockerd started there).
+DOCKER_RUN_DIR := build/docker
+docker-engine: $(STAMP)
+	$(PY) -m mqwire.testing engine start --run-dir $(DOCKER_RUN_DIR)
+
+# The images of Kafka 4.3 and 3.9, Pulsar, TubeMQ and the schema registry, from a debootstrap base and the
+# launcher's jars; tagged by content, so an unchanged tree builds nothing.
+images: $(STAMP) brokers-classpath docker-engine
+	$(PY) -m mqwire.testing images build
+
+# The contract suite (asyncio's loop; the async and blocking API, not the guides' blocks), the examples and the containers' own tests against the brokers in
+# containers, then a check that nothing labelled is left; the dockerd started for the run is stopped whatever
+# failed (so the engine and the images are set up here rather than as prerequisites).
+CONTAINER_TESTS := tests/contract/test_contract.py tests/contract/test_contract_blocking.py tests/integration/test_examples.py \
+	examples/testing tests/containers/test_provider.py
+test-containers: $(STAMP) brokers-classpath
+	$(PY) -m mqwire.testing engine start --run-dir $(DOCKER_RUN_DIR) || exit 1; \
+	$(PY) -m mqwire.testing images build && \
+	$(PY) -m pytest $(CONTAINER_TESTS) --brokers=testcontainers --loop=asyncio -p no:cacheprovider --durations=20 $(PYTEST_ARGS); \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no container tests: the suite is broken" >&2; rc=1; fi; \
+	$(PY) -m pytest tests/containers/test_nothing_left.py -q -p no:cacheprovider || rc=1; \
+	$(PY) -m mqwire.testing engine stop --run-dir $(DOCKER_RUN_DIR); exit $$rc

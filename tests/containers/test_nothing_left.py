@@ -3,7 +3,7 @@ every container and network it labelled, whether its tests passed, failed or wer
 
 from __future__ import annotations
 
-import docker
+import docker  # type: ignore[import-untyped]
 
 from mqwire.testing.containers import LABEL
 

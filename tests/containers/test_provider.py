@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
+import docker  # type: ignore[import-untyped]
 import pytest
 
 from mqwire.testing import containers, engine, images
