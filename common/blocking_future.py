@@ -35,6 +35,7 @@ T = TypeVar("T")
 _PENDING = "PENDING"
 _RUNNING = "RUNNING"
 _FINISHED = "FINISHED"
+_CANCELLED = "CANCELLED"
 
 _SHARED = threading.Lock()  # guards every RecordFuture's condition-less state, and the making of its condition
 
@@ -134,8 +135,11 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 else:
                     slow.append(len(started))
                     keep(False)
-        for at in slow:  # another thread made the future's condition: its standard start
-            started[at] = futures[at].set_running_or_notify_cancel()
+        for at in slow:  # another thread made the future's condition: its standard start, unless started
+            future = futures[at]
+            with future._condition:
+                if future._state in (_PENDING, _CANCELLED):
+                    started[at] = future.set_running_or_notify_cancel()
         return started
 
     @staticmethod

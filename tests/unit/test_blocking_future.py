@@ -132,3 +132,45 @@ def test_a_settled_future_holds_no_lists_until_a_second_thread_needs_them() -> N
     assert not hasattr(future, "_done_callbacks") and not hasattr(future, "_waiters")
     future.add_done_callback(lambda f: None)
     assert future._done_callbacks is not None
+
+
+def test_start_many_starts_each_future_once_and_reports_the_cancelled() -> None:
+    futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(4)]
+    assert futures[1].cancel()
+    waited: list[object] = []
+    futures[2].add_done_callback(waited.append)  # its condition exists: the standard start
+    assert RecordFuture.start_many(futures) == [True, False, True, True]
+    assert [future.running() for future in futures] == [True, False, True, True]
+    assert RecordFuture.start_many(futures) == [False, False, False, False]  # started already: not again
+
+
+def test_finish_many_settles_each_with_its_own_result_or_all_with_one_error() -> None:
+    futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(3)]
+    RecordFuture.start_many(futures)
+    told: list[object] = []
+    futures[1].add_done_callback(told.append)
+    RecordFuture.finish_many(futures, [1, 2, 3], lambda source: source * 10)
+    assert [future.result(0) for future in futures] == [10, 20, 30]
+    assert told == [futures[1]]
+    assert futures[0]._made_condition is None  # settled the short way
+
+    failed: list[RecordFuture[object]] = [RecordFuture() for _ in range(3)]
+    RecordFuture.start_many(failed)
+    error = ConnectionError("the batch failed")
+    RecordFuture.finish_many(failed, [1, 2, 3], error=error)
+    assert all(future.exception(0) is error for future in failed)
+    RecordFuture.finish_many(failed, [4, 5, 6])  # settled already: nothing changes
+    assert all(future.exception(0) is error for future in failed)
+
+
+def test_finish_many_wakes_a_waiter_in_another_thread() -> None:
+    futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(2)]
+    RecordFuture.start_many(futures)
+    results: list[object] = []
+    waiter = threading.Thread(target=lambda: results.append(futures[0].result(30)))
+    waiter.start()
+    while futures[0]._made_condition is None:  # the waiter is in result(): the condition is made
+        threading.Event().wait(0.001)
+    RecordFuture.finish_many(futures, ["a", "b"])
+    waiter.join(30)
+    assert results == ["a"] and futures[1].result(0) == "b"

@@ -1,0 +1,177 @@
+"""The blocking Kafka producer's hand-over in slices and its settling per batch.
+
+``_enqueue_records`` buffers a slice of records in order without a coroutine per record (a refused record fails
+alone); the blocking queue settles the futures of the records sharing a batch in one callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+import kafkawire
+from kafkawire.delivery import BatchOutcome, RecordFuture
+from kafkawire.message import RecordMetadata
+from kafkawire.producer import Producer as AsyncProducer
+from kafkawire.sync import _SliceQueue
+from mqwire.common.blocking import Bridge
+from mqwire.common.errors import ClosedError, OptionTypeError, SerializationError
+
+LIVENESS = 30.0
+
+
+@pytest.fixture
+def bridge() -> Iterator[Bridge]:
+    made = Bridge("test-bridge")
+    try:
+        yield made
+    finally:
+        made.stop()
+
+
+def offline_producer() -> AsyncProducer:
+    """A producer of topic "t" (two partitions) whose records stay buffered: nothing is sent."""
+    client = kafkawire.connect("kafka://127.0.0.1:1")
+    producer = client.producer("t")
+    producer._running = True  # no sender: the accumulator keeps every record
+    producer._topics["t"] = (producer._session.metadata.version, [0, 1], [0, 1])
+    return producer
+
+
+async def test_a_slice_is_buffered_in_order_and_a_refused_record_fails_alone() -> None:
+    producer = offline_producer()
+    args: list[tuple[Any, ...]] = [(f"v{i}".encode(),) for i in range(6)]
+    kwargs: list[Mapping[str, Any]] = [{} for _ in range(6)]
+    kwargs[2] = {"timestamp_ms": "yesterday"}  # refused by enqueue's own check
+    kwargs[4] = {"partition": 1, "key": b"k"}  # not a bare value: the full way, to another partition
+    buffered: list[RecordFuture | Exception] = []
+    await producer._enqueue_records(args, kwargs, buffered)
+
+    assert len(buffered) == 6
+    assert isinstance(buffered[2], OptionTypeError)
+    records = [got for got in buffered if not isinstance(got, Exception)]
+    assert [got._outcome.partition for got in records] == [0, 0, 0, 1, 0]
+    sticky = [got for got in records if got._outcome.partition == 0]
+    assert len({id(got._outcome) for got in sticky}) == 1  # one batch for the bare values
+    assert [got._index for got in sticky] == [0, 1, 2, 3]  # in the order given, the refused one skipped
+    batch = producer._accumulator.open_batch("t", 0)
+    assert batch is not None and batch.outcome is sticky[0]._outcome and len(batch.outcome) == 4
+
+
+async def test_records_of_the_slow_way_in_a_slice_keep_their_place() -> None:
+    producer = offline_producer()
+    args: list[tuple[Any, ...]] = [(b"a",), (b"b",), (b"c",)]
+    kwargs: list[Mapping[str, Any]] = [{}, {"headers": {"h": b"1"}}, {}]
+    buffered: list[RecordFuture | Exception] = []
+    await producer._enqueue_records(args, kwargs, buffered)
+    assert all(isinstance(got, RecordFuture) for got in buffered)
+    indexes = [(got._outcome.partition, got._index) for got in buffered if isinstance(got, RecordFuture)]
+    assert indexes == [(0, 0), (0, 1), (0, 2)]
+
+
+class _ScriptedProducer:
+    """The async producer's two ways of buffering, onto batches of three records settled by the test."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[BatchOutcome] = []
+        self.calls = 0
+
+    def _place(self, value: bytes) -> RecordFuture:
+        outcomes = self.outcomes
+        if not outcomes or len(outcomes[-1]) == 3:
+            outcomes.append(BatchOutcome.on_running_loop("t", 0))
+        outcome = outcomes[-1]
+        index = len(outcome.timestamps)
+        outcome.timestamps.append(1000 + index)
+        return RecordFuture(outcome, index)
+
+    async def enqueue(self, value: bytes) -> RecordFuture:
+        if value == b"bad":
+            raise SerializationError("refused")
+        return self._place(value)
+
+    async def _enqueue_records(
+        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], into: list[Any]
+    ) -> None:
+        self.calls += 1
+        for positional, named in zip(args, kwargs, strict=True):
+            try:
+                into.append(await self.enqueue(*positional, **named))
+            except Exception as error:
+                into.append(error)
+
+
+def test_the_records_of_a_batch_settle_in_one_callback_in_order(
+    bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted = _ScriptedProducer()
+    queue = _SliceQueue(bridge, scripted, "test producer")  # type: ignore[arg-type]
+    gate = threading.Event()
+
+    async def hold() -> None:  # the loop is busy while the records are queued: they go over in one slice
+        await asyncio.to_thread(gate.wait, LIVENESS)
+
+    bridge.submit(hold)
+    settles: list[object] = []
+    settle = queue._settle_batch
+
+    def counted(done: RecordFuture) -> None:
+        settles.append(done)
+        settle(done)
+
+    monkeypatch.setattr(queue, "_settle_batch", counted)
+    values = [b"0", b"1", b"bad", b"3", b"4", b"5", b"6"]
+    futures = [queue.put((value,), {}) for value in values]
+    gate.set()
+    bridge.call(queue.drained)
+    assert scripted.calls == 1
+    assert len(scripted.outcomes) == 2  # six buffered records: two batches of three
+
+    async def acknowledge() -> None:
+        scripted.outcomes[0].succeed(100)
+        scripted.outcomes[1].fail(ConnectionError("lost"))
+        await asyncio.sleep(0)
+
+    bridge.call(acknowledge)
+    with pytest.raises(SerializationError):
+        futures[2].result(LIVENESS)
+    got = [futures[i].result(LIVENESS) for i in (0, 1, 3)]
+    assert got == [RecordMetadata("t", 0, 100, 1000), RecordMetadata("t", 0, 101, 1001),
+                   RecordMetadata("t", 0, 102, 1002)]
+    for i in (4, 5, 6):
+        with pytest.raises(ConnectionError):
+            futures[i].result(LIVENESS)
+    assert len(settles) == 2  # one callback per batch, not one per record
+    assert not queue._unsettled
+
+
+def test_a_future_waited_on_in_another_thread_is_settled_with_its_batch(bridge: Bridge) -> None:
+    scripted = _ScriptedProducer()
+    queue = _SliceQueue(bridge, scripted, "test producer")  # type: ignore[arg-type]
+    futures = [queue.put((f"{i}".encode(),), {}) for i in range(3)]
+    done: list[object] = []
+    futures[1].add_done_callback(done.append)  # the future's condition exists: the standard way settles it
+    bridge.call(queue.drained)
+
+    async def acknowledge() -> None:
+        scripted.outcomes[0].succeed(7)
+        await asyncio.sleep(0)
+
+    bridge.call(acknowledge)
+    assert [future.result(LIVENESS).offset for future in futures] == [7, 8, 9]
+    assert done == [futures[1]]
+
+
+def test_records_not_acknowledged_fail_when_the_queue_closes(bridge: Bridge) -> None:
+    scripted = _ScriptedProducer()
+    queue = _SliceQueue(bridge, scripted, "test producer")  # type: ignore[arg-type]
+    futures = [queue.put((f"{i}".encode(),), {}) for i in range(4)]
+    bridge.call(queue.drained)
+    queue.close()
+    for future in futures:
+        with pytest.raises(ClosedError):
+            future.result(LIVENESS)
