@@ -13,6 +13,7 @@ sizes, the code that builds it), so a build on an unchanged tree finds its image
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import inspect
 import io
@@ -245,6 +246,21 @@ def _build_broker(engine: Any, tag: str, base: str, found: Layout, log: Log) -> 
             container.remove(force=True)
 
 
+def _failing(name: str, tag: str, step: Callable[[], None]) -> None:
+    """Run one image's build; whatever the engine or a tool raises becomes an :class:`ImageError` naming it."""
+    try:
+        step()
+    except ImageError:
+        raise
+    except Exception as err:  # the SDK's, requests' and OS errors alike
+        raise ImageError(
+            f"building the {name} image {tag} failed: {type(err).__name__}: {err}. Nothing was tagged; "
+            f"`python -m mqwire.testing images build --only {name}` tries again once the cause is fixed"
+            if name != "base"
+            else f"building the base image {tag} failed: {type(err).__name__}: {err}"
+        ) from err
+
+
 def build(names: Sequence[str] = IMAGE_NAMES, log: Log = _stderr, engine: Any = None) -> dict[str, str]:
     """Build the images of ``names`` that the engine lacks (the base first); returns name -> tag."""
     unknown = [n for n in names if n not in IMAGE_NAMES]
@@ -255,7 +271,7 @@ def build(names: Sequence[str] = IMAGE_NAMES, log: Log = _stderr, engine: Any = 
     if present(engine, base):
         log(f"base: {base} is there")
     else:
-        _build_base(engine, base, log)
+        _failing("base", base, lambda: _build_base(engine, base, log))
     tags: dict[str, str] = {}
     for name in names:
         entries = classpath.cached(CLASSPATH_OF[name]) or classpath.resolve(CLASSPATH_OF[name])
@@ -264,7 +280,7 @@ def build(names: Sequence[str] = IMAGE_NAMES, log: Log = _stderr, engine: Any = 
         if present(engine, tag):
             log(f"{name}: {tag} is there")
         else:
-            _build_broker(engine, tag, base, found, log)
+            _failing(name, tag, functools.partial(_build_broker, engine, tag, base, found, log))
             log(f"{name}: built {tag}")
         tags[name] = tag
     return tags

@@ -222,3 +222,29 @@ def test_leftovers_of_a_killed_session_go_at_the_next_start(docker_engine: objec
     finally:
         provider.close()
         containers.remove_labelled(docker_engine, "test-running")
+
+
+class _RefusingEngine:
+    """An engine that has the base image, lacks every other, and refuses to create a container."""
+
+    class images:
+        @staticmethod
+        def get(tag: str) -> object:
+            if "/base:" in tag:
+                return object()
+            raise docker.errors.ImageNotFound(tag)
+
+    class containers:
+        @staticmethod
+        def create(*args: object, **kwargs: object) -> object:
+            raise docker.errors.APIError("no space left on device")
+
+
+def test_an_image_that_fails_to_build_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jar = tmp_path / "kafka_2.13-4.3.1.jar"
+    jar.write_bytes(b"jar")
+    monkeypatch.setattr(images.classpath, "cached", lambda name: [str(jar)])
+    lines: list[str] = []
+    with pytest.raises(images.ImageError, match=r"building the kafka image mqwire-testing/kafka:\w+ failed: "
+                       r"APIError: no space left on device.*images build --only kafka"):
+        images.build(["kafka"], log=lines.append, engine=_RefusingEngine())
