@@ -136,8 +136,13 @@ def ensure(run_dir: Path, timeout: float = START_TIMEOUT) -> str:
     Returns a line saying what was done. Fails with :class:`EngineError` naming the log within ``timeout``
     per storage driver tried.
     """
-    if answers() is None:
+    why = answers()
+    if why is None:
         return "a Docker engine answers; nothing to do"
+    if os.environ.get("DOCKER_HOST"):
+        # A dockerd started here would listen on the default socket, which the client would not use.
+        raise EngineError(f"DOCKER_HOST={os.environ['DOCKER_HOST']} does not answer ({why}); start that engine, "
+                          "or unset DOCKER_HOST to have one started here")
     installed = install_missing()
     dockerd = _which("dockerd")
     if dockerd is None:

@@ -248,3 +248,10 @@ def test_an_image_that_fails_to_build_is_named(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(images.ImageError, match=r"building the kafka image mqwire-testing/kafka:\w+ failed: "
                        r"APIError: no space left on device.*images build --only kafka"):
         images.build(["kafka"], log=lines.append, engine=_RefusingEngine())
+
+
+def test_ensure_starts_nothing_for_an_engine_named_elsewhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/elsewhere.sock")
+    with pytest.raises(engine.EngineError, match=r"elsewhere\.sock does not answer"):
+        engine.ensure(tmp_path)
+    assert list(tmp_path.iterdir()) == []
