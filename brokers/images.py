@@ -66,7 +66,7 @@ def mirror() -> str:
 
 def base_tag() -> str:
     """``mqwire-testing/base:<hash>`` of the suite, the packages and the code that builds it."""
-    return f"{REPOSITORY}/base:{_digest(SUITE, PACKAGES, inspect.getsource(_build_base))}"
+    return f"{REPOSITORY}/base:{_digest(SUITE, PACKAGES, _code()['base'])}"
 
 
 # ------------------------------------------------------------------------------------------ layout
@@ -119,8 +119,7 @@ def image_tag(name: str, found: Layout | None = None) -> str:
     if name not in IMAGE_NAMES:
         raise ImageError(f"no image for {name!r}; choose from {', '.join(IMAGE_NAMES)}")
     found = found or layout(name)
-    code = inspect.getsource(_build_broker) + inspect.getsource(layout)
-    return f"{REPOSITORY}/{name}:{_digest(base_tag(), name, found.fingerprint(), code)}"
+    return f"{REPOSITORY}/{name}:{_digest(base_tag(), name, found.fingerprint(), _code()['broker'])}"
 
 
 # ------------------------------------------------------------------------------------------ engine
@@ -261,6 +260,15 @@ def _failing(name: str, tag: str, step: Callable[[], None]) -> None:
         ) from err
 
 
+@functools.cache
+def _code() -> dict[str, str]:
+    # Read once: a source file edited while this process runs must not change the tags it computes.
+    return {
+        "base": inspect.getsource(_build_base),
+        "broker": inspect.getsource(_build_broker) + inspect.getsource(layout),
+    }
+
+
 def build(names: Sequence[str] = IMAGE_NAMES, log: Log = _stderr, engine: Any = None) -> dict[str, str]:
     """Build the images of ``names`` that the engine lacks (the base first); returns name -> tag."""
     unknown = [n for n in names if n not in IMAGE_NAMES]
@@ -284,6 +292,9 @@ def build(names: Sequence[str] = IMAGE_NAMES, log: Log = _stderr, engine: Any = 
             log(f"{name}: built {tag}")
         tags[name] = tag
     return tags
+
+
+_code()  # at import, with the source this process runs
 
 
 __all__ = ["IMAGE_NAMES", "ImageError", "Layout", "base_tag", "build", "client", "image_tag", "layout", "present"]
