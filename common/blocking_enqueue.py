@@ -37,9 +37,9 @@ YIELD_EVERY = 256
 
 R = TypeVar("R")
 
-Unsettled: TypeAlias = "RecordFuture[Any] | tuple[Sequence[RecordFuture[Any]], Sequence[Any]]"
-"""What ``EnqueueQueue._unsettled`` holds by receipt: one record's future, or the futures of the records a
-hand-over settles together with their receipts."""
+Unsettled: TypeAlias = "RecordFuture[Any] | list[tuple[Sequence[RecordFuture[Any]], Any]]"
+"""What ``EnqueueQueue._unsettled`` holds by receipt: one record's future, or runs of the futures a hand-over
+settles together, each with what it needs to settle them."""
 
 
 class EnqueueQueue(Generic[R]):
@@ -142,7 +142,8 @@ class EnqueueQueue(Generic[R]):
             if isinstance(entry, RecordFuture):
                 entry.finish(error=error)
             else:
-                RecordFuture.finish_many(entry[0], error=error)
+                for futures, _ in entry:
+                    RecordFuture.finish_many(futures, error=error)
 
     def _ordering(self) -> asyncio.Lock:
         if self._order is None:

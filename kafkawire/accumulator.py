@@ -275,6 +275,18 @@ class Accumulator:
             self.seal(batch)
         return RecordFuture(outcome, index)
 
+    def append_values_now(self, batch: ProducerBatch, values: list[bytes | None], start: int, stop: int) -> int:
+        """``append_now`` for ``values[start:stop]`` in one pass, all stamped now: how many went in (as many as
+        fit, from ``start``), at the places from ``len(batch.outcome)`` before the call. The batch is closed
+        once full or once a value did not fit."""
+        timestamp = time.time_ns() // 1_000_000
+        added = batch.builder.append_many(timestamp, None, values, None, start, stop)
+        if added:
+            batch.outcome.timestamps.extend(itertools.repeat(timestamp, added))
+        if added < stop - start or batch.builder.size >= batch.limit:
+            self.seal(batch)
+        return added
+
     def open_batch(self, topic: str, partition: int) -> ProducerBatch | None:
         """The partition's batch still taking records, if any."""
         queue = self._queues.get((topic, partition))  # type: ignore[call-overload]

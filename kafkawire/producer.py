@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import operator
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
@@ -18,7 +19,7 @@ from kafkawire import errors
 from kafkawire.accumulator import Accumulator, ProducerBatch, estimate_record_size
 from kafkawire.buffer_waits import BufferWaits
 from kafkawire.bulk import BulkMetadata, BulkSend
-from kafkawire.delivery import RecordFuture
+from kafkawire.delivery import BatchOutcome, RecordFuture
 from kafkawire.message import RecordMetadata
 from kafkawire.metadata import TopicPartition
 from kafkawire.offsets import OffsetAndMetadata
@@ -45,6 +46,7 @@ INT32_MAX = 2**31 - 1
 # Record timestamps are int64 milliseconds; like the Java producer, a negative one is refused (brokers do too).
 INT64_MAX = 2**63 - 1
 _BYTES_TYPES = (bytes, bytearray, memoryview)
+_FIRST = operator.itemgetter(0)
 
 
 class Producer(AsyncResource):
@@ -359,41 +361,73 @@ class Producer(AsyncResource):
         self,
         args: Sequence[tuple[Any, ...]],
         kwargs: Sequence[Mapping[str, Any]],
-        into: list[RecordFuture | Exception],
+        into: list[tuple[int, int, BatchOutcome | Exception, int]],
     ) -> None:
-        """``enqueue(*args[i], **kwargs[i])`` for many records in order, for the blocking producer's hand-over:
-        each record's ``RecordFuture``, or the error that refused it (that record only), is appended to ``into``
-        as it goes (so a cancelled call leaves there what was buffered).
+        """``enqueue(*args[i], **kwargs[i])`` for many records in order, for the blocking producer's hand-over.
 
-        A bare value to the default topic's open batch goes in without a call; every other record through
-        ``enqueue`` itself, with its checks, errors and waits (``max_block_ms``)."""
-        keep = into.append
+        What became of them is appended to ``into`` as it goes (so a cancelled call leaves there what was
+        buffered), in order, as runs ``(start, stop, outcome, first)``: records ``start``..``stop`` went into
+        the batch of ``outcome`` at the places from ``first``; or ``(i, i + 1, error, -1)``: record ``i`` was
+        refused with ``error`` (that record only; the next ones go on).
+
+        Bare values to the default topic's open batch go in a run at a time, stamped when they go in, as
+        ``enqueue`` stamps them; every other record through ``enqueue`` itself, with its checks, errors and
+        waits (``max_block_ms``)."""
+        count = len(args)
+        values = self._bare_values(args, kwargs)
         accumulator = self._accumulator
         sender = self._sender
         limit = self._fast_value_limit
-        for at, positional in enumerate(args):
+        at = 0
+        while at < count:
             batch = self._fast_batch
-            named = kwargs[at]
-            if (
-                batch is not None
-                and not named
-                and len(positional) == 1
-                and type(value := positional[0]) is bytes
-                and not batch.closed
-                and sender.fatal_error is None
-                and len(value) <= limit
-            ):
-                # enqueue's short way, without a coroutine per record (see there).
-                future = accumulator.append_now(batch, value)
-                if future is not None:
-                    keep(future)
+            fast = batch is not None and not batch.closed and sender.fatal_error is None
+            if fast and values is not None:
+                assert batch is not None
+                first = len(batch.outcome)
+                added = accumulator.append_values_now(batch, values, at, count)
+                if added:
+                    _add_run(into, at, at + added, batch.outcome, first)
+                    at += added
                     if batch.closed:
                         await asyncio.sleep(0)  # the batch is complete: let the sender ship it now
                     continue
+                fast = False  # nothing fitted and the batch is closed: the full way opens the next one
+            positional, named = args[at], kwargs[at]
+            future: RecordFuture | None = None
             try:
-                keep(await self.enqueue(*positional, **named))
-            except Exception as error:  # refused: that record's error; the next ones go on
-                keep(error)
+                if (
+                    fast
+                    and batch is not None
+                    and not named
+                    and len(positional) == 1
+                    and type(value := positional[0]) is bytes
+                    and len(value) <= limit
+                ):
+                    future = accumulator.append_now(batch, value)  # enqueue's short way (see there)
+                if future is None:
+                    future = await self.enqueue(*positional, **named)
+                    batch = None
+            except Exception as error:
+                into.append((at, at + 1, error, -1))
+                at += 1
+                continue
+            _add_run(into, at, at + 1, future._outcome, future._index)
+            at += 1
+            if batch is not None and batch.closed:
+                await asyncio.sleep(0)
+
+    def _bare_values(
+        self, args: Sequence[tuple[Any, ...]], kwargs: Sequence[Mapping[str, Any]]
+    ) -> list[bytes | None] | None:
+        """The values of a slice whose records are all bare values the short way takes (bytes, no keyword
+        argument, none too large), found without a step per record in Python; else None."""
+        if not args or kwargs.count({}) != len(kwargs) or set(map(len, args)) != {1}:
+            return None
+        values: list[bytes | None] = list(map(_FIRST, args))
+        if set(map(type, values)) != {bytes} or max(map(len, values)) > self._fast_value_limit:  # type: ignore[arg-type]
+            return None
+        return values
 
     async def enqueue_many(
         self,
@@ -720,6 +754,19 @@ _BARE_RECORD = HEADER_SIZE + estimate_record_size(None, None, ())
 
 
 _PLAIN = frozenset((bytes, type(None)))
+
+
+def _add_run(
+    runs: list[tuple[int, int, BatchOutcome | Exception, int]], start: int, stop: int, outcome: BatchOutcome, first: int
+) -> None:
+    """Records ``start``..``stop`` went into ``outcome``'s batch from place ``first``: the last run goes on when
+    they follow it there, else a run begins."""
+    if runs:
+        last_start, last_stop, last_outcome, last_first = runs[-1]
+        if last_outcome is outcome and last_stop == start and last_first + start - last_start == first:
+            runs[-1] = (last_start, stop, outcome, last_first)
+            return
+    runs.append((start, stop, outcome, first))
 
 
 def _pick(items: list[Any] | None, indices: list[int]) -> list[Any] | None:

@@ -26,7 +26,7 @@ import concurrent.futures
 import contextlib
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Unpack, cast
 
 from kafkawire.admin import Admin as AsyncAdmin
@@ -58,6 +58,9 @@ from mqwire.common.blocking_future import RecordFuture
 __all__ = ["Admin", "Client", "Consumer", "Producer", "connect"]
 
 
+_Run = tuple[int, int, BatchOutcome | Exception, int]  # see AsyncProducer._enqueue_records
+
+
 class _SliceQueue(EnqueueQueue[RecordMetadata]):
     """Hands a slice of records to the async producer in one call (``_enqueue_records``) and settles the
     blocking futures per batch: one callback for the records of a slice that share a batch, not one per record."""
@@ -71,56 +74,51 @@ class _SliceQueue(EnqueueQueue[RecordMetadata]):
     ) -> None:
         """On the loop: buffer the records in order; a refused one fails its own future, the others settle
         when their batch is acknowledged."""
-        buffered: list[AsyncRecordFuture | Exception] = []
+        runs: list[_Run] = []
         try:
-            await self._enqueue_records(args, kwargs, buffered)
+            await self._enqueue_records(args, kwargs, runs)
         except asyncio.CancelledError:
-            self.fail_unsent(futures[len(buffered) :])
-            self._watch(futures, buffered)
+            self.fail_unsent(futures[runs[-1][1] if runs else 0 :])
+            self._watch(futures, runs)
             raise
-        self._watch(futures, buffered)
+        self._watch(futures, runs)
 
-    def _watch(self, futures: list[RecordFuture[Any]], buffered: list[AsyncRecordFuture | Exception]) -> None:
-        # Group the records by batch, in two lists each (no object per record): a slice's records mostly go to
-        # one batch after another, so the last batch is checked before the dictionary.
-        groups: dict[BatchOutcome, tuple[list[RecordFuture[Any]], list[AsyncRecordFuture]]] = {}
-        last: BatchOutcome | None = None
-        mine: list[RecordFuture[Any]] = []
-        theirs: list[AsyncRecordFuture] = []
-        for at, got in enumerate(buffered):
+    def _watch(self, futures: list[RecordFuture[Any]], runs: list[_Run]) -> None:
+        # Per batch, the runs of futures it settles, each with the place of its first record in the batch.
+        groups: dict[BatchOutcome, list[tuple[Sequence[RecordFuture[Any]], int]]] = {}
+        for start, stop, got, first in runs:
             if isinstance(got, Exception):
-                futures[at].finish(error=got)
+                RecordFuture.finish_many(futures[start:stop], error=got)
                 continue
-            outcome = got._outcome
-            if outcome is not last:
-                last = outcome
-                group = groups.get(outcome)
-                if group is None:
-                    group = groups[outcome] = ([], [])
-                mine, theirs = group
-            mine.append(futures[at])
-            theirs.append(got)
+            spans = groups.get(got)
+            if spans is None:
+                spans = groups[got] = []
+            spans.append((futures[start:stop], first))
         unsettled = self._unsettled
         settle = self._settle_batch
         context = self._callback_context()
-        for group in groups.values():
-            first = group[1][0]
-            unsettled[first] = group
-            first.add_done_callback(settle, context=context)
+        for outcome, spans in groups.items():
+            receipt = AsyncRecordFuture(outcome, spans[0][1])  # the batch's settling, seen through one record
+            unsettled[receipt] = spans
+            receipt.add_done_callback(settle, context=context)
 
     def _settle_batch(self, done: AsyncRecordFuture) -> None:
-        """On the loop, once the batch of the receipt ``done`` is settled: every record of its group at once."""
-        group = self._unsettled.pop(done, None)
-        if group is None or isinstance(group, RecordFuture):
+        """On the loop, once the batch of the receipt ``done`` is settled: every record of its runs at once."""
+        spans = self._unsettled.pop(done, None)
+        if spans is None or isinstance(spans, RecordFuture):
             return  # failed by close already
-        error = done._outcome.error
-        if error is not None:
-            RecordFuture.finish_many(group[0], error=error)
-        else:
-            RecordFuture.finish_many(group[0], group[1], _RESULT)
+        outcome = done._outcome
+        error = outcome.error
+        for futures, first in spans:
+            if error is not None:
+                RecordFuture.finish_many(futures, error=error)
+            else:  # each record's metadata as its async RecordFuture reads it
+                places = range(first, first + len(futures))
+                RecordFuture.finish_many(futures, [_RESULT(_RECEIPT(outcome, at)) for at in places])
 
 
 _RESULT = AsyncRecordFuture.result
+_RECEIPT = AsyncRecordFuture
 
 
 class Producer(BlockingProducer[RecordMetadata]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -42,35 +43,47 @@ def offline_producer() -> AsyncProducer:
     return producer
 
 
+Run = tuple[int, int, "BatchOutcome | Exception", int]
+
+
 async def test_a_slice_is_buffered_in_order_and_a_refused_record_fails_alone() -> None:
     producer = offline_producer()
     args: list[tuple[Any, ...]] = [(f"v{i}".encode(),) for i in range(6)]
     kwargs: list[Mapping[str, Any]] = [{} for _ in range(6)]
     kwargs[2] = {"timestamp_ms": "yesterday"}  # refused by enqueue's own check
     kwargs[4] = {"partition": 1, "key": b"k"}  # not a bare value: the full way, to another partition
-    buffered: list[RecordFuture | Exception] = []
-    await producer._enqueue_records(args, kwargs, buffered)
+    runs: list[Run] = []
+    await producer._enqueue_records(args, kwargs, runs)
 
-    assert len(buffered) == 6
-    assert isinstance(buffered[2], OptionTypeError)
-    records = [got for got in buffered if not isinstance(got, Exception)]
-    assert [got._outcome.partition for got in records] == [0, 0, 0, 1, 0]
-    sticky = [got for got in records if got._outcome.partition == 0]
-    assert len({id(got._outcome) for got in sticky}) == 1  # one batch for the bare values
-    assert [got._index for got in sticky] == [0, 1, 2, 3]  # in the order given, the refused one skipped
     batch = producer._accumulator.open_batch("t", 0)
-    assert batch is not None and batch.outcome is sticky[0]._outcome and len(batch.outcome) == 4
+    other = producer._accumulator.open_batch("t", 1)
+    assert batch is not None and other is not None
+    sticky = batch.outcome
+    assert isinstance(runs[1][2], OptionTypeError)
+    assert runs == [(0, 2, sticky, 0), (2, 3, runs[1][2], -1), (3, 4, sticky, 2), (4, 5, other.outcome, 0),
+                    (5, 6, sticky, 3)]
+    assert len(sticky) == 4  # the bare values in the order given, the refused one skipped
 
 
-async def test_records_of_the_slow_way_in_a_slice_keep_their_place() -> None:
+async def test_a_slice_of_bare_values_goes_in_a_run_per_batch_stamped_now() -> None:
     producer = offline_producer()
-    args: list[tuple[Any, ...]] = [(b"a",), (b"b",), (b"c",)]
-    kwargs: list[Mapping[str, Any]] = [{}, {"headers": {"h": b"1"}}, {}]
-    buffered: list[RecordFuture | Exception] = []
-    await producer._enqueue_records(args, kwargs, buffered)
-    assert all(isinstance(got, RecordFuture) for got in buffered)
-    indexes = [(got._outcome.partition, got._index) for got in buffered if isinstance(got, RecordFuture)]
-    assert indexes == [(0, 0), (0, 1), (0, 2)]
+    producer._accumulator.batch_size = 1024  # a few records a batch
+    await producer.enqueue(b"first")  # opens the sticky batch
+    values = [f"{i:03}".encode() * 10 for i in range(100)]
+    before = int(time.time() * 1000)
+    runs: list[Run] = []
+    await producer._enqueue_records([(value,) for value in values], [{} for _ in values], runs)
+    after = int(time.time() * 1000)
+
+    assert runs[0][0] == 0 and runs[-1][1] == 100
+    assert all(previous[1] == run[0] for previous, run in zip(runs, runs[1:], strict=False))  # in order, none lost
+    outcomes = [run[2] for run in runs]
+    assert all(isinstance(outcome, BatchOutcome) for outcome in outcomes)
+    assert len(set(map(id, outcomes))) == len(outcomes) > 1  # one run per batch, several batches
+    assert runs[0][3] == 1  # after the record already in the first batch
+    for start, stop, outcome, first in runs:
+        assert isinstance(outcome, BatchOutcome)
+        assert all(before <= outcome.timestamps[place] <= after for place in range(first, first + stop - start))
 
 
 class _ScriptedProducer:
@@ -95,14 +108,16 @@ class _ScriptedProducer:
         return self._place(value)
 
     async def _enqueue_records(
-        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], into: list[Any]
+        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], into: list[Run]
     ) -> None:
         self.calls += 1
-        for positional, named in zip(args, kwargs, strict=True):
+        for at, (positional, named) in enumerate(zip(args, kwargs, strict=True)):
             try:
-                into.append(await self.enqueue(*positional, **named))
+                future = await self.enqueue(*positional, **named)
             except Exception as error:
-                into.append(error)
+                into.append((at, at + 1, error, -1))
+                continue
+            into.append((at, at + 1, future._outcome, future._index))
 
 
 def test_the_records_of_a_batch_settle_in_one_callback_in_order(
