@@ -3,10 +3,9 @@
 A cross-thread call per record would cost a loop wake-up and two thread switches each. Instead ``put`` appends
 the record to a list in the caller's thread (without a lock) and returns a ``concurrent.futures.Future`` at
 once; the first record of a burst schedules one drain task on the loop, which takes every record queued
-meanwhile at once (one acquisition of the lock) and hands the slice to the async producer in order (one drain
-at a time),
-then resolves each record's future from the loop when the broker acknowledges it. Callers of many threads may
-share one ``EnqueueQueue``.
+meanwhile at once (one acquisition of the lock), hands the slice to the async producer in order (one drain at a
+time), then resolves each record's future from the loop when the broker acknowledges it. Callers of many
+threads may share one ``EnqueueQueue``.
 
 ``hand_over_slice`` is where a protocol's producer may take a slice faster than one ``await enqueue(...)`` per
 record (and settle its futures per batch): a subclass overrides it.

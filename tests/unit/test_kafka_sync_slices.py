@@ -1,12 +1,13 @@
 """The blocking Kafka producer's hand-over in slices and its settling per batch.
 
-``_enqueue_records`` buffers a slice of records in order without a coroutine per record (a refused record fails
+``_enqueue_records`` buffers a slice of records in order, bare values a run per batch (a refused record fails
 alone); the blocking queue settles the futures of the records sharing a batch in one callback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -76,7 +77,7 @@ async def test_a_slice_of_bare_values_goes_in_a_run_per_batch_stamped_now() -> N
     after = int(time.time() * 1000)
 
     assert runs[0][0] == 0 and runs[-1][1] == 100
-    assert all(previous[1] == run[0] for previous, run in zip(runs, runs[1:], strict=False))  # in order, none lost
+    assert all(previous[1] == run[0] for previous, run in itertools.pairwise(runs))  # in order, none lost
     outcomes = [run[2] for run in runs]
     assert all(isinstance(outcome, BatchOutcome) for outcome in outcomes)
     assert len(set(map(id, outcomes))) == len(outcomes) > 1  # one run per batch, several batches
@@ -190,3 +191,37 @@ def test_records_not_acknowledged_fail_when_the_queue_closes(bridge: Bridge) -> 
     for future in futures:
         with pytest.raises(ClosedError):
             future.result(LIVENESS)
+
+
+def test_a_record_cancelled_before_the_hand_over_is_not_sent_and_the_others_keep_their_order(
+    bridge: Bridge,
+) -> None:
+    scripted = _ScriptedProducer()
+    sent: list[bytes] = []
+    enqueue = scripted.enqueue
+
+    async def recording(value: bytes) -> RecordFuture:
+        sent.append(value)
+        return await enqueue(value)
+
+    scripted.enqueue = recording  # type: ignore[method-assign]
+    queue = _SliceQueue(bridge, scripted, "test producer")  # type: ignore[arg-type]
+    gate = threading.Event()
+
+    async def hold() -> None:
+        await asyncio.to_thread(gate.wait, LIVENESS)
+
+    bridge.submit(hold)
+    futures = [queue.put((f"{i}".encode(),), {}) for i in range(5)]
+    assert futures[1].cancel() and futures[3].cancel()
+    gate.set()
+    bridge.call(queue.drained)
+    assert sent == [b"0", b"2", b"4"]
+
+    async def acknowledge() -> None:
+        scripted.outcomes[0].succeed(40)
+        await asyncio.sleep(0)
+
+    bridge.call(acknowledge)
+    assert [futures[i].result(LIVENESS).offset for i in (0, 2, 4)] == [40, 41, 42]
+    assert futures[1].cancelled() and futures[3].cancelled()
