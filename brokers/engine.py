@@ -35,7 +35,7 @@ def answers(timeout: float = PING_TIMEOUT) -> str | None:
     try:
         import docker  # type: ignore[import-untyped]
     except ModuleNotFoundError:
-        return "the docker package is not installed: pip install 'mqwire[testing]'"
+        return "the Docker SDK is not installed: pip install 'testcontainers>=4.7,<5' (it brings the SDK)"
     try:
         client = docker.from_env(timeout=max(int(timeout), 1))
         try:

@@ -228,7 +228,12 @@ class TestcontainersProvider:
                 )
             # Ryuk's image would come from a registry: cleanup is by label instead.
             os.environ["TESTCONTAINERS_RYUK_DISABLED"] = "true"
-            from testcontainers.core.config import testcontainers_config
+            try:
+                from testcontainers.core.config import testcontainers_config
+            except ModuleNotFoundError as err:
+                raise BrokerError(
+                    "--brokers=testcontainers needs testcontainers-python: pip install 'testcontainers>=4.7,<5'"
+                ) from err
 
             testcontainers_config.ryuk_disabled = True
             import docker  # type: ignore[import-untyped]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -255,3 +256,17 @@ def test_ensure_starts_nothing_for_an_engine_named_elsewhere(monkeypatch: pytest
     with pytest.raises(engine.EngineError, match=r"elsewhere\.sock does not answer"):
         engine.ensure(tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_testcontainers_installed_the_error_says_what_to_install(
+    docker_engine: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "testcontainers.core.config", None)
+    provider = TestcontainersProvider()
+    try:
+        with pytest.raises(BrokerError, match=r"needs testcontainers-python: pip install"):
+            provider.get("kafka")
+    finally:
+        provider.close()
+    monkeypatch.setitem(sys.modules, "docker", None)
+    assert "pip install 'testcontainers" in str(engine.answers())
