@@ -3,17 +3,19 @@
 A standard ``Future`` makes a ``threading.Condition`` (two locks) when it is created and takes it for every
 change of state: about 5 microseconds of a record's budget of one or two. Most records' futures are never
 waited on one by one: the caller checks them after ``flush``, when they are long settled. So a
-``RecordFuture`` makes its condition only when a thread other than the settling one first needs it (``result``
-or ``exception`` while pending, ``cancel``, ``add_done_callback``, ``concurrent.futures.wait`` or
-``as_completed``: all of them reach the condition through the ``_condition`` attribute), and until then the
-settling thread moves it from state to state under one lock shared by all such futures, held for a few
-attribute writes.
+``RecordFuture`` makes its condition only when a thread other than the settling one first needs to wait on it
+(``result`` or ``exception`` while pending, ``cancel``, ``concurrent.futures.wait`` or ``as_completed``: all of
+them reach the condition through the ``_condition`` attribute), and until then the settling thread moves it
+from state to state under one lock shared by all such futures, held for a few attribute writes. A done
+callback added meanwhile is kept under that same lock and run by the settling thread, as ``Future`` runs it.
 
 Why this is safe: every use of the future by other threads goes through ``_condition``, which is made under the
 shared lock; the settling thread's short ways (``start``, ``finish``) check under that same lock that no
 condition exists yet, and otherwise take the standard way. So either the other thread made the condition first
 (and the standard methods, with their notifications, run), or the settling thread changed the state before the
-other thread looked at it (and the other thread, holding the new condition, sees the new state).
+other thread looked at it (and the other thread, holding the new condition, sees the new state). A callback is
+added under the shared lock too: before the short way settles the future (which then runs it) or after (and it
+is run at once).
 
 It relies on ``Future``'s attributes (``_condition``, ``_state``, ``_result``, ``_exception``, ``_waiters``,
 ``_done_callbacks``), which ``concurrent.futures.wait`` and ``as_completed`` also use, unchanged from CPython 3.8
@@ -23,6 +25,7 @@ to 3.13; the unit tests check each behaviour on every interpreter the project su
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
@@ -36,6 +39,11 @@ _PENDING = "PENDING"
 _RUNNING = "RUNNING"
 _FINISHED = "FINISHED"
 _CANCELLED = "CANCELLED"
+_CANCELLED_AND_NOTIFIED = "CANCELLED_AND_NOTIFIED"
+_DONE = (_FINISHED, _CANCELLED, _CANCELLED_AND_NOTIFIED)
+_NO_CALLBACKS: Any = ()  # a future's callbacks until it has one (never appended to: a tuple)
+
+_LOG = logging.getLogger("concurrent.futures")  # where Future reports a callback's error
 
 _SHARED = threading.Lock()  # guards every RecordFuture's condition-less state, and the making of its condition
 
@@ -49,10 +57,13 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
     _result: Any = None
     _exception: BaseException | None = None
     _made_condition: threading.Condition | None = None
+    # A done callback is kept without the condition (under the shared lock, and run by the settling thread
+    # as Future runs it): a caller sampling some futures' latency makes no condition for them.
+    _done_callbacks = _NO_CALLBACKS
 
     def __init__(self) -> None:
-        # Not super().__init__(): it makes the condition this class makes only when needed. _waiters and
-        # _done_callbacks, which only threads holding the condition touch, are made with it.
+        # Not super().__init__(): it makes the condition this class makes only when needed. _waiters, which
+        # only threads holding the condition touch, is made with it.
         self._state = _PENDING
 
     @property
@@ -63,15 +74,34 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 condition = self._made_condition
                 if condition is None:
                     self._waiters: list[Any] = []
-                    self._done_callbacks: list[Any] = []
+                    if self._done_callbacks is _NO_CALLBACKS:
+                        self._done_callbacks = []
                     condition = self._made_condition = threading.Condition()
         return condition
+
+    def add_done_callback(self, fn: Callable[[concurrent.futures.Future[T]], object]) -> None:
+        """Call ``fn(future)`` once settled or cancelled (at once if it is), as ``Future.add_done_callback``."""
+        with _SHARED:
+            short = self._made_condition is None
+            if short and self._state not in _DONE:
+                if self._done_callbacks is _NO_CALLBACKS:
+                    self._done_callbacks = [fn]
+                else:
+                    self._done_callbacks.append(fn)
+                return
+        if not short:
+            super().add_done_callback(fn)
+            return
+        try:  # settled the short way already
+            fn(self)
+        except Exception:
+            _LOG.exception("exception calling callback for %r", self)
 
     # Once FINISHED a future never changes again, and its outcome was written before its state: these read it
     # without the condition (which the standard methods would make, for each of a flush's many futures).
     def done(self) -> bool:
         """True once settled or cancelled."""
-        return self._state == _FINISHED or super().done()
+        return self._state in _DONE
 
     def result(self, timeout: float | None = None) -> T:
         """The record's receipt, as ``Future.result``."""
@@ -103,14 +133,20 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         """Settle with ``result``, or with ``error`` when one is given; nothing when already settled or
         cancelled (a close in another thread may settle first)."""
         with _SHARED:
-            if self._made_condition is None:
-                if self._state in (_PENDING, _RUNNING):
-                    if error is not None:
-                        self._exception = error
-                    else:
-                        self._result = result
-                    self._state = _FINISHED
-                return  # no condition: so no waiter and no callback to tell
+            short = self._made_condition is None
+            if short:
+                if self._state not in (_PENDING, _RUNNING):
+                    return
+                if error is not None:
+                    self._exception = error
+                else:
+                    self._result = result
+                self._state = _FINISHED
+                told = self._done_callbacks  # no condition, so no waiter: only these to tell
+        if short:
+            if told:
+                self._invoke_callbacks()  # type: ignore[attr-defined]
+            return
         try:
             if error is not None:
                 self.set_exception(error)
@@ -155,10 +191,13 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         fails with it, else each settles with ``read(source)`` (or the source itself) of its source in
         ``sources``. ``read`` runs under the lock: it must be short and take no lock."""
         slow: list[int] = []
+        told: list[RecordFuture[Any]] = []
         with _SHARED:
             for at, future in enumerate(futures):
                 if future._made_condition is None:
                     if future._state in (_PENDING, _RUNNING):
+                        if future._done_callbacks:
+                            told.append(future)
                         if error is not None or sources is None:
                             future._exception = error
                         else:
@@ -169,7 +208,9 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                         future._state = _FINISHED
                 else:
                     slow.append(at)
-        for at in slow:  # a waiter or a callback to tell: the standard way, outside the lock
+        for future in told:  # their callbacks, outside the lock, as Future runs them
+            future._invoke_callbacks()  # type: ignore[attr-defined]
+        for at in slow:  # a waiter to tell: the standard way, outside the lock
             future = futures[at]
             if error is not None or sources is None:
                 future.finish(error=error)

@@ -129,9 +129,9 @@ def test_a_waiter_in_another_thread_is_always_woken() -> None:
 
 def test_a_settled_future_holds_no_lists_until_a_second_thread_needs_them() -> None:
     future = settled("x")
-    assert not hasattr(future, "_done_callbacks") and not hasattr(future, "_waiters")
-    future.add_done_callback(lambda f: None)
-    assert future._done_callbacks is not None
+    assert "_done_callbacks" not in vars(future) and not hasattr(future, "_waiters")
+    future.add_done_callback(lambda f: None)  # settled: run at once, nothing kept
+    assert "_done_callbacks" not in vars(future)
 
 
 def test_start_many_starts_each_future_once_and_reports_the_cancelled() -> None:
@@ -174,3 +174,38 @@ def test_finish_many_wakes_a_waiter_in_another_thread() -> None:
     RecordFuture.finish_many(futures, ["a", "b"])
     waiter.join(30)
     assert results == ["a"] and futures[1].result(0) == "b"
+
+
+def test_a_callback_added_while_pending_makes_no_condition_and_runs_in_the_settling_thread() -> None:
+    futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(3)]
+    ran: list[tuple[object, int]] = []
+    futures[1].add_done_callback(lambda f: ran.append((f.result(), threading.get_ident())))
+    futures[1].add_done_callback(lambda f: 1 / 0)  # reported, as Future reports it; the others still run
+    futures[2].add_done_callback(lambda f: ran.append((f.result(), threading.get_ident())))
+    assert all(future._made_condition is None for future in futures)
+    assert not futures[1].done()
+    RecordFuture.start_many(futures)
+    settler = threading.Thread(target=RecordFuture.finish_many, args=(futures[:2], ["a", "b"]))
+    settler.start()
+    settler.join(30)
+    futures[2].finish("c")
+    assert ran == [("b", settler.ident), ("c", threading.get_ident())]
+    assert futures[0]._made_condition is None and futures[2]._made_condition is None  # (the report's repr of
+    # futures[1] takes its condition)
+    late: list[object] = []
+    futures[0].add_done_callback(late.append)  # settled already: at once
+    assert late == [futures[0]]
+
+
+def test_a_callback_added_before_a_waiter_made_the_condition_still_runs() -> None:
+    future: RecordFuture[object] = RecordFuture()
+    ran: list[object] = []
+    future.add_done_callback(ran.append)
+    assert future.start()
+    waiter = threading.Thread(target=future.result, args=(30,))
+    waiter.start()
+    while future._made_condition is None:
+        threading.Event().wait(0.001)
+    future.finish("x")
+    waiter.join(30)
+    assert ran == [future]
