@@ -374,7 +374,7 @@ class Producer(AsyncResource):
         ``enqueue`` stamps them; every other record through ``enqueue`` itself, with its checks, errors and
         waits (``max_block_ms``)."""
         count = len(args)
-        values = self._bare_values(args, kwargs)
+        values = self._bare_values(args, kwargs) if self._fast_enabled else None
         accumulator = self._accumulator
         sender = self._sender
         limit = self._fast_value_limit
