@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import socket
 import time
 import uuid
@@ -34,6 +35,9 @@ from mqwire.testing.procs import log_tails
 
 LABEL = "mqwire.testing"
 OWNER_LABEL = "mqwire.testing.owner"
+# The host folder of a session's work folders: removed with the containers of a session that was killed.
+ROOT_LABEL = "mqwire.testing.root"
+ROOT_PREFIX = "mqwire-containers-"
 ANYWHERE = "0.0.0.0"
 # The plan ports a client never dials: Kafka's PROXIED listener is advertised on ``proxy``, a port that a
 # test's fault proxy opens on the host.
@@ -59,9 +63,19 @@ def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def labels(session: str) -> dict[str, str]:
-    """The labels of every container (and network) a session makes."""
-    return {LABEL: session, OWNER_LABEL: owner()}
+def labels(session: str, root: Path | None = None) -> dict[str, str]:
+    """The labels of every container (and network) a session makes; ``root``, its work folders' folder."""
+    out = {LABEL: session, OWNER_LABEL: owner()}
+    if root is not None:
+        out[ROOT_LABEL] = str(root)
+    return out
+
+
+def _remove_root(value: str) -> None:
+    # Only a folder this module's sessions make, whatever a label says.
+    root = Path(value)
+    if value and root.name.startswith(ROOT_PREFIX) and root.is_dir():
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _owner_alive(value: str) -> bool:
@@ -80,8 +94,8 @@ def _owner_alive(value: str) -> bool:
 def remove_labelled(engine: Any, session: str | None = None, dead_owners_only: bool = False) -> list[str]:
     """Remove the containers and networks labelled by ``session`` (every session's when None).
 
-    ``dead_owners_only`` keeps those whose owner process on this host still runs (another session's).
-    Returns the names removed.
+    ``dead_owners_only`` keeps those whose owner process on this host still runs (another session's), and
+    removes the work folders of the dead ones. Returns the names removed.
     """
     label = f"{LABEL}={session}" if session else LABEL
     removed: list[str] = []
@@ -91,6 +105,8 @@ def remove_labelled(engine: Any, session: str | None = None, dead_owners_only: b
         with contextlib.suppress(Exception):  # already gone: removed by another cleanup meanwhile
             container.remove(force=True, v=True)
             removed.append(container.name)
+        if dead_owners_only:
+            _remove_root(container.labels.get(ROOT_LABEL, ""))
     for network in engine.networks.list(filters={"label": label}):
         if dead_owners_only and _owner_alive(network.attrs.get("Labels", {}).get(OWNER_LABEL, "")):
             continue
@@ -230,7 +246,7 @@ def run(name: str, tag: str, plan: Plan, found: images.Layout, session: str) -> 
     container = DockerContainer(
         tag,
         command=shlex.join(["bash", "-c", script(plan, found)]),
-        labels=labels(session),
+        labels=labels(session, Path(plan.work_dir).parent),
         name=f"mqwire-{name}-{session}",
         user=f"{os.getuid()}:{os.getgid()}",
         working_dir=plan.work_dir,

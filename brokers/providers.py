@@ -201,7 +201,7 @@ class TestcontainersProvider:
         self._topics = dict(tubemq_topics or {})
         self._env = dict(os.environ if env is None else env)
         self.session = containers.session_id()
-        self._root = Path(tempfile.mkdtemp(prefix="mqwire-containers-"))
+        self._root = Path(tempfile.mkdtemp(prefix=containers.ROOT_PREFIX))
         self._lock = threading.Lock()
         self._running: dict[str, containers.Running] = {}
         self._official: list[Any] = []
@@ -318,7 +318,7 @@ class TestcontainersProvider:
     def _run_official(self, image: str, env: dict[str, str], ports: list[int], command: str | None = None) -> None:
         from testcontainers.core.container import DockerContainer
 
-        container = DockerContainer(image, command=command, env=env, labels=containers.labels(self.session))
+        container = DockerContainer(image, command=command, env=env, labels=containers.labels(self.session, self._root))
         published = cast(dict[str, Any], container.ports)
         for port in ports:
             # Same port inside and outside: the brokers advertise it to their clients.

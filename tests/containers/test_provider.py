@@ -201,25 +201,34 @@ def test_a_container_that_does_not_become_ready_is_named_and_removed(
         provider.close()
 
 
-def test_leftovers_of_a_killed_session_go_at_the_next_start(docker_engine: object) -> None:
+def test_leftovers_of_a_killed_session_go_at_the_next_start(docker_engine: object, tmp_path: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
     host = socket.gethostname()
     made = []
+    roots = {}
     for session, pid in (("killed", dead.pid), ("running", os.getpid())):
+        roots[session] = tmp_path / f"{containers.ROOT_PREFIX}{session}"
+        (roots[session] / "kafka-1").mkdir(parents=True)
         made.append(
             docker_engine.containers.create(  # type: ignore[attr-defined]
                 images.base_tag(),
                 command=["sleep", "600"],
-                labels={containers.LABEL: f"test-{session}", containers.OWNER_LABEL: f"{host}:{pid}"},
+                labels={
+                    containers.LABEL: f"test-{session}",
+                    containers.OWNER_LABEL: f"{host}:{pid}",
+                    containers.ROOT_LABEL: str(roots[session]),
+                },
             )
         )
     provider = TestcontainersProvider()
     try:
         provider._client()
         assert _labelled(docker_engine, "test-killed") == []
+        assert not roots["killed"].exists()
         # Another session's, whose interpreter still runs, is left alone.
         assert _labelled(docker_engine, "test-running") == [made[1].name]
+        assert roots["running"].is_dir()
     finally:
         provider.close()
         containers.remove_labelled(docker_engine, "test-running")
