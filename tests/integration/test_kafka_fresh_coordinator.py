@@ -28,6 +28,8 @@ def fresh_kafka(tmp_path: Path) -> Iterator[KafkaBroker]:
         launcher.stop("kafka")
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_share_group_administration_right_after_the_broker_started(fresh_kafka: KafkaBroker) -> None:
     async with kafkawire.connect(fresh_kafka.url) as client, client.admin() as admin:
         await admin.create_topic("fresh", partitions=2)

@@ -198,6 +198,8 @@ def test_group_options_are_checked_at_construction() -> None:
         client.consumer("t", group="g", max_poll_interval_ms=-5)
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_static_member_restarting_within_the_session_keeps_its_partitions(kafka_broker: KafkaBroker) -> None:
     topic, group = unique("static"), unique("group")
     await create_and_fill(kafka_broker.url, topic, 4, 40)
@@ -273,6 +275,8 @@ async def test_a_kip848_group_balances_and_rebalances(kafka_broker: KafkaBroker)
     assert revoked  # partitions moved incrementally when the member left, and on close
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_cooperative_sticky_keeps_partitions_where_they_were(kafka_broker: KafkaBroker) -> None:
     topic, group = unique("coop"), unique("group")
     await create_and_fill(kafka_broker.url, topic, 6, 60)

@@ -390,6 +390,8 @@ def mqwire_groups(*args: str) -> str:
     return done.stdout
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_implicit_mode_accepts_what_was_delivered_and_admin_sees_the_group(
     kafka_broker: KafkaBroker, java_member: JavaMember
 ) -> None:

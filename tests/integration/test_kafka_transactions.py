@@ -53,6 +53,8 @@ def peer_read_committed(bootstrap: str, topic: str, expect: int) -> list[bytes]:
         consumer.close()
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_committed_records_are_seen_aborted_ones_never(broker: KafkaBroker) -> None:
     topic = unique("txn")
     async with kafkawire.connect(broker.url) as client:

@@ -32,6 +32,8 @@ async def drain(consumer: pulsarwire.Consumer, quiet: float) -> list[Message]:
             return seen
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_ack_timeout_redelivers_only_unacknowledged(pulsar_broker: PulsarBroker) -> None:
     topic = unique("ack-timeout")
     async with (
@@ -92,6 +94,8 @@ async def test_negative_ack_comes_back_after_the_delay(pulsar_broker: PulsarBrok
         await consumer.ack(back)
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_batch_index_ack_keeps_acked_messages_of_a_batch_from_coming_back(pulsar_broker: PulsarBroker) -> None:
     topic = unique("batch-index-ack")
 
@@ -116,6 +120,8 @@ async def test_batch_index_ack_keeps_acked_messages_of_a_batch_from_coming_back(
     assert await run(False) == [b"m%d" % i for i in range(10)]
 
 
+# What the reference client makes of our bytes, and we of its, is the same on either loop.
+@pytest.mark.asyncio_loop_only
 async def test_dead_letter_after_max_redeliveries_with_pulsar_client_on_both_ends(
     pulsar_broker: PulsarBroker,
 ) -> None:

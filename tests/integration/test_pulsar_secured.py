@@ -379,6 +379,8 @@ class TokenEndpoint:
         return 200, {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime}
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_oauth2_client_credentials_refreshed_before_expiry(secured: Secured) -> None:
     credentials = secret_input(secured.tmp / "oauth2-credentials.json")
     client_secret = str(remember_secret("oauth-" + secrets.token_hex(8)))

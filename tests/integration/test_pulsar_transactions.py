@@ -36,6 +36,8 @@ async def drain(consumer: pulsarwire.Consumer, quiet: float = 2.0) -> list[bytes
         await consumer.ack(message)
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 @pytest.mark.parametrize("batching", [False, True], ids=["single", "batched"])
 async def test_consume_transform_produce_commits_once_and_hides_aborted(
     pulsar_broker: PulsarBroker, batching: bool
@@ -101,6 +103,8 @@ async def test_context_manager_commits_or_aborts(pulsar_broker: PulsarBroker) ->
         assert await drain(consumer) == [b"committed"]
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_a_timed_out_transaction_fails_its_sends_acks_and_commit(pulsar_broker: PulsarBroker) -> None:
     topic = unique("txn-timeout")
     async with (

@@ -140,6 +140,8 @@ async def test_produce_and_consume_exact_contents(client: tubemqwire.Client, top
         assert [m.value for m in await consume(consumer, 1)] == [b"after"]
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_unacknowledged_messages_come_back(client: tubemqwire.Client, topics: dict[str, str]) -> None:
     topic = topics["positions"]
     group = group_name("redeliver")
@@ -154,6 +156,8 @@ async def test_unacknowledged_messages_come_back(client: tubemqwire.Client, topi
     assert sorted(m.value for m in again) == [b"r%d" % i for i in range(5)]
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_a_batch_not_acknowledged_within_confirm_timeout_ms_comes_back(
     client: tubemqwire.Client, topics: dict[str, str]
 ) -> None:
@@ -220,6 +224,8 @@ async def test_start_latest_skips_what_came_before(client: tubemqwire.Client, to
             assert [m.value for m in await consume(consumer, 1)] == [b"later"]
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_timeouts_then_pause_and_resume(client: tubemqwire.Client, topics: dict[str, str]) -> None:
     topic = topics["pause"]
     async with client.consumer(topic, group=group_name("pause")) as consumer:
@@ -317,6 +323,8 @@ async def test_one_producer_and_one_consumer_for_two_topics(
     assert sorted((m.topic, m.value) for m in got) == sorted((names[i % 2], b"%d" % i) for i in range(10))
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_when_a_member_leaves_the_other_takes_over(client: tubemqwire.Client, topics: dict[str, str]) -> None:
     """The member that leaves has processed part of a batch it never confirmed: that batch goes back to
     the group, and the member that stays gets every message (those processed twice are only those)."""
@@ -352,6 +360,8 @@ async def test_when_a_member_leaves_the_other_takes_over(client: tubemqwire.Clie
 
 
 # ------------------------------------------------------------------------------- client-side balance
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_client_balance_reads_a_chosen_partition_from_an_offset(
     client: tubemqwire.Client, topics: dict[str, str]
 ) -> None:
@@ -380,6 +390,8 @@ async def test_client_balance_reads_a_chosen_partition_from_an_offset(
     assert [m.value for m in got] == [value for _, value in in_chosen[2:]]
 
 
+# Its time is the broker's timers; the same client paths run on uvloop in the quicker tests.
+@pytest.mark.asyncio_loop_only
 async def test_client_balance_members_of_one_group(client: tubemqwire.Client, topics: dict[str, str]) -> None:
     """A partition held by one member is refused to another; released, the other goes on from the
     group's confirmed position: nothing read twice, nothing lost."""
@@ -535,6 +547,8 @@ def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
     return JavaClient(java, f"{folder}:{jars}")
 
 
+# What the reference client makes of our bytes, and we of its, is the same on either loop.
+@pytest.mark.asyncio_loop_only
 async def test_java_consumer_reads_our_messages(
     client: tubemqwire.Client, topics: dict[str, str], tubemq_broker: TubeMQBroker, java_client: JavaClient
 ) -> None:
@@ -553,6 +567,8 @@ async def test_java_consumer_reads_our_messages(
         assert attribute == f"$msgType$=pytype,$msgTime$=202402030405,seq={seq}"
 
 
+# What the reference client makes of our bytes, and we of its, is the same on either loop.
+@pytest.mark.asyncio_loop_only
 async def test_we_read_the_java_producers_messages(
     client: tubemqwire.Client, topics: dict[str, str], tubemq_broker: TubeMQBroker, java_client: JavaClient
 ) -> None:
