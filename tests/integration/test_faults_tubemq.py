@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import tubemqwire
+from tests.integration.conftest import CRASHED_TUBEMQ_TOPIC
 from tests.integration.crash import OwnBroker
 
 # What these tests show is recovery from a broker's crash or freeze, through the clients' reconnects; how a connection
@@ -24,20 +23,10 @@ from tests.integration.crash import OwnBroker
 # loop only, which keeps CI within its time.
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio_loop_only]
 
-TOPIC = "crash"
+TOPIC = CRASHED_TUBEMQ_TOPIC
 OPTIONS = {"heartbeat_interval_ms": 1000, "request_timeout_ms": 5_000}
 # The brokers' memCacheFlushIntvl (20 s by default, which the launcher keeps), and a margin.
 MEM_STORE_FLUSH_SECONDS = 22
-
-
-@pytest.fixture
-def own_tubemq(tmp_path: Path) -> Iterator[OwnBroker]:
-    broker = OwnBroker("tubemq", tmp_path / "state", "--tubemq-topic", f"{TOPIC}:2")
-    broker.start()
-    try:
-        yield broker
-    finally:
-        broker.stop()
 
 
 async def receive_list(consumer: tubemqwire.Consumer, wanted: set[bytes], timeout: float) -> list[bytes]:
@@ -56,10 +45,10 @@ async def receive_list(consumer: tubemqwire.Consumer, wanted: set[bytes], timeou
 
 
 async def test_clients_find_master_and_broker_again_and_the_group_resumes_after_a_crash(
-    own_tubemq: OwnBroker,
+    crashed_tubemq: OwnBroker,
 ) -> None:
     async with (
-        tubemqwire.connect(own_tubemq.url, **OPTIONS) as client,
+        tubemqwire.connect(crashed_tubemq.url, **OPTIONS) as client,
         client.consumer(TOPIC, group="crash-group", start="earliest") as consumer,
         client.producer(TOPIC) as producer,
     ):
@@ -81,10 +70,10 @@ async def test_clients_find_master_and_broker_again_and_the_group_resumes_after_
         # after the crash is what the broker had stored.
         await asyncio.sleep(MEM_STORE_FLUSH_SECONDS)
 
-        url = own_tubemq.url
-        await asyncio.to_thread(own_tubemq.kill)
-        await asyncio.to_thread(own_tubemq.start)
-        assert own_tubemq.url == url
+        url = crashed_tubemq.url
+        await asyncio.to_thread(crashed_tubemq.kill)
+        await asyncio.to_thread(crashed_tubemq.start)
+        assert crashed_tubemq.url == url
 
         # Once master and broker are back the producer and the consumer find them again by themselves.
         second = [b"second-%d" % i for i in range(100)]
