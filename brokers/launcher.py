@@ -18,6 +18,7 @@ from mqwire.testing.errors import BrokerError, BrokerStartError
 from mqwire.testing.java import find_java
 from mqwire.testing.kafka import KafkaKind, add_broker_config
 from mqwire.testing.net import wait_ports_free
+from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.paths import BROKER_NAMES, default_state_dir
 from mqwire.testing.plan import BrokerKind, Spawner
 from mqwire.testing.procs import ProcSpec
@@ -268,9 +269,8 @@ class Launcher:
         return started, failed
 
     def stop_all(self) -> None:
-        for name in self.state.names():
-            if name in KINDS:
-                self.stop(name)
+        """Stop every broker this state folder knows, all at once (each waits out its own graceful end)."""
+        each_in_parallel(self.stop, [name for name in self.state.names() if name in KINDS])
 
     def create_topic(self, name: str, topic: str, partitions: int) -> str:
         _check_name(name)

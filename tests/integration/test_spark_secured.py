@@ -224,6 +224,8 @@ def test_tubemq_over_tls_with_signed_clients(spark: Any, secured_tubemq: OwnBrok
         # Without the client certificate the servers refuse the TLS handshake: reads and writes fail (a write
         # in its tasks, which the executor logs) without the secret in what they report.
         bare = {k: v for k, v in options.items() if k not in ("tubemq.tls.cert.file", "tubemq.tls.key.file")}
+        # Refused handshakes are retried until the request times out: 3 s, not the default 10 s, is enough here.
+        bare |= {"tubemq.request.timeout.ms": "3000", "tubemq.connect.timeout.ms": "3000"}
         with pytest.raises(Exception) as caught:
             spark.read.format("tubemqwire").options(**bare).option("subscribe", TUBEMQ_TOPIC).load().collect()
         output.error(caught)
