@@ -43,7 +43,6 @@ _CANCELLED_AND_NOTIFIED = "CANCELLED_AND_NOTIFIED"
 _DONE = (_FINISHED, _CANCELLED, _CANCELLED_AND_NOTIFIED)
 _NO_CALLBACKS: Any = ()  # a future's callbacks until it has one (never appended to: a tuple)
 
-_LOG = logging.getLogger("concurrent.futures")  # where Future reports a callback's error
 
 _SHARED = threading.Lock()  # guards every RecordFuture's condition-less state, and the making of its condition
 
@@ -95,7 +94,8 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         try:  # settled the short way already
             fn(self)
         except Exception:
-            _LOG.exception("exception calling callback for %r", self)
+            # Reported where Future reports a callback's error: concurrent.futures' own logger.
+            logging.getLogger("concurrent.futures").exception("exception calling callback for %r", self)
 
     # Once FINISHED a future never changes again, and its outcome was written before its state: these read it
     # without the condition (which the standard methods would make, for each of a flush's many futures).
