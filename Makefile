@@ -173,16 +173,20 @@ docker-engine: $(STAMP)
 images: $(STAMP) brokers-classpath docker-engine
 	$(PY) -m mqwire.testing images build
 
-# The contract suite (the async API on asyncio's loop: not the blocking facade nor the guides' blocks, for CI's
-# time budget), the examples and the containers' own tests against the brokers in
-# containers, then a check that nothing labelled is left; the dockerd started for the run is stopped whatever
-# failed (so the engine and the images are set up here rather than as prerequisites).
-CONTAINER_TESTS := tests/contract/test_contract.py tests/integration/test_examples.py \
-	examples/testing tests/containers/test_provider.py
+# CI's run on containers: the runtime matrix (tests/matrix.py: the contract suite on CPython 3.12 and 3.13 and on
+# the pure-Python path) against Kafka, Pulsar and TubeMQ in containers, then the examples, a user's tests
+# (examples/testing) and the containers' own tests with --brokers=testcontainers, then a check that nothing
+# labelled is left. The dockerd started for the run is stopped whatever failed (so the engine and the images are
+# set up here rather than as prerequisites). `make test-matrix` runs the same matrix on local JVMs.
+CONTAINER_TESTS := tests/integration/test_examples.py examples/testing tests/containers/test_provider.py
 test-containers: $(STAMP) brokers-classpath
 	$(PY) -m mqwire.testing engine start --run-dir $(DOCKER_RUN_DIR) || exit 1; \
-	$(PY) -m mqwire.testing images build && \
-	$(PY) -m pytest $(CONTAINER_TESTS) --brokers=testcontainers --loop=asyncio -p no:cacheprovider --durations=20 $(PYTEST_ARGS); \
-	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no container tests: the suite is broken" >&2; rc=1; fi; \
+	$(PY) -m mqwire.testing images build; rc=$$?; \
+	if [ $$rc -eq 0 ]; then \
+		$(PY) tests/matrix.py --containers $(MATRIX_ARGS) || rc=1; \
+		$(PY) -m pytest $(CONTAINER_TESTS) --brokers=testcontainers --loop=asyncio -p no:cacheprovider --durations=20 $(PYTEST_ARGS); \
+		prc=$$?; if [ $$prc -eq 5 ]; then echo "pytest collected no container tests: the suite is broken" >&2; fi; \
+		if [ $$prc -ne 0 ]; then rc=1; fi; \
+	fi; \
 	$(PY) -m pytest tests/containers/test_nothing_left.py -q -p no:cacheprovider || rc=1; \
 	$(PY) -m mqwire.testing engine stop --run-dir $(DOCKER_RUN_DIR); exit $$rc

@@ -7,6 +7,7 @@ client's ``Bridge``; the async objects live on its loop, where they are made.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import functools
 import inspect
@@ -18,7 +19,7 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, Self, TypeVar,
 from mqwire.common.blocking import Bridge, bound
 from mqwire.common.blocking_enqueue import EnqueueQueue
 from mqwire.common.blocking_future import RecordFuture
-from mqwire.common.errors import ClosedError, ReceiveTimeoutError
+from mqwire.common.errors import ClosedError, ReceiveTimeoutError, RequestTimeoutError
 from mqwire.common.serde import to_bytes
 from mqwire.common.stats import ClientStats, ConsumerStats, ProducerStats
 
@@ -221,8 +222,20 @@ class BlockingProducer(_Closable, Generic[R]):
         self._bridge.call(self._flush, timeout, timeout=bound(timeout))
 
     async def _flush(self, timeout: float | None) -> None:
-        await self._queue.drained()
-        await self._async.flush(timeout)
+        if timeout is None:
+            await self._queue.drained()
+            await self._async.flush(None)
+            return
+        # The timeout counts from the call: handing the queued records over (which may wait for room in the
+        # async producer) is part of it. The hand-over goes on after a timeout, as the sends do.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout, 0.0)
+        if self._queue.handing_over():
+            try:
+                await asyncio.wait_for(self._queue.drained(), max(timeout, 0.0))
+            except TimeoutError:
+                raise RequestTimeoutError(f"flush: records still being handed over after {timeout} s") from None
+        await self._async.flush(max(deadline - loop.time(), 0.0))
 
     def stats(self) -> ProducerStats:
         """What the producer has sent so far and holds now (see ``mqwire.common.stats``)."""

@@ -125,6 +125,10 @@ class EnqueueQueue(Generic[R]):
         Shielded: a flush that times out or is interrupted leaves the records being handed over."""
         await asyncio.shield(asyncio.ensure_future(self._drain_once()))
 
+    def handing_over(self) -> bool:
+        """On the loop: whether records are queued or being handed to ``enqueue`` now."""
+        return bool(self._records) or (self._order is not None and self._order.locked())
+
     async def _drain_once(self) -> None:
         async with self._ordering():
             await self._hand_over()

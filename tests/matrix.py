@@ -12,7 +12,10 @@ reaches them with ``--brokers=external``; they are stopped at the end whatever h
 cannot be found fails the run, it is never skipped. An environment is made again only when pyproject.toml
 or the interpreter changed, and the package rebuilt only when pyproject.toml or a C source changed.
 
-Usage: ``python tests/matrix.py [--only py3.12|py3.13|pure ...] [--keep-brokers]``.
+With ``--containers`` the brokers run in containers of the images built here instead (``make test-containers``,
+which CI runs, prepares the engine and the images first).
+
+Usage: ``python tests/matrix.py [--only py3.12|py3.13|pure ...] [--keep-brokers] [--containers]``.
 """
 
 from __future__ import annotations
@@ -290,37 +293,106 @@ def broker_command(*args: str) -> list[str]:
     return [str(HOME_VENV / "bin" / "python"), "-m", "mqwire.testing", "--state-dir", str(STATE_DIR), *args]
 
 
-def start_brokers(project: dict[str, Any]) -> subprocess.Popen[str]:
-    """Start Kafka, Pulsar and TubeMQ in the background (``collect_brokers`` waits for them)."""
-    topics = [f"--tubemq-topic={name}:{count}" for name, count in contract_tubemq_topics(project).items()]
-    cmd = broker_command("start", "kafka", "pulsar", "tubemq", *topics)
-    log("$ " + " ".join(cmd))
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+class LocalBrokers:
+    """Kafka, Pulsar and TubeMQ as local JVMs, started in the background by ``python -m mqwire.testing``."""
+
+    def __init__(self, project: dict[str, Any]) -> None:
+        topics = [f"--tubemq-topic={name}:{count}" for name, count in contract_tubemq_topics(project).items()]
+        cmd = broker_command("start", "kafka", "pulsar", "tubemq", *topics)
+        log("$ " + " ".join(cmd))
+        self._started = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+    def collect(self) -> dict[str, str]:
+        """The ``MQWIRE_*`` variables that give pytest's external provider the started brokers."""
+        out, _ = self._started.communicate()
+        if self._started.returncode != 0:
+            raise MatrixError(f"the brokers did not start (exit code {self._started.returncode})")
+        status = json.loads(out)
+        tubemq = status["brokers"]["tubemq"]
+        return external_env(
+            status["kafka"],
+            status["pulsar"],
+            status["pulsar_admin"],
+            TubeMQAt(
+                status["tubemq"],
+                status["tubemq_admin"],
+                status["tubemq_broker"],
+                tubemq.get("broker_id", 1),
+                tubemq.get("auth_token", ""),
+            ),
+        )
+
+    def stop(self) -> None:
+        """Stop the brokers and delete their data (a start cut short is waited for: it could leave brokers the
+        state folder does not know yet)."""
+        if self._started.poll() is None:
+            self._started.wait()
+        run(broker_command("stop", "kafka", "pulsar", "tubemq"), check=False)
 
 
-def collect_brokers(started: subprocess.Popen[str]) -> dict[str, str]:
-    """The ``MQWIRE_*`` variables that give pytest's external provider the started brokers."""
-    out, _ = started.communicate()
-    if started.returncode != 0:
-        raise MatrixError(f"the brokers did not start (exit code {started.returncode})")
-    status = json.loads(out)
-    tubemq = status["brokers"]["tubemq"]
+class ContainerBrokers:
+    """Kafka, Pulsar and TubeMQ in containers of the images built here (``--brokers=testcontainers``'s provider),
+    started in the background; the engine and the images must be there (``make test-containers`` sees to it)."""
+
+    def __init__(self, project: dict[str, Any]) -> None:
+        from mqwire.testing.providers import TestcontainersProvider  # only this mode needs the engine's SDK
+
+        self._provider = TestcontainersProvider(contract_tubemq_topics(project))
+        self._endpoints: dict[str, Any] = {}
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._start, name="matrix-containers", daemon=True)
+        log("starting kafka, pulsar and tubemq in containers")
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            self._endpoints = self._provider.get_many(["kafka", "pulsar", "tubemq"])
+        except BaseException as error:  # raised in the main thread by collect
+            self._error = error
+
+    def collect(self) -> dict[str, str]:
+        """The ``MQWIRE_*`` variables that give pytest's external provider the containers' brokers."""
+        self._thread.join()
+        if self._error is not None:
+            raise MatrixError(f"the brokers did not start in containers: {self._error}")
+        kafka, pulsar, tubemq = (self._endpoints[name] for name in ("kafka", "pulsar", "tubemq"))
+        return external_env(
+            kafka.url,
+            pulsar.url,
+            pulsar.admin_url,
+            TubeMQAt(tubemq.url, tubemq.admin_url, tubemq.broker_url or "", tubemq.broker_id, tubemq.auth_token),
+        )
+
+    def stop(self) -> None:
+        """Remove the containers (a start under way is waited for first)."""
+        self._thread.join()
+        self._provider.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class TubeMQAt:
+    """Where a TubeMQ master and its broker answer."""
+
+    url: str
+    admin_url: str
+    broker_url: str
+    broker_id: int
+    auth_token: str
+
+
+def external_env(kafka: str, pulsar: str, pulsar_admin: str, tubemq: TubeMQAt) -> dict[str, str]:
+    """The ``MQWIRE_*`` variables of pytest's external provider for these brokers."""
     return {
         "MQWIRE_BROKERS": "external",
-        "MQWIRE_KAFKA_URL": status["kafka"],
-        "MQWIRE_PULSAR_URL": status["pulsar"],
-        "MQWIRE_PULSAR_ADMIN_URL": status["pulsar_admin"],
-        "MQWIRE_TUBEMQ_URL": status["tubemq"],
-        "MQWIRE_TUBEMQ_ADMIN_URL": status["tubemq_admin"],
-        "MQWIRE_TUBEMQ_BROKER_URL": status["tubemq_broker"],
-        "MQWIRE_TUBEMQ_BROKER_ID": str(tubemq.get("broker_id", 1)),
-        "MQWIRE_TUBEMQ_AUTH_TOKEN": str(tubemq.get("auth_token", "")),
+        "MQWIRE_KAFKA_URL": kafka,
+        "MQWIRE_PULSAR_URL": pulsar,
+        "MQWIRE_PULSAR_ADMIN_URL": pulsar_admin,
+        "MQWIRE_TUBEMQ_URL": tubemq.url,
+        "MQWIRE_TUBEMQ_ADMIN_URL": tubemq.admin_url,
+        "MQWIRE_TUBEMQ_BROKER_URL": tubemq.broker_url,
+        "MQWIRE_TUBEMQ_BROKER_ID": str(tubemq.broker_id),
+        "MQWIRE_TUBEMQ_AUTH_TOKEN": str(tubemq.auth_token),
     }
-
-
-def stop_brokers() -> None:
-    """Stop the matrix's brokers and delete their data."""
-    run(broker_command("stop", "kafka", "pulsar", "tubemq"), check=False)
 
 
 def _on_signal(signum: int, frame: types.FrameType | None) -> None:
@@ -427,7 +499,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     choices = [f"py{v}" for v in VERSIONS] + ["pure"]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", action="append", choices=choices, help="run only these steps (repeatable)")
-    parser.add_argument("--keep-brokers", action="store_true", help="leave the brokers running at the end")
+    parser.add_argument("--keep-brokers", action="store_true", help="leave the local brokers running at the end")
+    parser.add_argument(
+        "--containers", action="store_true", help="run the brokers in containers of the images built here"
+    )
     args = parser.parse_args(argv)
     selected = args.only or choices
     project = pyproject()
@@ -435,18 +510,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _on_signal)
     outcomes: list[Outcome] = []
-    launch: subprocess.Popen[str] | None = None
+    launch: LocalBrokers | ContainerBrokers | None = None
     try:
-        launch = start_brokers(project)
-        steps(selected, project, lambda: collect_brokers(launch), outcomes)
+        launch = ContainerBrokers(project) if args.containers else LocalBrokers(project)
+        steps(selected, project, launch.collect, outcomes)
     except MatrixError as err:
         log(str(err))
         outcomes.append(Outcome("matrix", False, 0.0, str(err)))
     finally:
-        if launch is not None and launch.poll() is None:
-            launch.wait()  # a start cut short could leave brokers the state folder does not know yet
-        if not args.keep_brokers:
-            stop_brokers()
+        if launch is not None and not args.keep_brokers:
+            launch.stop()
     log(f"=== matrix finished in {time.monotonic() - started:.0f} s")
     for outcome in outcomes:
         status = "passed" if outcome.passed else "FAILED"

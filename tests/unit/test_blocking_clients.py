@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mqwire.common.blocking_clients import BlockingClient, BlockingConsumer, BlockingProducer, CallerSerializers
-from mqwire.common.errors import ClosedError, SerializationError
+from mqwire.common.errors import ClosedError, RequestTimeoutError, SerializationError
 
 LIVENESS = 30.0  # a liveness bound only: every wait below ends long before it unless hung
 
@@ -19,6 +19,7 @@ LIVENESS = 30.0  # a liveness bound only: every wait below ends long before it u
 class FakeProducer:
     def __init__(self, log: list[str], *, acknowledges: bool = True) -> None:
         self.log = log
+        self.gate: asyncio.Event | None = None  # when set up, enqueue waits for it: a hand-over that takes long
         self.values: list[bytes] = []
         self.loop_thread = 0
         self.acknowledges = acknowledges
@@ -32,6 +33,8 @@ class FakeProducer:
         if not isinstance(value, bytes):
             raise SerializationError("value is not bytes and no value_serializer was given")
         await asyncio.sleep(0)
+        if self.gate is not None:
+            await self.gate.wait()
         self.values.append(value)
         future = asyncio.get_running_loop().create_future()
         if self.acknowledges:
@@ -129,6 +132,30 @@ def test_a_refused_record_fails_its_own_future_and_the_next_ones_go_on() -> None
             refused.result(LIVENESS)
         assert accepted.result(LIVENESS) == 0
         producer.flush(timeout=LIVENESS)
+
+
+def test_a_flush_timeout_counts_the_hand_over_too() -> None:
+    with Client(FakeClient, what="fake") as client, client.producer() as producer:
+        producer.enqueue(b"first").result(LIVENESS)
+        producer.flush(timeout=0)  # nothing queued, everything acknowledged: returns at once
+        fake = producer._async
+        gate = client.bridge.run_sync(asyncio.Event)
+        fake.gate = gate
+        late = producer.enqueue(b"held")
+        # The timer stands in for a producer whose buffer frees up later; a flush that waited for the hand-over
+        # would return then, without the timeout it was given.
+        opener = threading.Timer(5.0, client.bridge.run_sync, (gate.set,))
+        opener.start()
+        try:
+            # Ended by the flush itself at its timeout, not by the bridge's bound for a stalled loop.
+            with pytest.raises(RequestTimeoutError, match="handed over"):
+                producer.flush(timeout=0.2)
+            with pytest.raises(RequestTimeoutError, match="handed over"):
+                producer.flush(timeout=0)
+        finally:
+            opener.cancel()
+            client.bridge.run_sync(gate.set)
+        assert late.result(LIVENESS) == 1  # the hand-over went on after the timeouts
 
 
 def test_serializers_run_in_the_callers_thread_and_refuse_at_the_call() -> None:
