@@ -10,7 +10,12 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-pytest_plugins = ["mqwire.testing.pytest_plugin", "mqwire.testing.cluster_fixtures", "tests.secret_scan"]
+pytest_plugins = [
+    "mqwire.testing.pytest_plugin",
+    "mqwire.testing.cluster_fixtures",
+    "tests.secret_scan",
+    "tests.early_start",
+]
 
 LOOPS = ("asyncio", "uvloop")
 CHOICES = (*LOOPS, "both")
