@@ -42,7 +42,8 @@ E = TypeVar("E", KafkaBroker, PulsarBroker, TubeMQBroker, SchemaRegistry)
 
 _provider_key = pytest.StashKey[Provider]()
 _spares_key = pytest.StashKey[dict[str, int]]()
-_FIXTURE_BROKERS = {
+# The fixtures that start brokers, and the brokers each starts.
+FIXTURE_BROKERS: dict[str, tuple[str, ...]] = {
     "kafka_broker": ("kafka",),
     "pulsar_broker": ("pulsar",),
     "tubemq_broker": ("tubemq",),
@@ -224,7 +225,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if provider is not None:
             names: list[str] = []
             for fixture in getattr(item, "fixturenames", ()):
-                names.extend(n for n in _FIXTURE_BROKERS.get(fixture, ()) if n not in names)
+                names.extend(n for n in FIXTURE_BROKERS.get(fixture, ()) if n not in names)
             for name in names:
                 files = provider.log_files(name)
                 if files:

@@ -16,18 +16,8 @@ from collections.abc import Iterator
 import pytest
 
 from mqwire.testing.errors import BrokerError
-from mqwire.testing.paths import DEFAULT_BROKERS
 from mqwire.testing.providers import Provider
-
-# The plugin's fixtures that start a broker, and the brokers each starts.
-BROKER_FIXTURES: dict[str, tuple[str, ...]] = {
-    "kafka_broker": ("kafka",),
-    "pulsar_broker": ("pulsar",),
-    "tubemq_broker": ("tubemq",),
-    "tubemq_fresh_topics": ("tubemq",),
-    "kafka3_broker": ("kafka3",),
-    "broker_urls": DEFAULT_BROKERS,
-}
+from mqwire.testing.pytest_plugin import FIXTURE_BROKERS
 
 
 def _is_integration(item: pytest.Item) -> bool:
@@ -42,7 +32,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def brokers_wanted(items: list[pytest.Item]) -> list[str]:
     """The brokers the collected tests ask for through the plugin's fixtures, in a stable order."""
     wanted = {broker for item in items for name in getattr(item, "fixturenames", ()) for broker in
-              BROKER_FIXTURES.get(name, ())}
+              FIXTURE_BROKERS.get(name, ())}
     return sorted(wanted)
 
 

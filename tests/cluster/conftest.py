@@ -5,18 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from tests.named_only import collected_only_when_named
 
 HERE = Path(__file__).resolve().parent
 
 
-def _named(config: pytest.Config) -> bool:
-    for arg in config.args:
-        path = Path(str(arg).split("::", 1)[0]).resolve()
-        if path == HERE or HERE in path.parents:
-            return True
-    return False
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    return None if _named(config) else True
+pytest_ignore_collect = collected_only_when_named(HERE)

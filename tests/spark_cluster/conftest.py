@@ -13,22 +13,14 @@ from pathlib import Path
 import pytest
 
 from mqwire.testing import spark_cluster
+from tests.named_only import collected_only_when_named
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 ENV_ARCHIVE = ROOT / "build" / "spark-env.tar.gz"
 
 
-def _named(config: pytest.Config) -> bool:
-    for arg in config.args:
-        path = Path(str(arg).split("::", 1)[0]).resolve()
-        if path == HERE or HERE in path.parents:
-            return True
-    return False
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    return None if _named(config) else True
+pytest_ignore_collect = collected_only_when_named(HERE)
 
 
 @pytest.fixture(scope="session")
