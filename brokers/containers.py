@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from mqwire.testing import images, kafka_wire, pulsar_admin, rest, tubemq_admin
+from mqwire.testing import images, kafka_wire, rest, tubemq_admin
 from mqwire.testing.endpoints import Endpoint
 from mqwire.testing.errors import BrokerError
 from mqwire.testing.net import LOOPBACK
@@ -289,69 +289,23 @@ def wait_ready(running: Running, topics: dict[str, int], timeout: float) -> None
         raise ContainerError(f"no readiness check for {name}")
 
 
-NAMESPACE_GRACE_SECONDS = 20.0
-
-
 def _wait_pulsar(running: Running, admin: str, deadline: float) -> None:
-    def cluster_listed() -> bool:
-        reply = rest.answers(f"{admin}/admin/v2/clusters")
-        return reply is not None and reply.ok and "standalone" in (reply.json() or [])
+    from mqwire.testing import pulsar
 
-    running.wait(f"pulsar admin API on {admin}", cluster_listed, deadline)
-    grace_end = time.monotonic() + NAMESPACE_GRACE_SECONDS
-
-    def default_namespace() -> bool:
-        if pulsar_admin.DEFAULT_TENANT in pulsar_admin.tenants(admin) and (
-            pulsar_admin.DEFAULT_NAMESPACE in pulsar_admin.namespaces(admin)
-        ):
-            return True
-        if time.monotonic() > grace_end:
-            pulsar_admin.create_namespace(admin, pulsar_admin.DEFAULT_NAMESPACE)
-        return False
-
-    running.wait("pulsar namespace public/default", default_namespace, deadline)
-    running.wait("pulsar broker health check", lambda: pulsar_admin.healthy(admin), deadline)
+    pulsar.wait_ready(admin, lambda what, check: running.wait(what, check, deadline))
 
 
 def _wait_tubemq(running: Running, topics: dict[str, int], deadline: float) -> None:
     # Same steps as the local launcher's fresh start: the master first, the broker and topics registered
     # before the broker's first heartbeat, then the broker.
-    from mqwire.testing.tubemq import BROKER_ID, MEMORY_CACHE_FLUSH_MS
+    from mqwire.testing import tubemq
 
     plan = running.plan
     admin = f"http://{LOOPBACK}:{plan.ports['master_web']}"
-    token = str(plan.settings["auth_token"])
     running.wait(f"tubemq master web API on {admin}", lambda: tubemq_admin.master_ready(admin), deadline)
-    tubemq_admin.add_broker(
-        admin,
-        token,
-        BROKER_ID,
-        LOOPBACK,
-        plan.ports["broker"],
-        plan.ports["broker_web"],
-        None,
-        memory_cache_flush_ms=MEMORY_CACHE_FLUSH_MS,
-    )
-    tubemq_admin.online_broker(admin, token, BROKER_ID)
-    for topic, partitions in topics.items():
-        tubemq_admin.add_topic(admin, token, BROKER_ID, topic, partitions)
+    tubemq.register_broker(admin, str(plan.settings["auth_token"]), plan, topics)
     plan.path(BROKER_GO).touch()
-    running.wait(
-        f"tubemq broker {BROKER_ID} online at the master",
-        lambda: tubemq_admin.broker_online(admin, BROKER_ID),
-        deadline,
-    )
-    for topic in topics:
-        running.wait(f"tubemq topic {topic} publishable", _publishable(admin, topic), deadline)
-    running.wait(
-        f"tubemq broker {BROKER_ID} configuration settled",
-        lambda: tubemq_admin.broker_settled(admin, BROKER_ID),
-        deadline,
-    )
-
-
-def _publishable(admin: str, topic: str) -> Callable[[], bool]:
-    return lambda: tubemq_admin.topic_publishable(admin, topic)
+    tubemq.wait_broker_live(admin, list(topics), lambda what, check: running.wait(what, check, deadline))
 
 
 def endpoint(running: Running) -> Endpoint:

@@ -6,6 +6,7 @@ it again later reuses the same ports and data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -76,6 +77,12 @@ class BrokerKind(Protocol):
     def endpoint(self, plan: Plan) -> Endpoint: ...
 
     def create_topic(self, endpoint: Endpoint, topic: str, partitions: int, timeout: float) -> str: ...
+
+
+Wait = Callable[[str, Callable[[], bool]], None]
+"""``wait(what, check)``: poll ``check`` until it is true, failing with ``what`` when the broker's processes die or
+time runs out (the launcher watches JVMs, the container provider a container): the same readiness steps run
+either way."""
 
 
 def marker(name: str, role: str, instance: str) -> str:

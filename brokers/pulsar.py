@@ -8,6 +8,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from mqwire.testing.endpoints import Endpoint, PulsarBroker
 from mqwire.testing.java import find_java
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
 from mqwire.testing.net import LOOPBACK, free_ports, loopback_interface
-from mqwire.testing.plan import Plan, Spawner, marker
+from mqwire.testing.plan import Plan, Spawner, Wait, marker
 from mqwire.testing.procs import ProcSpec, wait_until
 
 MAIN_CLASS = "org.apache.pulsar.PulsarStandaloneStarter"
@@ -148,26 +149,10 @@ class PulsarKind:
         def left() -> float:
             return max(deadline - time.monotonic(), 1.0)
 
-        def cluster_listed() -> bool | None:
-            reply = rest.answers(f"{admin}/admin/v2/clusters")
-            return True if reply is not None and reply.ok and CLUSTER in (reply.json() or []) else None
+        def wait(what: str, check: Callable[[], bool]) -> None:
+            wait_until(what, lambda: True if check() else None, left(), watched)
 
-        wait_until(f"pulsar admin API on {admin}", cluster_listed, left(), watched)
-        grace_end = time.monotonic() + NAMESPACE_GRACE_SECONDS
-
-        def default_namespace() -> bool | None:
-            if pulsar_admin.DEFAULT_TENANT in pulsar_admin.tenants(admin) and (
-                pulsar_admin.DEFAULT_NAMESPACE in pulsar_admin.namespaces(admin)
-            ):
-                return True
-            if time.monotonic() > grace_end:
-                pulsar_admin.create_namespace(admin, pulsar_admin.DEFAULT_NAMESPACE)
-            return None
-
-        wait_until("pulsar namespace public/default", default_namespace, left(), watched)
-        wait_until(
-            "pulsar broker health check", lambda: True if pulsar_admin.healthy(admin) else None, left(), watched
-        )
+        wait_ready(admin, wait)
 
     def endpoint(self, plan: Plan) -> PulsarBroker:
         return PulsarBroker.at(
@@ -280,3 +265,27 @@ def start_secured(work_dir: Path, security: Security, timeout: float = 180.0) ->
         pid,
         spec,
     )
+
+
+def wait_ready(admin: str, wait: Wait) -> None:
+    """A standalone's readiness, through its admin API at ``admin``: the cluster listed, the default namespace
+    there (made after a grace period when the starter did not make it), the health check passing."""
+
+    def cluster_listed() -> bool:
+        reply = rest.answers(f"{admin}/admin/v2/clusters")
+        return reply is not None and reply.ok and CLUSTER in (reply.json() or [])
+
+    wait(f"pulsar admin API on {admin}", cluster_listed)
+    grace_end = time.monotonic() + NAMESPACE_GRACE_SECONDS
+
+    def default_namespace() -> bool:
+        if pulsar_admin.DEFAULT_TENANT in pulsar_admin.tenants(admin) and (
+            pulsar_admin.DEFAULT_NAMESPACE in pulsar_admin.namespaces(admin)
+        ):
+            return True
+        if time.monotonic() > grace_end:
+            pulsar_admin.create_namespace(admin, pulsar_admin.DEFAULT_NAMESPACE)
+        return False
+
+    wait("pulsar namespace public/default", default_namespace)
+    wait("pulsar broker health check", lambda: pulsar_admin.healthy(admin))

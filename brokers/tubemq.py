@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mqwire.testing import tubemq_admin
@@ -13,7 +13,7 @@ from mqwire.testing.kafka import KEYSTORE_PASSWORD, make_client_certificate, mak
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
 from mqwire.testing.loopback import loopback_only, loopback_preload
 from mqwire.testing.net import LOOPBACK, free_ports
-from mqwire.testing.plan import Plan, Spawner, marker
+from mqwire.testing.plan import Plan, Spawner, Wait, marker
 from mqwire.testing.procs import ProcSpec, wait_until
 
 MEMORY_CACHE_FLUSH_MS = 4000
@@ -46,8 +46,8 @@ def _ini(sections: dict[str, dict[str, object]]) -> str:
     )
 
 
-def _publishable(admin_url: str, topic: str) -> Callable[[], bool | None]:
-    return lambda: True if tubemq_admin.topic_publishable(admin_url, topic) else None
+def _publishable(admin_url: str, topic: str) -> Callable[[], bool]:
+    return lambda: tubemq_admin.topic_publishable(admin_url, topic)
 
 
 class TubeMQKind:
@@ -162,40 +162,15 @@ class TubeMQKind:
         )
         topics: dict[str, int] = {str(k): int(v) for k, v in plan.settings.get("topics", {}).items()}
         if fresh:
-            # Registered before the broker's first heartbeat, topics go live with its first
-            # configuration push instead of waiting out the state machine for each one.
-            tubemq_admin.add_broker(
-                admin,
-                token,
-                BROKER_ID,
-                LOOPBACK,
-                plan.ports["broker"],
-                plan.ports["broker_web"],
-                plan.ports.get("broker_tls"),
-                # A consumer that filters by message type reads from the broker's files, which its memory
-                # cache reaches every 20 s by default: the server's minimum brings that down to 4 s.
-                memory_cache_flush_ms=MEMORY_CACHE_FLUSH_MS,
-            )
-            tubemq_admin.online_broker(admin, token, BROKER_ID)
-            for topic, partitions in topics.items():
-                tubemq_admin.add_topic(admin, token, BROKER_ID, topic, partitions)
+            register_broker(admin, token, plan, topics)
         broker = plan.proc("tubemq-broker")
         watched.append((spawn(broker), broker))
-        wait_until(
-            f"tubemq broker {BROKER_ID} online at the master",
-            lambda: True if tubemq_admin.broker_online(admin, BROKER_ID) else None,
-            left(),
-            watched,
-        )
+
+        def wait(what: str, check: Callable[[], bool]) -> None:
+            wait_until(what, lambda: True if check() else None, left(), watched)
+
         # After a restart every topic the master knows must accept producers again.
-        for topic in topics if fresh else tubemq_admin.topic_names(admin):
-            wait_until(f"tubemq topic {topic} publishable", _publishable(admin, topic), left(), watched)
-        wait_until(
-            f"tubemq broker {BROKER_ID} configuration settled",
-            lambda: True if tubemq_admin.broker_settled(admin, BROKER_ID) else None,
-            left(),
-            watched,
-        )
+        wait_broker_live(admin, list(topics) if fresh else tubemq_admin.topic_names(admin), wait)
 
     def endpoint(self, plan: Plan) -> TubeMQBroker:
         tls_port = plan.ports.get("master_tls")
@@ -281,3 +256,34 @@ def create_topics(endpoint: TubeMQBroker, topics: dict[str, int], timeout: float
     deadline = time.monotonic() + timeout
     for topic in topics:
         tubemq_admin.wait_topic_publishable(endpoint.admin_url, topic, max(deadline - time.monotonic(), 1.0))
+
+
+def register_broker(admin: str, token: str, plan: Plan, topics: dict[str, int]) -> None:
+    """Register the plan's broker and its topics with the master before the broker's first heartbeat: so the
+    topics go live with its first configuration push instead of waiting out the state machine for each one."""
+    tubemq_admin.add_broker(
+        admin,
+        token,
+        BROKER_ID,
+        LOOPBACK,
+        plan.ports["broker"],
+        plan.ports["broker_web"],
+        plan.ports.get("broker_tls"),
+        # A consumer that filters by message type reads from the broker's files, which its memory
+        # cache reaches every 20 s by default: the server's minimum brings that down to 4 s.
+        memory_cache_flush_ms=MEMORY_CACHE_FLUSH_MS,
+    )
+    tubemq_admin.online_broker(admin, token, BROKER_ID)
+    for topic, partitions in topics.items():
+        tubemq_admin.add_topic(admin, token, BROKER_ID, topic, partitions)
+
+
+def wait_broker_live(admin: str, topics: Sequence[str], wait: Wait) -> None:
+    """Wait until the broker is online at the master at ``admin``, each of ``topics`` takes producers, and the
+    broker's configuration has settled."""
+    wait(f"tubemq broker {BROKER_ID} online at the master", lambda: tubemq_admin.broker_online(admin, BROKER_ID))
+    for topic in topics:
+        wait(f"tubemq topic {topic} publishable", _publishable(admin, topic))
+    wait(
+        f"tubemq broker {BROKER_ID} configuration settled", lambda: tubemq_admin.broker_settled(admin, BROKER_ID)
+    )
