@@ -20,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from measure import LINGER_MS, Clock, Latencies, Pace, batch_option
+from measure import LINGER_MS, Clock, Latencies, Pace, batch_option, pulsar_producer_options
 
 
 async def enqueue_all(
@@ -413,7 +413,7 @@ async def pulsarwire_produce(
 
     async with (
         pulsarwire.connect(url) as client,
-        client.producer(topic, batching_max_messages=1000, max_pending_messages=10_000) as producer,
+        client.producer(topic, **pulsar_producer_options()) as producer,
     ):
         await producer.send(value)
         clock.start()
@@ -441,7 +441,7 @@ async def pulsarwire_sync_produce(
 
     with (
         pulsarwire.sync.connect(url) as client,
-        client.producer(topic, batching_max_messages=1000, max_pending_messages=10_000) as producer,
+        client.producer(topic, **pulsar_producer_options()) as producer,
     ):
         blocking_send_all(producer, count, value, clock, lat, pace)
 
@@ -464,12 +464,10 @@ def pulsar_client_write(
 
     client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
+        # block_if_queue_full: its default (off) fails a send past max_pending_messages; users who send as fast
+        # as they can turn it on.
         producer = client.create_producer(
-            topic,
-            batching_enabled=True,
-            batching_max_messages=1000,
-            max_pending_messages=10_000,
-            block_if_queue_full=True,
+            topic, batching_enabled=True, block_if_queue_full=True, **pulsar_producer_options()
         )
         producer.send(value)
         ready()
@@ -519,6 +517,58 @@ async def pulsar_client_consume(url: str, topic: str, count: int, clock: Clock, 
         consumer.close()
     finally:
         client.close()
+
+
+async def pulsar_client_asyncio_produce(
+    url: str, topic: str, count: int, value: bytes, clock: Clock, lat: Latencies, pace: Pace
+) -> None:
+    """pulsar-client's asyncio API (``pulsar.asyncio``) as its users produce: a task per ``send``, at most the
+    producer's ``max_pending_messages`` of them awaiting the broker at once (past that, with its default
+    ``block_if_queue_full`` off, a send fails; turned on, it would block the event loop's thread), every
+    result checked."""
+    import pulsar
+    import pulsar.asyncio
+
+    options = pulsar_producer_options()
+    window = asyncio.Semaphore(options.get("max_pending_messages", 1000))
+    client = pulsar.asyncio.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = await client.create_producer(topic, batching_enabled=True, **options)
+        await producer.send(value)
+        clock.start()
+        loop = asyncio.get_running_loop()
+
+        def released(_: Any) -> None:
+            window.release()
+
+        async def enqueue(payload: bytes) -> asyncio.Task[Any]:
+            await window.acquire()
+            task = loop.create_task(producer.send(payload))
+            task.add_done_callback(released)
+            return task
+
+        tasks = await enqueue_all(enqueue, count, value, lat, pace)
+        await producer.flush()
+        await asyncio.gather(*tasks)  # every send's result: the first failure raises
+        await producer.close()
+    finally:
+        await client.close()
+
+
+async def pulsar_client_asyncio_consume(url: str, topic: str, count: int, clock: Clock, group: str) -> None:
+    import pulsar
+    import pulsar.asyncio
+
+    client = pulsar.asyncio.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        await client.get_topic_partitions(topic)  # connected
+        clock.start()
+        consumer = await client.subscribe(topic, group, initial_position=pulsar.InitialPosition.Earliest)
+        for _ in range(count):
+            await consumer.acknowledge(await consumer.receive())
+        await consumer.close()
+    finally:
+        await client.close()
 
 
 # ---------------------------------------------------------------------------------------------- TubeMQ
@@ -609,7 +659,7 @@ UNPACED = {"kafka-ceiling"}
 # given (``--loops``), named ``CLIENT@LOOP`` under any loop but asyncio's own. The others (librdkafka's,
 # the Pulsar C++ client's, the blocking APIs' threads, the Java tools) bring their own threads and run once.
 ON_LOOPS = {"kafkawire", "kafkawire-bulk", "kafkawire-group", "kafkawire-share", "aiokafka", "pulsarwire",
-            "tubemqwire"}
+            "pulsar-client-asyncio", "tubemqwire"}
 LOOPS = ("asyncio", "uvloop")
 # How long a paced sender on the loop sleeps when no send is due. uvloop's timers count whole milliseconds:
 # there a 0.5 ms sleep is a timer of 0 ms, and the sender woke 440,000 times a second on a whole core where
@@ -658,6 +708,7 @@ CLIENTS: dict[str, dict[str, tuple[Produce, Consume]]] = {
         "pulsarwire": (pulsarwire_produce, pulsarwire_consume),
         "pulsarwire-sync": (pulsarwire_sync_produce, pulsarwire_sync_consume),
         "pulsar-client": (pulsar_client_produce, pulsar_client_consume),
+        "pulsar-client-asyncio": (pulsar_client_asyncio_produce, pulsar_client_asyncio_consume),
     },
     "tubemq": {
         "tubemqwire": (tubemqwire_produce, tubemqwire_consume),

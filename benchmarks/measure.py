@@ -30,6 +30,17 @@ def batch_option(name: str = "batch_size") -> dict[str, int]:
     return {} if client_defaults() else {name: BATCH_BYTES}
 
 
+# The Pulsar producers' shared settings: batches of up to 1000 messages and 10,000 awaiting the broker. Under
+# ``--defaults`` none: pulsarwire at its own (1000 per partition, growing batches), pulsar-client at its own
+# (1000 pending, 1000 messages or 128 KB a batch).
+PULSAR_PENDING = 10_000
+
+
+def pulsar_producer_options() -> dict[str, int]:
+    """The Pulsar producers' shared batch and pending-message settings, or nothing under ``--defaults``."""
+    return {} if client_defaults() else {"batching_max_messages": 1000, "max_pending_messages": PULSAR_PENDING}
+
+
 # The broker processes (their pids, comma-separated) whose CPU time the suite reports next to the client's.
 BROKER_PIDS_VARIABLE = "BENCH_BROKER_PIDS"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

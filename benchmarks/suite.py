@@ -4,7 +4,7 @@ Kafka: kafkawire (per-record ``enqueue`` and the bulk ``enqueue_many``), aiokafk
 confluent-kafka and Kafka's own Java producer performance tool (produce only); kafkawire also consuming in a
 consumer group and in a share group (KIP-932); and ``kafka-ceiling`` (ceiling.py: requests encoded once,
 only batch headers read), what the broker itself takes and serves in the same run. Pulsar: pulsarwire and
-pulsar-client. TubeMQ: tubemqwire and the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions.
+pulsar-client (its threaded API and its asyncio one). TubeMQ: tubemqwire and the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions.
 
 Fairness: for each setting one topic is written once (by confluent-kafka, pulsar-client, tubemqwire) and
 every consumer reads that same topic from its start, so that they read the same batches; every producer
@@ -96,11 +96,16 @@ PEERS = {
     # kafkawire-sync-bulk: its enqueue_many (produce only).
     "kafka": ["kafkawire-bulk", "kafkawire-sync", "kafkawire-sync-bulk", "confluent-kafka", "aiokafka", "kafka-python",
               "kafka-java-perf", "kafkawire-group", "kafkawire-share", "kafka-ceiling"],
-    "pulsar": ["pulsarwire-sync", "pulsar-client"],
+    # pulsar-client-asyncio: pulsar-client's asyncio API (pulsar.asyncio), on the caller's event loop.
+    "pulsar": ["pulsarwire-sync", "pulsar-client", "pulsar-client-asyncio"],
     "tubemq": ["tubemqwire-sync", "tubemq-java"],
 }
 # The peers the ratio table and the documentation's speed table compare ours with.
-REFERENCES = {"kafka": ("confluent-kafka", "aiokafka"), "pulsar": ("pulsar-client",), "tubemq": ("tubemq-java",)}
+REFERENCES = {
+    "kafka": ("confluent-kafka", "aiokafka"),
+    "pulsar": ("pulsar-client", "pulsar-client-asyncio"),
+    "tubemq": ("tubemq-java",),
+}
 # What the broker itself takes and serves (ceiling.py): shown in the speed table, where "vs ours" is then the
 # share of the broker's own rate that our client reaches.
 CEILINGS = ("kafka-ceiling",)

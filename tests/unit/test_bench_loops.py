@@ -29,7 +29,7 @@ def test_each_asyncio_based_client_runs_under_each_loop_and_the_others_once() ->
         assert every.count(client) == 1 and f"{client}@uvloop" not in every
     assert clients_of("kafka", _plan(("asyncio",))) == [c for c in every if "@" not in c]
     assert clients_of("pulsar", Plan(["pulsar"], None, 0.01, (100,), 1, 0.3, ("uvloop",))) == [
-        "pulsarwire@uvloop", "pulsarwire-sync", "pulsar-client"]
+        "pulsarwire@uvloop", "pulsarwire-sync", "pulsar-client", "pulsar-client-asyncio@uvloop"]
 
 
 def test_a_client_named_without_a_loop_is_run_under_each_and_with_one_under_that_one() -> None:
