@@ -4,7 +4,8 @@ Kafka: kafkawire (per-record ``enqueue`` and the bulk ``enqueue_many``), aiokafk
 confluent-kafka and Kafka's own Java producer performance tool (produce only); kafkawire also consuming in a
 consumer group and in a share group (KIP-932); and ``kafka-ceiling`` (ceiling.py: requests encoded once,
 only batch headers read), what the broker itself takes and serves in the same run. Pulsar: pulsarwire and
-pulsar-client (its threaded API and its asyncio one). TubeMQ: tubemqwire and the Java TubeMQ client. Messages of 100 B and 10 KB, topics of 1 and 8 partitions.
+pulsar-client (its threaded API and its asyncio one). TubeMQ: tubemqwire and the Java TubeMQ client. Messages
+of 100 B and 10 KB, topics of 1 and 8 partitions.
 
 Fairness: for each setting one topic is written once (by confluent-kafka, pulsar-client, tubemqwire) and
 every consumer reads that same topic from its start, so that they read the same batches; every producer
