@@ -94,9 +94,11 @@ bench: $(STAMP) brokers-classpath
 	$(PY) benchmarks/overhead.py $(OVERHEAD_ARGS)
 
 # The Spark sources on a standalone cluster of two workers (submitted with the packed environment): Kafka
-# against Spark's own Kafka source, Pulsar and TubeMQ against their plain clients (brokers started for it).
+# against Spark's own Kafka source, Pulsar and TubeMQ against their plain clients (brokers started for it);
+# and the Kafka sink against Spark's own, at 500,000 and 2,000,000 rows in 4 tasks.
 bench-spark-cluster: $(STAMP) brokers-classpath spark-env
 	$(PY) benchmarks/spark_cluster_kafka_read.py
+	$(PY) benchmarks/spark_cluster_kafka_write.py --records 500000,2000000
 	$(PY) -m mqwire.testing --state-dir build/bench-brokers start pulsar tubemq
 	$(PY) benchmarks/spark_cluster_source_read.py --system pulsar --state-dir build/bench-brokers; rc=$$?; \
 	$(PY) benchmarks/spark_cluster_source_read.py --system tubemq --state-dir build/bench-brokers || rc=1; \

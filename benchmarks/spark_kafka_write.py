@@ -4,9 +4,10 @@ sink (``spark-sql-kafka-0-10``, its Java producer with its defaults), alternatel
 A DataFrame of ``--records`` rows with a ``--size``-byte value each (unique per row: the row number padded)
 is cached in memory and counted first, so the runs measure the write and not the rows' making. Each run
 writes it to a fresh topic of ``--partitions`` partitions in ``--partitions`` Spark tasks; the write returns
-once every record is acknowledged, and the topic's end offsets are then checked to add up to ``--records``.
-A first, untimed run of each starts Spark's Python workers and loads the Java producer; the median of the
-``--repeat`` runs after it is quoted.
+once every record is acknowledged, and the topic's end offsets are then checked to add up to the rows
+written. A first, untimed run of each starts Spark's Python workers and loads the Java producer; the median
+of the ``--repeat`` runs after it is quoted. ``--records`` may list several sizes (``500000,2000000``): each
+is measured in turn in the same session, the first one after the untimed runs.
 
 ``--task`` measures, without Spark, what one writer task costs in its own process (wall and CPU time per
 row, same records, the paths alternated ``--repeat`` times): the one-``enqueue``-per-row sender given Rows,
@@ -80,9 +81,57 @@ def task_costs(url: str, records: int, size: int, partitions: int, repeat: int) 
         print(f"{name:<22} {records / wall:10,.0f} rows/s  {cpu / records * 1e6:5.2f} µs CPU/row")
 
 
+def measure(spark: Any, url: str, records: int, args: argparse.Namespace, warm_up: bool) -> dict[str, list[float]]:
+    """Rows per second of each sink writing ``records`` rows, ``args.repeat`` times alternately (after an untimed
+    run of each if ``warm_up``); every run's topic is checked to hold exactly ``records`` records."""
+    columns = [f"CAST(lpad(CAST(id AS STRING), {args.size}, 'x') AS BINARY) AS value"]
+    if args.keys:
+        columns.append("CAST(CAST(id AS STRING) AS BINARY) AS key")
+    df = spark.range(records, numPartitions=args.partitions).selectExpr(*columns).cache()
+    df.count()
+    writers: dict[str, Callable[[str], Any]] = {
+        "kafkawire": lambda topic: df.write.format("kafkawire").option("url", url).option("topic", topic),
+        "spark-kafka": lambda topic: (
+            df.write.format("kafka")
+            .option("kafka.bootstrap.servers", url.removeprefix("kafka://"))
+            .option("topic", topic)
+        ),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in writers}
+    for run in range(-1 if warm_up else 0, args.repeat):
+        for name, writer in writers.items():
+            topic = f"spark-write-bench-{uuid.uuid4().hex[:8]}"
+            asyncio.run(create_topic(url, topic, args.partitions))
+            started = time.perf_counter()
+            writer(topic).mode("append").save()
+            seconds = time.perf_counter() - started
+            written = asyncio.run(records_in(url, topic, args.partitions))
+            if written != records:
+                raise SystemExit(f"{name}: topic {topic} holds {written} records, expected {records}")
+            if run < 0:
+                print(f"warm-up: {name:<12} {records:,} rows in {seconds:6.2f} s", flush=True)
+                continue
+            rate = records / seconds
+            rates[name].append(rate)
+            print(f"run {run + 1}: {name:<12} {records:,} rows in {seconds:6.2f} s = {rate:12,.0f} rows/s", flush=True)
+    df.unpersist()
+    return rates
+
+
+def record_counts(text: str) -> list[int]:
+    """``--records``: one row count, or several separated by commas."""
+    try:
+        counts = [int(part.replace("_", "")) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a row count or a list of them: {text!r}") from None
+    if not counts or min(counts) <= 0:
+        raise argparse.ArgumentTypeError(f"row counts must be positive: {text!r}")
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--records", type=record_counts, default=[500_000], help="rows, or rows,rows,...")
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
@@ -93,7 +142,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.task:
         with local_broker("kafka", args.url) as urls:
-            task_costs(urls["kafka"], args.records, args.size, args.partitions, args.repeat)
+            for records in args.records:
+                task_costs(urls["kafka"], records, args.size, args.partitions, args.repeat)
         return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -106,44 +156,21 @@ def main() -> int:
         builder = builder.config("spark.jars.packages", SPARK_KAFKA_PACKAGE)
         spark = builder.config("spark.ui.showConsoleProgress", "false").getOrCreate()
         sparkwire.register(spark)
-        columns = [f"CAST(lpad(CAST(id AS STRING), {args.size}, 'x') AS BINARY) AS value"]
-        if args.keys:
-            columns.append("CAST(CAST(id AS STRING) AS BINARY) AS key")
-        df = spark.range(args.records, numPartitions=args.partitions).selectExpr(*columns).cache()
-        df.count()
-        writers: dict[str, Callable[[str], Any]] = {
-            "kafkawire": lambda topic: df.write.format("kafkawire").option("url", url).option("topic", topic),
-            "spark-kafka": lambda topic: (
-                df.write.format("kafka")
-                .option("kafka.bootstrap.servers", url.removeprefix("kafka://"))
-                .option("topic", topic)
-            ),
-        }
-        rates: dict[str, list[float]] = {name: [] for name in writers}
+        medians: list[tuple[int, float, float]] = []
         try:
-            for run in range(-1, args.repeat):
-                for name, writer in writers.items():
-                    topic = f"spark-write-bench-{uuid.uuid4().hex[:8]}"
-                    asyncio.run(create_topic(url, topic, args.partitions))
-                    started = time.perf_counter()
-                    writer(topic).mode("append").save()
-                    seconds = time.perf_counter() - started
-                    written = asyncio.run(records_in(url, topic, args.partitions))
-                    if written != args.records:
-                        raise SystemExit(f"{name}: topic {topic} holds {written} records, expected {args.records}")
-                    if run < 0:
-                        print(f"warm-up: {name:<12} {args.records:,} rows in {seconds:6.2f} s")
-                        continue
-                    rate = args.records / seconds
-                    rates[name].append(rate)
-                    print(f"run {run + 1}: {name:<12} {args.records:,} rows in {seconds:6.2f} s = {rate:12,.0f} rows/s")
+            for index, records in enumerate(args.records):
+                rates = measure(spark, url, records, args, warm_up=index == 0)
+                medians.append(
+                    (records, statistics.median(rates["kafkawire"]), statistics.median(rates["spark-kafka"]))
+                )
         finally:
             spark.stop()
-    ours, theirs = statistics.median(rates["kafkawire"]), statistics.median(rates["spark-kafka"])
-    print(
-        f"\nmedian of {args.repeat}: kafkawire {ours:,.0f} rows/s, Spark's Kafka sink {theirs:,.0f} rows/s: "
-        f"ratio {ours / theirs:.2f}x"
-    )
+    print(f"\nmedians of {args.repeat}, {args.partitions} tasks, {args.size} B values:")
+    for records, ours, theirs in medians:
+        print(
+            f"{records:>11,} rows: kafkawire {ours:12,.0f} rows/s, Spark's Kafka sink {theirs:12,.0f} rows/s: "
+            f"ratio {ours / theirs:.2f}x"
+        )
     return 0
 
 
