@@ -11,7 +11,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from charts import draw_all
-from suite import README_BEGIN, README_END, Row, headline_ratios, update_readme
+from suite import (
+    README_BEGIN,
+    README_END,
+    SUMMARY_BEGIN,
+    SUMMARY_END,
+    Row,
+    headline_ratios,
+    readme_summary,
+    update_readme,
+)
 
 
 def _row(client: str, rate: float, settings: str = "tuned", phase: str = "produce") -> Row:
@@ -42,7 +51,10 @@ def test_the_performance_page_links_a_chart_per_system_drawn_from_the_results(tm
     results.write_text(json.dumps([asdict(r) for r in ROWS]), encoding="utf-8")
     page = tmp_path / "performance.md"
     page.write_text(f"# Performance\n\n{README_BEGIN}\nold\n{README_END}\n", encoding="utf-8")
-    update_readme([results], page)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# mqwire\n\n{SUMMARY_BEGIN}\nold\n{SUMMARY_END}\n", encoding="utf-8")
+    update_readme([results], page, readme)
+    assert "| Kafka | 100 B | confluent-kafka | 2.00x | - | - | - |" in readme.read_text(encoding="utf-8")
     text = page.read_text(encoding="utf-8")
     assert "![kafka: ours over each peer](_static/ratios-kafka.png)" in text and "old" not in text
     chart = tmp_path / "_static" / "ratios-kafka.png"
@@ -53,3 +65,13 @@ def test_a_chart_per_system(tmp_path: Path) -> None:
     pulsar = [Row("pulsar", 100, 1, c, "consume", 1000, 1.0, 0.001, 50.0) for c in ("pulsarwire", "pulsar-client")]
     drawn = draw_all(headline_ratios([*ROWS, *pulsar]), tmp_path)
     assert [p.name for p in drawn] == ["ratios-kafka.png", "ratios-pulsar.png"]
+
+
+def test_the_readme_summary_shows_the_defaults_on_each_loop_beside_each_other() -> None:
+    rows = [*ROWS, _row("kafkawire@uvloop", 750_000, "defaults"), _row("aiokafka", 100_000, "defaults")]
+    lines = readme_summary(headline_ratios(rows)).splitlines()
+    assert lines[0] == "| system | size | ours over | produce x1 | produce x8 | consume x1 | consume x8 |"
+    assert lines[2:] == [
+        "| Kafka | 100 B | confluent-kafka | 2.00x / 3.00x | - | - | - |",
+        "| Kafka | 100 B | aiokafka | 5.00x | - | - | - |",
+    ]
