@@ -20,13 +20,16 @@ DEFAULT_MEMORY_LIMIT = 64 * 1024 * 1024
 class MemoryBudget:
     """Bytes charged against ``limit`` (0: no limit), and the callbacks waiting for room."""
 
-    __slots__ = ("_waiting", "expected", "limit", "used")
+    __slots__ = ("_least", "_waiting", "expected", "limit", "used")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
         self.expected = 0
-        self._waiting: dict[Callable[[], object], None] = {}
+        # Each waiter with the room it waits for, and the least of those: a release that leaves less wakes
+        # nobody (a partition with nothing to read waits the whole time; it must not run at every message).
+        self._waiting: dict[Callable[[], object], int] = {}
+        self._least = 0
 
     @property
     def limited(self) -> bool:
@@ -47,18 +50,25 @@ class MemoryBudget:
         self.expected += change
 
     def release(self, size: int) -> None:
-        """Count ``size`` bytes as no longer held; wake the waiters when that leaves room."""
+        """Count ``size`` bytes as no longer held; wake the waiters whose room that leaves."""
         self.used -= size
-        if self._waiting and self.free > 0:
+        if self._waiting and self.free >= self._least:
             # Each waiter decides for itself and waits again when the room is gone.
-            waiting, self._waiting = list(self._waiting), {}
-            for callback in waiting:
+            free = self.free
+            woken = [callback for callback, room in self._waiting.items() if room <= free]
+            for callback in woken:
+                del self._waiting[callback]
+            self._least = min(self._waiting.values(), default=0)
+            for callback in woken:
                 callback()
 
-    def wait(self, callback: Callable[[], object]) -> None:
-        """Call ``callback`` once, the next time a release leaves room."""
-        self._waiting[callback] = None
+    def wait(self, callback: Callable[[], object], room: int = 1) -> None:
+        """Call ``callback`` once, the next time a release leaves ``room`` bytes free (or more)."""
+        room = max(1, room)
+        self._waiting[callback] = room
+        self._least = room if len(self._waiting) == 1 else min(self._least, room)
 
     def forget(self, callback: Callable[[], object]) -> None:
         """Stop waiting with ``callback``."""
-        self._waiting.pop(callback, None)
+        if self._waiting.pop(callback, None) is not None:
+            self._least = min(self._waiting.values(), default=0)

@@ -267,7 +267,7 @@ class TopicConsumer(TopicHandler):
             counters.bytes += len(frame.payload or b"")
             self._queued += len(messages)
             self.queue.extend(messages, size)
-            self._learn_size(size // len(messages))
+            self._learn_size(size // len(messages), len(messages))
         if self._permits and self.queue.budget is not None:
             self._grant()  # permits held back for memory: this arrival may have changed what fits
 
@@ -426,9 +426,12 @@ class TopicConsumer(TopicHandler):
         if budget is not None and budget.limited:
             budget.forget(self._grant)
             count = min(permits, max(0, budget.free // self._message_bytes))
-            if count < permits:
-                budget.wait(self._grant)
             outstanding = self._outstanding
+            if count < permits:
+                # Woken when the room for the smallest grant it would make is free: half the queue while
+                # messages are on their way, else one message.
+                least = self._refill_at if outstanding > 0 else 1
+                budget.wait(self._grant, min(permits, least) * self._message_bytes)
             # Nothing would come of it, or a small grant while messages are on their way (they call again).
             if outstanding + count <= 0 or (outstanding > 0 and count < self._refill_at):
                 if outstanding > 0 or self._queued:
@@ -452,10 +455,17 @@ class TopicConsumer(TopicHandler):
             budget.expect(promised - self._promised)
             self._promised = promised
 
-    def _learn_size(self, size: int) -> None:
-        """Follow the bytes per message: at once upwards, slowly downwards."""
+    def _learn_size(self, size: int, count: int = 1) -> None:
+        """Follow the bytes per message (``size``, the average of an entry's ``count``): at once upwards, slowly
+        downwards, each message of a batch a step. One step per entry kept the first guess (64 KiB) for tens
+        of entries of small messages, so that the partitions of a topic seemed to fill the memory limit many
+        times over and got their permits a few at a time."""
         estimate = self._message_bytes
-        estimate = max(size, (estimate * 7 + size) // 8, 1)
+        if size < estimate:
+            kept = _KEPT_PER_MESSAGE ** min(count, 64)  # beyond 64 messages the old estimate weighs nothing
+            estimate = max(size, int(estimate * kept + size * (1 - kept)), 1)
+        else:
+            estimate = size
         if estimate != self._message_bytes:
             self._message_bytes = estimate
             self._set_outstanding(self._outstanding)
@@ -791,6 +801,8 @@ _MAX_LONG = (1 << 63) - 1
 # The bytes per message a consumer assumes before it has seen any: 64 MiB of memory limit hold a
 # default receiver queue (1000) of them, so the first FLOW grants the whole queue.
 _ASSUMED_MESSAGE_BYTES = 64 * 1024
+# What of the estimate each smaller message keeps: an eighth of the way to the new size per message.
+_KEPT_PER_MESSAGE = 7 / 8
 
 
 def _signed(value: int) -> int:

@@ -158,6 +158,32 @@ async def test_a_partition_with_nothing_queued_always_gets_a_permit() -> None:
     await consumer.close()
 
 
+async def test_a_batch_of_small_messages_teaches_the_size_at_once() -> None:
+    # Eight partitions share a client's budget: each grants by the bytes per message it expects. One batch
+    # of 500 messages of 100 B must bring the estimate near 100 B, or the partitions' permits in flight seem
+    # to fill the limit (8 x 1000 x 57 KiB after one step from the assumed 64 KiB) and come a few at a time.
+    broker = FakeBroker()
+    session = fake_client(broker, memory_limit_bytes=LIMIT)
+    queue = ReceiveQueue("test", session.memory)
+    consumer = TopicConsumer(
+        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=1000,
+        on_failure=lambda _c, e: None,
+    )
+    await consumer.start()
+    values = [b"%08d" % i + bytes(92) for i in range(500)]
+    entry = metadata(num_messages_in_batch=500), b"".join(encode_entry(v) for v in values)
+    backlog = PermitBroker([entry, entry])
+    backlog.push(broker.current, consumer.consumer_id)
+    granted = sum(flows(broker.current))
+    taken = [queue.get_nowait() for _ in range(500)]
+    for message in taken:
+        assert message is not None
+        consumer.dequeued(message)
+    # The queue's half (500) granted again in full: 1 MiB holds 10,000 such messages.
+    assert sum(flows(broker.current)) - granted == 500
+    await consumer.close()
+
+
 def test_the_budget_wakes_its_waiters_once_there_is_room() -> None:
     budget = MemoryBudget(100)
     woken: list[int] = []
@@ -169,6 +195,21 @@ def test_the_budget_wakes_its_waiters_once_there_is_room() -> None:
     assert woken == [1]
     budget.release(10)
     assert woken == [1]  # once per wait
+
+
+def test_the_budget_wakes_a_waiter_only_when_its_room_is_free() -> None:
+    # A partition with nothing to read waits for room for a whole grant; releases that leave less must not
+    # call it at every message taken from another partition.
+    budget = MemoryBudget(100)
+    small: list[int] = []
+    large: list[int] = []
+    budget.charge(100)
+    budget.wait(lambda: large.append(1), 60)
+    budget.wait(lambda: small.append(1), 10)
+    budget.release(20)
+    assert small == [1] and large == []
+    budget.release(40)
+    assert large == [1]
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "64", True])
