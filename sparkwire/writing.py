@@ -10,6 +10,7 @@ task with the same options.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -75,10 +76,14 @@ async def send_chunks(
     empty_for_null: bool = False,
 ) -> int:
     """``send_rows`` with one bulk call per topic per chunk: waits for every call's acknowledgement (the first
-    failed one fails the task) and returns how many rows they carried."""
+    failed one fails the task) and returns how many rows they carried.
+
+    Each chunk is taken from ``chunks`` in a thread: Spark's input is a blocking read of the worker's socket,
+    which on the loop would hold back the producer's sending (and its acknowledgements) until the task's input
+    ended or the producer's buffer filled."""
     futures = []
     written = 0
-    for chunk in chunks:
+    while (chunk := await asyncio.to_thread(next, chunks, None)) is not None:
         for topic, group in group_by_topic(chunk, default_topic, empty_for_null).items():
             producer = await producers.get(topic)
             futures.append(await send_many(producer, group.values, group.keys, group.headers))
