@@ -691,7 +691,7 @@ def headline_ratios(rows: list[Row]) -> list[Ratio]:
                 cpu = ours.cpu_us / m.cpu_us if m.cpu_us else None
                 found.append(Ratio(setting, m.system, m.size, m.partitions, m.phase, client_loop(m.client)[0], on,
                                    ours.rate / m.rate, cpu))
-    return found
+    return sorted(found, key=lambda r: (list(OURS).index(r.system), REFERENCES[r.system].index(r.peer)))
 
 
 def readme_table(rows: list[Row]) -> str:
