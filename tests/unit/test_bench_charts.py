@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from charts import draw_all
@@ -46,7 +48,14 @@ def test_the_charts_compare_ours_with_each_peer_like_with_like_at_saturation() -
     }  # no fixed-rate phase, no kafkawire-bulk, no ratio of ours over ours
 
 
+def _charting() -> None:
+    # matplotlib comes with the benchmark tools (the dev extra), not with the runtime environments of the
+    # interpreter matrix, which run the unit tests too.
+    pytest.importorskip("matplotlib", reason="the benchmark tools are not installed in this environment")
+
+
 def test_the_performance_page_links_a_chart_per_system_drawn_from_the_results(tmp_path: Path) -> None:
+    _charting()
     results = tmp_path / "bench.json"
     results.write_text(json.dumps([asdict(r) for r in ROWS]), encoding="utf-8")
     page = tmp_path / "performance.md"
@@ -62,6 +71,7 @@ def test_the_performance_page_links_a_chart_per_system_drawn_from_the_results(tm
 
 
 def test_a_chart_per_system(tmp_path: Path) -> None:
+    _charting()
     pulsar = [Row("pulsar", 100, 1, c, "consume", 1000, 1.0, 0.001, 50.0) for c in ("pulsarwire", "pulsar-client")]
     drawn = draw_all(headline_ratios([*ROWS, *pulsar]), tmp_path)
     assert [p.name for p in drawn] == ["ratios-kafka.png", "ratios-pulsar.png"]
