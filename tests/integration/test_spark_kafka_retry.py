@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 import kafkawire
 from mqwire.testing.endpoints import KafkaBroker
 from tests.integration.spark_session import local_session
-from tests.integration.test_spark_kafka import SPARK_KAFKA_PACKAGE
+from tests.integration.test_spark_kafka import SPARK_KAFKA_PACKAGE, _consume, _create
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -45,13 +44,6 @@ def spark() -> Iterator[Any]:
     )
 
 
-async def _create(url: str, partitions: int) -> str:
-    name = f"sw-retry-{uuid.uuid4().hex[:10]}"
-    async with kafkawire.connect(url) as client, client.admin() as admin:
-        await admin.create_topic(name, partitions=partitions)
-    return name
-
-
 async def _records_in(url: str, topic: str, partitions: int) -> int:
     async with kafkawire.connect(url) as client, client.admin() as admin:
         ends = await admin.list_offsets({kafkawire.TopicPartition(topic, p): "latest" for p in range(partitions)})
@@ -61,19 +53,7 @@ async def _records_in(url: str, topic: str, partitions: int) -> int:
 async def _read_all(url: str, topic: str, partitions: int) -> list[bytes]:
     """Every record of the topic, up to its end offsets as they are now."""
     total = await _records_in(url, topic, partitions)
-    got: list[bytes] = []
-    async with kafkawire.connect(url) as client:
-        consumer = client.consumer(topic, partitions=list(range(partitions)), enable_auto_commit=False)
-        try:
-            await consumer.start()
-            for p in range(partitions):
-                consumer.seek((topic, p), 0)
-            for _ in range(240):
-                got.extend(m.value for m in await consumer.getmany(timeout_ms=500))
-                if len(got) >= total:
-                    break
-        finally:
-            await consumer.close()
+    got = [bytes(m.value) for m in await _consume(url, topic, partitions, total)]
     assert len(got) == total
     return got
 
