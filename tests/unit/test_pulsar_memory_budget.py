@@ -60,18 +60,28 @@ def queued_bytes(queue: ReceiveQueue) -> int:
     return sum(len(message.payload) for message in queue._items)
 
 
-async def drain(
-    entries: list[tuple[pb.MessageMetadata, bytes]], *, limit: int, queue_size: int = 1000, **options: Any
-) -> tuple[list[bytes], int, int]:
-    """Consume the whole backlog one message at a time; the values, the peak queued bytes, the permits used."""
+async def started_consumer(
+    limit: int, *, queue_size: int = 1000, held: int = 0, **options: Any
+) -> tuple[FakeBroker, Any, ReceiveQueue, TopicConsumer]:
+    """A consumer of a client whose memory budget is ``limit`` (``held`` bytes of it charged by another queue),
+    started against a fake broker: the broker, the client, the consumer's queue and the consumer."""
     broker = FakeBroker()
     session = fake_client(broker, memory_limit_bytes=limit)
+    session.memory.charge(held)
     queue = ReceiveQueue("test", session.memory)
     consumer = TopicConsumer(
         session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub", **options}),
         queue_size=queue_size, on_failure=lambda _c, e: None,
     )
     await consumer.start()
+    return broker, session, queue, consumer
+
+
+async def drain(
+    entries: list[tuple[pb.MessageMetadata, bytes]], *, limit: int, queue_size: int = 1000, **options: Any
+) -> tuple[list[bytes], int, int]:
+    """Consume the whole backlog one message at a time; the values, the peak queued bytes, the permits used."""
+    broker, _session, queue, consumer = await started_consumer(limit, queue_size=queue_size, **options)
     backlog = PermitBroker(entries)
     received: list[bytes] = []
     peak = 0
@@ -104,14 +114,7 @@ async def test_batches_are_bounded_by_their_decompressed_size() -> None:
 async def test_once_the_size_is_known_the_queue_stays_within_the_limit() -> None:
     # The first wave is bounded by the assumed size; from then on the limit holds for the rest.
     entries = [compressible(i) for i in range(COUNT)]
-    broker = FakeBroker()
-    session = fake_client(broker, memory_limit_bytes=LIMIT)
-    queue = ReceiveQueue("test", session.memory)
-    consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=1000,
-        on_failure=lambda _c, e: None,
-    )
-    await consumer.start()
+    broker, session, queue, consumer = await started_consumer(LIMIT)
     backlog = PermitBroker(entries)
     backlog.push(broker.current, consumer.consumer_id)
     first_wave = backlog.used
@@ -139,15 +142,7 @@ async def test_without_a_limit_the_queue_size_alone_bounds_it() -> None:
 
 async def test_a_partition_with_nothing_queued_always_gets_a_permit() -> None:
     # Another queue of the same client holds the whole budget and nobody reads it.
-    broker = FakeBroker()
-    session = fake_client(broker, memory_limit_bytes=LIMIT)
-    session.memory.charge(4 * LIMIT)
-    queue = ReceiveQueue("test", session.memory)
-    consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=10,
-        on_failure=lambda _c, e: None,
-    )
-    await consumer.start()
+    broker, _session, queue, consumer = await started_consumer(LIMIT, queue_size=10, held=4 * LIMIT)
     assert flows(broker.current) == [1]
     backlog = PermitBroker([compressible(i) for i in range(3)])
     for index in range(3):
@@ -162,14 +157,7 @@ async def test_a_batch_of_small_messages_teaches_the_size_at_once() -> None:
     # Eight partitions share a client's budget: each grants by the bytes per message it expects. One batch
     # of 500 messages of 100 B must bring the estimate near 100 B, or the partitions' permits in flight seem
     # to fill the limit (8 x 1000 x 57 KiB after one step from the assumed 64 KiB) and come a few at a time.
-    broker = FakeBroker()
-    session = fake_client(broker, memory_limit_bytes=LIMIT)
-    queue = ReceiveQueue("test", session.memory)
-    consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=1000,
-        on_failure=lambda _c, e: None,
-    )
-    await consumer.start()
+    broker, _session, queue, consumer = await started_consumer(LIMIT)
     values = [b"%08d" % i + bytes(92) for i in range(500)]
     entry = metadata(num_messages_in_batch=500), b"".join(encode_entry(v) for v in values)
     backlog = PermitBroker([entry, entry])
