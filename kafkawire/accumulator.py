@@ -36,6 +36,8 @@ Header = tuple[str, bytes | None]
 RECORD_OVERHEAD = 21
 HEADER_OVERHEAD = 10
 SEQUENCE_LIMIT = 2**31
+# Records of its first record's size a growing batch has room for from the start (see _limit_for).
+RECORDS_PER_BATCH = 4
 
 
 def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
@@ -349,7 +351,7 @@ class Accumulator:
         tp = TopicPartition(topic, partition)
         # A grown batch takes no more than the buffer has free: buffer_memory stays the bound (a batch of
         # batch_size may still go past it by less than one batch, as with a fixed batch size).
-        limit = min(self._limit_for(tp), max(self.batch_size, self.buffer_memory - self.used))
+        limit = min(self._limit_for(tp, first_size), max(self.batch_size, self.buffer_memory - self.used))
         capacity = max(limit, first_size)
         now = self.clock()
         batch = ProducerBatch(
@@ -366,8 +368,9 @@ class Accumulator:
             self._latest[tp] = batch
         return batch
 
-    def _limit_for(self, tp: TopicPartition) -> int:
-        """The size of the partition's next batch: ``batch_size``, or more while the partition is busy.
+    def _limit_for(self, tp: TopicPartition, first_size: int) -> int:
+        """The size of the partition's next batch: ``batch_size``, or more while the partition is busy or
+        its records are large.
 
         A partition whose newest batch is done (or that has none) keeps up at ``batch_size``. One whose
         newest batch is still waiting or in flight is busy: the next batch is as large, and twice as large
@@ -376,11 +379,21 @@ class Accumulator:
         batch does, so the buffer bounds the memory as before; only a partition busy enough to fill a
         batch within its linger time grows, so a producer writing slowly to many partitions reserves what
         Java's would.
+
+        A batch also starts with room for ``RECORDS_PER_BATCH`` records of its first record's size: with
+        records of more than a quarter of ``batch_size`` (10 KB in 16 KB batches), a batch of that size
+        would be complete at its first or second record, so every record went out in a request of its own
+        -- at a few thousand records/s, thousands of requests where a few hundred carry them, and their
+        queue was the tail latency.
         """
         latest = self._latest.get(tp)
         if latest is None:
-            return self.batch_size
-        return min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
+            limit = self.batch_size
+        else:
+            limit = min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
+        if first_size * RECORDS_PER_BATCH > limit:
+            limit = max(limit, min(first_size * RECORDS_PER_BATCH, self.max_batch_size))
+        return limit
 
     @staticmethod
     def _add_run(

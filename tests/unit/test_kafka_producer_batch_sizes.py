@@ -154,3 +154,34 @@ async def test_bulk_appends_grow_the_same_way() -> None:
         done += acc.append_many("t", 0, 1, None, values, None, range(len(values)), done, len(values), call)
     limits = [batch.limit for batch in acc.queued()]
     assert limits[:5] == [1_000, 2_000, 4_000, 8_000, 8_000]
+
+
+def records_per_batch(acc: Accumulator, value: bytes, batches: int) -> list[int]:
+    """Append ``value`` to partition 0 until ``batches`` batches are complete; how many records each holds."""
+    sealed = acc.sealed
+    while acc.sealed - sealed < batches:
+        assert acc.append("t", 0, 1, None, value, ()) is not None
+    return [len(batch.outcome.timestamps) for batch in acc.queued() if batch.filled]
+
+
+async def test_large_records_start_a_batch_with_room_for_several() -> None:
+    # 600 B records in 1,000 B batches: one record a batch, one request each, were it not for the room
+    # made for four of them from the start.
+    acc = make()
+    assert records_per_batch(acc, b"v" * 600, 3)[0] == 4
+    # Never past max_batch_size: 3,000 B records get 8,000 B batches, two records each.
+    acc = make()
+    assert records_per_batch(acc, b"v" * 3_000, 1) == [2]
+    assert next(batch.limit for batch in acc.queued()) == 8_000
+
+
+async def test_small_records_start_at_the_base_size_as_before() -> None:
+    acc = make()
+    acc.append("t", 0, 1, None, b"v" * 100, ())
+    (batch,) = acc.queued()
+    assert batch.limit == 1_000
+
+
+async def test_a_given_batch_size_holds_large_records_one_at_a_time() -> None:
+    acc = make(max_batch_size=None)
+    assert records_per_batch(acc, b"v" * 600, 3) == [1, 1, 1]
