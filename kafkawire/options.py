@@ -161,8 +161,9 @@ class ProducerOptions(TypedDict, total=False):
     - ``linger_ms`` — how long a batch waits for more records before it is sent (ms); default 5.
     - ``batch_size`` — the size at which a partition's batch is complete and sent at once (bytes); a
       larger record makes a batch of its own; every batch has this size when it is given (the Java
-      client's meaning); default None: batches of 16 384 bytes, and larger ones, up to half of
-      ``max_request_size`` (512 KB), for a partition whose batches fill faster than they are acknowledged.
+      client's meaning); default None: batches of 16 384 bytes (or room for four records of a batch's
+      first record's size, when that is more), and larger ones, up to half of ``max_request_size``
+      (512 KB), for a partition whose batches fill faster than they are acknowledged.
     - ``compression_type`` — the codec of the batches: ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"``, or
       ``"none"`` / None; default None (no compression).
     - ``compression`` — the same as ``compression_type``, under a shorter name; give one of the two (both
