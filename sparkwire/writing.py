@@ -26,7 +26,7 @@ from mqwire.common.contract import Client, Producer, Receipt
 from sparkwire import options as opts
 from sparkwire.options import ConnectOptions
 from sparkwire.row_columns import Columns, as_bytes, as_headers, column_chunks, group_by_topic
-from sparkwire.worker_session import SESSION
+from sparkwire.worker_session import SESSION, settle_heap
 
 
 @dataclass(frozen=True)
@@ -194,13 +194,17 @@ class _WritesRows:
         # The options are kept, not the keywords: an SSL context does not travel to executors.
         self.options = dict(options)
         self.connect_of = connect_of
+        settle_heap()  # planning runs in a reused worker too
 
     def write(self, iterator: Iterator[Any]) -> WriteResult:
         sender = self.write_rows
         if isinstance(sender, RowsSender) and sender.keep_for > 0:
-            return WriteResult(SESSION.run(self._write_with_kept_client, sender, iterator))
-        connect = self.connect_of(self.options)
-        return WriteResult(SESSION.run(sender, self.url, self.topic, iterator, connect))
+            result = WriteResult(SESSION.run(self._write_with_kept_client, sender, iterator))
+        else:
+            connect = self.connect_of(self.options)
+            result = WriteResult(SESSION.run(sender, self.url, self.topic, iterator, connect))
+        settle_heap()  # after the first task: the modules are imported and a kept client is open
+        return result
 
     async def _write_with_kept_client(self, sender: RowsSender, rows: Iterator[Any]) -> int:
         key = (sender, self.url, tuple(sorted(self.options.items())))
@@ -223,9 +227,11 @@ class RowsWriter(_WritesRows, DataSourceWriter):
     """The batch writer: each task reports success only once every message is acknowledged."""
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        settle_heap()  # the commit runs in a reused worker of its own
         return None  # every message was acknowledged inside its task: nothing is left to publish
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        settle_heap()
         return None  # acknowledged messages cannot be taken back; a retried job writes at least once
 
 
