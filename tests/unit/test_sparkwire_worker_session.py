@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import faulthandler
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -153,3 +155,26 @@ def test_a_forked_child_makes_a_bridge_of_its_own_and_forgets_the_parents_values
     assert os.waitstatus_to_exitcode(status) == 0 and said == b"ok"
     assert session.run(task) is parent_value  # the parent's session is untouched by the child's
     session.close()
+
+
+SETTLE = """
+import gc, importlib.machinery, sys
+from sparkwire import worker_session
+from sparkwire.writing import RowsWriter
+
+async def write(url, topic, rows, options):
+    return 0
+
+alone = worker_session.settle_heap(), gc.get_freeze_count()
+sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("pyspark.daemon", None)
+RowsWriter({"url": "kafka://127.0.0.1:9"}, lambda options: options["url"], write)  # planning, in a daemon worker
+planned = gc.get_freeze_count()
+print(alone, planned > 0, worker_session.settle_heap(), gc.get_freeze_count() == planned)
+"""
+
+
+def test_a_worker_of_pysparks_daemon_freezes_its_heap_once_and_no_other_process_does() -> None:
+    # In a process of its own: freezing this one would change the collector of the whole test run.
+    done = subprocess.run([sys.executable, "-c", SETTLE], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(False,", "0)", "True", "False", "True"]
