@@ -391,9 +391,7 @@ class Accumulator:
             limit = self.batch_size
         else:
             limit = min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
-        if first_size * RECORDS_PER_BATCH > limit:
-            limit = max(limit, min(first_size * RECORDS_PER_BATCH, self.max_batch_size))
-        return limit
+        return max(limit, min(first_size * RECORDS_PER_BATCH, self.max_batch_size))
 
     @staticmethod
     def _add_run(

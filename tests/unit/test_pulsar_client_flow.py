@@ -407,10 +407,14 @@ async def test_close_waits_for_receipts_then_closes_on_the_broker() -> None:
 
 # --------------------------------------------------------------------------------------------- consumer
 async def started_consumer(
-    broker: FakeBroker, queue_size: int = 10, session: Session | None = None, **options: Any
+    broker: FakeBroker,
+    queue_size: int = 10,
+    session: Session | None = None,
+    queue: ReceiveQueue | None = None,
+    **options: Any,
 ) -> tuple[TopicConsumer, ReceiveQueue, list[pulsarwire.MqwireError]]:
     options.setdefault("group", "sub")
-    queue = ReceiveQueue("test")
+    queue = ReceiveQueue("test") if queue is None else queue
     failures: list[pulsarwire.MqwireError] = []
     consumer = TopicConsumer(
         session or fake_client(broker), queue, TOPIC, "t", -1, ConsumerConfig.build(options), queue_size=queue_size,
@@ -506,12 +510,7 @@ async def test_messages_taken_past_the_permits_do_not_each_try_a_grant() -> None
     # a sixth of its CPU.
     broker = FakeBroker()
     session = fake_client(broker)
-    queue = ReceiveQueue("test", session.memory)
-    consumer = TopicConsumer(
-        session, queue, TOPIC, "t", -1, ConsumerConfig.build({"group": "sub"}), queue_size=10,
-        on_failure=lambda _c, e: None,
-    )
-    await consumer.start()
+    consumer, queue, _ = await started_consumer(broker, session=session, queue=ReceiveQueue("test", session.memory))
     meta, payload = batch([b"v%d" % i for i in range(10)])
     for entry in range(5):
         broker.current.message(consumer.consumer_id, 1, entry, meta, payload)
