@@ -209,8 +209,10 @@ import json, sys
 from kafkawire import delivery, partitioner
 from kafkawire.protocol import records
 from pulsarwire.protocol import batch
+from mqwire.common import blocking_future
 print(json.dumps({
     "kafkawire.protocol.records": records.COMPILED,
+    "mqwire.common.blocking_future": blocking_future.COMPILED,
     "kafkawire.partitioner": partitioner.COMPILED,
     "pulsarwire.protocol.batch": batch.COMPILED,
     # the compiled type is given the Python class's result() as _result_slow

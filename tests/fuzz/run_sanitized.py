@@ -25,6 +25,7 @@ EXTENSIONS = {
     "_delivery_speedups": "kafkawire._delivery_speedups",
     "_partitioner_speedups": "kafkawire._partitioner_speedups",
     "_batch_speedups": "pulsarwire.protocol._batch_speedups",
+    "_gc_speedups": "mqwire.common._gc_speedups",
 }
 
 # Every test that runs a compiled loop: the property tests comparing it with Python, and the fuzzers.
@@ -38,6 +39,7 @@ TESTS = [
     "tests/unit/test_kafka_client_partitioner.py",
     "tests/unit/test_pulsar_batch_speedups.py",
     "tests/unit/test_pulsar_batch.py",
+    "tests/unit/test_blocking_future.py",
 ]
 
 
@@ -66,6 +68,11 @@ def check_in_use(build_dir: Path) -> None:
     for module in (records._speedups, partitioner._speedups, batch._speedups):
         if module is None or Path(module.__file__ or "").parent.resolve() != build_dir.resolve():
             raise SystemExit(f"the instrumented build is not in use: {module!r}")
+    from mqwire.common import blocking_future
+
+    gc_speedups = sys.modules["mqwire.common._gc_speedups"]
+    if blocking_future._untrack is not gc_speedups.untrack:
+        raise SystemExit("the instrumented collector switches are not in use")
     if delivery.RecordFuture.__flags__ & (1 << 14):  # Py_TPFLAGS_HAVE_GC: the Python class, not the compiled type
         raise SystemExit("the instrumented record futures are not in use")
 

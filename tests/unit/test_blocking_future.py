@@ -2,16 +2,23 @@
 
 ``RecordFuture`` makes its condition only when a second thread needs it; these check each standard use with
 the future pending and settled, and that a waiter in another thread is never left waiting when the settling
-thread takes the short way at the same moment.
+thread takes the short way at the same moment. It also checks that a future stays outside the cycle
+collector's scans only while nothing that could refer back to it is attached, and that the cycles such things
+make are collected.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import gc
+import os
 import threading
+import weakref
+from collections.abc import Callable
 
 import pytest
 
+from mqwire.common import blocking_future
 from mqwire.common.blocking_future import RecordFuture
 
 
@@ -209,3 +216,86 @@ def test_a_callback_added_before_a_waiter_made_the_condition_still_runs() -> Non
     future.finish("x")
     waiter.join(30)
     assert ran == [future]
+
+
+# ------------------------------------------------------------------------------ the cycle collector
+needs_compiled = pytest.mark.skipif(
+    not blocking_future.COMPILED, reason="the compiled _gc_speedups is not in use (MQWIRE_PURE_PYTHON or no build)"
+)
+
+
+def test_the_compiled_switches_are_in_use_unless_pure_python_is_asked() -> None:
+    # A build that fell back to Python would skip the tests below in silence: so it fails here instead.
+    assert blocking_future.COMPILED is not bool(os.environ.get("MQWIRE_PURE_PYTHON"))
+
+
+@needs_compiled
+def test_a_future_settled_with_a_receipt_stays_outside_the_collector() -> None:
+    future: RecordFuture[object] = RecordFuture()
+    assert not gc.is_tracked(future)
+    RecordFuture.start_many([future])
+    RecordFuture.finish_many([future], [("topic", 0, 7, 1)])
+    assert not gc.is_tracked(future)
+    assert future.result() == ("topic", 0, 7, 1)
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    "attach",
+    [
+        pytest.param(lambda f: f.add_done_callback(lambda _: None), id="a callback"),
+        pytest.param(lambda f: f._condition, id="a condition (a waiter in another thread)"),
+        pytest.param(lambda f: f.finish(error=ConnectionError("refused")), id="an error"),
+        pytest.param(lambda f: RecordFuture.finish_many([f], error=ConnectionError("refused")), id="an error, many"),
+        pytest.param(lambda f: RecordFuture.finish_many([f], [None], read=lambda _: 1 // 0), id="a failed read"),
+    ],
+)
+def test_the_collector_sees_a_future_once_something_that_could_refer_back_is_attached(
+    attach: Callable[[RecordFuture[object]], object],
+) -> None:
+    future: RecordFuture[object] = RecordFuture()
+    assert future.start()
+    attach(future)
+    assert gc.is_tracked(future)
+
+
+@pytest.mark.parametrize("settle", [True, False], ids=["settled", "pending"])
+def test_a_cycle_through_a_futures_callback_is_collected(settle: bool) -> None:
+    # The callback refers back to the future: unless the collector sees the future again, the pair would
+    # never be freed.
+    future: RecordFuture[object] = RecordFuture()
+    assert future.start()
+    holder = [future]
+    future.add_done_callback(holder.append)  # future -> its callbacks -> holder -> future
+    if settle:
+        future.finish("receipt")
+    gone = weakref.ref(future)
+    del future, holder
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_cycle_through_a_futures_error_is_collected() -> None:
+    def fail(future: RecordFuture[object]) -> None:
+        try:
+            raise ConnectionError("refused")
+        except ConnectionError as error:  # its traceback holds this frame, which holds the future
+            future.finish(error=error)
+
+    future: RecordFuture[object] = RecordFuture()
+    assert future.start()
+    fail(future)
+    gone = weakref.ref(future)
+    del future
+    gc.collect()
+    assert gone() is None
+
+
+def test_the_switches_leave_other_objects_as_they_were() -> None:
+    untrack, track = blocking_future._untrack, blocking_future._track
+    for atomic in (1, "text", b"bytes", None):  # not collectable at all: nothing to do
+        untrack(atomic)
+        track(atomic)
+    kept = [object()]
+    track(kept)  # tracked already: stays so (the C call must not track it twice)
+    assert gc.is_tracked(kept)

@@ -21,13 +21,14 @@ SOURCES = [
     "kafkawire/_delivery_speedups.c",
     "kafkawire/_partitioner_speedups.c",
     "pulsarwire/protocol/_batch_speedups.c",
+    "common/_gc_speedups.c",
 ]
 
 
 def test_every_extension_is_listed_here() -> None:
     found = sorted(
         str(path.relative_to(ROOT))
-        for top in ("kafkawire", "pulsarwire", "tubemqwire")
+        for top in ("kafkawire", "pulsarwire", "tubemqwire", "common")
         for path in (ROOT / top).rglob("*.c")
     )
     assert found == sorted(SOURCES)
