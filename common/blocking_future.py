@@ -182,6 +182,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         if short:
             if told:
                 self._invoke_callbacks()  # type: ignore[attr-defined]
+                self._release_callbacks()
             return
         try:
             if error is not None:
@@ -190,6 +191,17 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 self.set_result(result)
         except concurrent.futures.InvalidStateError:
             pass
+
+    def _release_callbacks(self) -> None:
+        """After the short way ran this future's callbacks: drop them (a callback added to a done future runs at
+        once, so they are never needed again) and, unless a condition or an error came meanwhile, leave the
+        collector's scans again. A caller sampling every tenth record's latency kept each sampled future, its
+        callback and what the callback holds in those scans until it dropped the futures."""
+        with _SHARED:
+            if self._made_condition is None:
+                self._done_callbacks = _NO_CALLBACKS
+                if self._exception is None:
+                    _untrack(self)
 
     @staticmethod
     def start_many(futures: Sequence[RecordFuture[Any]]) -> list[bool]:
@@ -248,6 +260,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                     slow.append(at)
         for future in told:  # their callbacks, outside the lock, as Future runs them
             future._invoke_callbacks()  # type: ignore[attr-defined]
+            future._release_callbacks()
         for at in slow:  # a waiter to tell: the standard way, outside the lock
             future = futures[at]
             if error is not None or sources is None:

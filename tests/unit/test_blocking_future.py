@@ -299,3 +299,22 @@ def test_the_switches_leave_other_objects_as_they_were() -> None:
     kept = [object()]
     track(kept)  # tracked already: stays so (the C call must not track it twice)
     assert gc.is_tracked(kept)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["finish", "finish_many"])
+def test_callbacks_are_dropped_once_run_and_the_future_leaves_the_collector_again(many: bool) -> None:
+    # A caller sampling some records' latency keeps every future: what a sampled one held must not stay.
+    ran: list[object] = []
+    future: RecordFuture[object] = RecordFuture()
+    assert future.start()
+    future.add_done_callback(ran.append)
+    if many:
+        RecordFuture.finish_many([future], ["receipt"])
+    else:
+        future.finish("receipt")
+    assert ran == [future]
+    assert future._done_callbacks == ()
+    if blocking_future.COMPILED:
+        assert not gc.is_tracked(future)
+    future.add_done_callback(ran.append)  # settled: runs at once, as Future's
+    assert ran == [future, future]
