@@ -158,7 +158,8 @@ class ProducerOptions(TypedDict, total=False):
       None.
     - ``acks`` — the acknowledgement each produce request waits for: ``0`` (none, the offset reads -1),
       ``1`` (the leader) or ``"all"`` / ``-1`` (all in-sync replicas); default ``"all"``.
-    - ``linger_ms`` — how long a batch waits for more records before it is sent (ms); default 5.
+    - ``linger_ms`` — how long a batch waits for more records before it is sent (ms); default 5. It goes out within
+      half a millisecond of that time: the event loop's timers count whole milliseconds.
     - ``batch_size`` — the size at which a partition's batch is complete and sent at once (bytes); a
       larger record makes a batch of its own; every batch has this size when it is given (the Java
       client's meaning); default None: batches of 16 384 bytes (or room for four records of a batch's

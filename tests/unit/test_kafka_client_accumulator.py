@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kafkawire.accumulator import Accumulator, ProducerBatch, SendWindow
+from kafkawire.accumulator import TIMER_SLACK, Accumulator, ProducerBatch, SendWindow
 from kafkawire.buffer_waits import BufferWaits
 from kafkawire.errors import BufferFullError
 from kafkawire.metadata import TopicPartition
@@ -63,8 +63,10 @@ async def test_records_of_a_partition_share_one_batch_until_linger() -> None:
     assert all(f is not None for f in futures)
     taken, next_time, _ = acc.drain(clock(), window({T0: 1}))
     assert taken == {}
-    assert next_time == pytest.approx(1000.005)
-    clock.now += 0.005
+    assert next_time == pytest.approx(1000.005 - TIMER_SLACK)
+    clock.now += 0.005 - TIMER_SLACK - 0.0001
+    assert acc.drain(clock(), window({T0: 1}))[0] == {}
+    clock.now += 0.0001
     taken, next_time, _ = acc.drain(clock(), window({T0: 1}))
     assert list(taken) == [1]
     (batch,) = taken[1]
