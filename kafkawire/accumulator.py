@@ -84,6 +84,7 @@ class ProducerBatch:
         "created",
         "deadline",
         "filled",
+        "filled_early",
         "in_flight",
         "last_error",
         "limit",
@@ -103,6 +104,8 @@ class ProducerBatch:
         self.limit = limit
         # Closed because it was full (``seal``), not by its linger time or a flush.
         self.filled = False
+        # Full before its linger time was up: the partition was given records faster than batches carry them.
+        self.filled_early = False
         # The records' timestamps and what became of them, for the futures of records from enqueue; the
         # records of enqueue_many calls are also in ``bulk`` runs: (the call, its first index in this
         # batch, the call's positions of the run).
@@ -213,6 +216,8 @@ class Accumulator:
         self._incomplete: set[ProducerBatch] = set()
         # The newest batch of each partition while it is not done yet: the next batch's size follows it.
         self._latest: dict[TopicPartition, ProducerBatch] = {}
+        # The size of the newest batch of a partition, done already, that was full before its linger time.
+        self._early: dict[TopicPartition, int] = {}
         self.used = 0
         self._flushing = 0
         self.closing = False
@@ -380,10 +385,14 @@ class Accumulator:
         A partition whose newest batch is done (or that has none) keeps up at ``batch_size``. One whose
         newest batch is still waiting or in flight is busy: the next batch is as large, and twice as large
         if that one filled up, up to ``max_batch_size`` -- the records that would queue behind many small
-        requests go in fewer large ones. A grown batch reserves its size of ``buffer_memory`` as any
-        batch does, so the buffer bounds the memory as before; only a partition busy enough to fill a
-        batch within its linger time grows, so a producer writing slowly to many partitions reserves what
-        Java's would.
+        requests go in fewer large ones. A partition whose newest batch is done but was full before its
+        linger time was up is busy too (its next batch twice as large): the sticky partitioner moves on at
+        each new batch, so over several partitions a partition's batch was long acknowledged when the
+        partitioner came back to it, and at full speed every batch stayed at ``batch_size``, at half again
+        the CPU per record of one partition's grown batches. A grown batch reserves its size of
+        ``buffer_memory`` as any batch does, so the buffer bounds the memory as before; only a partition busy
+        enough to fill a batch within its linger time grows, so a producer writing slowly to many partitions
+        reserves what Java's would.
 
         A batch also starts with room for ``RECORDS_PER_BATCH`` records of its first record's size: with
         records of more than a quarter of ``batch_size`` (10 KB in 16 KB batches), a batch of that size
@@ -393,7 +402,8 @@ class Accumulator:
         """
         latest = self._latest.get(tp)
         if latest is None:
-            limit = self.batch_size
+            early = self._early.pop(tp, None)
+            limit = self.batch_size if early is None else min(early * 2, self.max_batch_size)
         else:
             limit = min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
         return max(limit, min(first_size * RECORDS_PER_BATCH, self.max_batch_size))
@@ -425,6 +435,7 @@ class Accumulator:
         """Close ``batch`` for appends: it goes out as it is."""
         batch.closed = True
         batch.filled = True
+        batch.filled_early = self.clock() - batch.created < self.linger
         self.sealed += 1
         self._on_ready()
 
@@ -505,7 +516,10 @@ class Accumulator:
         """Forget a batch that was completed or failed, and return its memory."""
         self._incomplete.discard(batch)
         if self._latest.get(batch.tp) is batch:
-            del self._latest[batch.tp]  # the partition keeps up: its next batch starts at the base size
+            del self._latest[batch.tp]
+            if batch.filled_early:
+                self._early[batch.tp] = batch.limit  # see _limit_for
+            # otherwise the partition keeps up: its next batch starts at the base size
         self._release(batch)
 
     def expire(self, now: float) -> list[ProducerBatch]:

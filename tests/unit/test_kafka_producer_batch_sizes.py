@@ -185,3 +185,46 @@ async def test_small_records_start_at_the_base_size_as_before() -> None:
 async def test_a_given_batch_size_holds_large_records_one_at_a_time() -> None:
     acc = make(max_batch_size=None)
     assert records_per_batch(acc, b"v" * 600, 3) == [1, 1, 1]
+
+
+def fill_once(acc: Accumulator, partition: int, *, late: bool = False) -> ProducerBatch:
+    """Append 100-byte values to the partition as the sticky partitioner does (no new batch: it moves on then)
+    until its batch is full, the last record ``late`` (past the linger time) or not; that batch, acknowledged."""
+    clock = acc.clock
+    assert isinstance(clock, Clock)
+    first = acc.append("t", partition, 1, None, b"v" * 100, ())
+    assert first is not None
+    while True:
+        if late:
+            clock.now += 0.001  # the batch fills over more than its linger time
+        if acc.append("t", partition, 1, None, b"v" * 100, (), abort_on_new_batch=True) is None:
+            break
+    taken, _, _ = acc.drain(clock(), everything())
+    (batch,) = taken[1]
+    assert batch.filled
+    batch.complete(0)
+    acc.finished(batch)
+    return batch
+
+
+async def test_over_many_partitions_a_batch_full_before_its_linger_time_doubles_the_next() -> None:
+    # The sticky partitioner moves on at each new batch: when it comes back, the partition's last batch is
+    # acknowledged, and it is busy only in that it filled up early.
+    acc = make()
+    sizes = []
+    for _ in range(5):
+        for partition in range(3):
+            batch = fill_once(acc, partition)
+            if partition == 0:
+                sizes.append(batch.limit)
+    assert sizes == [1_000, 2_000, 4_000, 8_000, 8_000]
+    assert acc.empty and acc.used == 0
+
+
+async def test_a_batch_that_filled_over_its_linger_time_leaves_the_next_at_the_base_size() -> None:
+    acc = make()
+    assert fill_once(acc, 0).limit == 1_000
+    assert fill_once(acc, 0, late=True).limit == 2_000  # grown after the early one, but filled late
+    assert fill_once(acc, 0).limit == 1_000
+    acc = make(max_batch_size=None)  # a given batch_size: never grows
+    assert [fill_once(acc, 0).limit for _ in range(3)] == [1_000] * 3
