@@ -33,12 +33,12 @@ to 3.13; the unit tests check each behaviour on every interpreter the project su
 from __future__ import annotations
 
 import concurrent.futures
-import importlib
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
+
+from mqwire.common.speedups import load_speedups
 
 __all__ = ["COMPILED", "RecordFuture"]
 
@@ -54,25 +54,15 @@ _DONE = (_FINISHED, _CANCELLED, _CANCELLED_AND_NOTIFIED)
 _NO_CALLBACKS: Any = ()  # a future's callbacks until it has one (never appended to: a tuple)
 
 
-def _compiled_switches() -> Any:
-    """The compiled ``_gc_speedups`` (its ``untrack`` and ``track``); None without it or with MQWIRE_PURE_PYTHON."""
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("mqwire.common._gc_speedups")
-    except ImportError:
-        return None
-
-
 def _unchanged(_target: object) -> None:
     """The Python stand-in for ``untrack`` and ``track``: every future stays with the collector."""
 
 
-_switches = _compiled_switches()
+_switches = load_speedups("mqwire.common._gc_speedups")  # its untrack and track
 COMPILED = _switches is not None
 """Whether record futures are made outside the cycle collector (the compiled ``_gc_speedups`` is in use)."""
-_untrack: Callable[[object], None] = _switches.untrack if COMPILED else _unchanged
-_track: Callable[[object], None] = _switches.track if COMPILED else _unchanged
+_untrack: Callable[[object], None] = _unchanged if _switches is None else _switches.untrack
+_track: Callable[[object], None] = _unchanged if _switches is None else _switches.track
 
 _SHARED = threading.Lock()  # guards every RecordFuture's condition-less state, and the making of its condition
 

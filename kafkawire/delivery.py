@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import importlib
-import os
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from kafkawire.message import RecordMetadata
 from kafkawire.protocol.records import RecordTimestamps, new_record_timestamps
 from mqwire.common.errors import ProtocolError
+from mqwire.common.speedups import load_speedups
 
 DoneCallback = Callable[["RecordFuture"], object]
 
@@ -318,12 +317,10 @@ _STORAGE = frozenset(
 def _outside_the_collector(written: type) -> type | None:
     """``written``'s methods on a compiled type whose instances the cycle collector never sees (see
     ``_delivery_speedups.c``); None without the extension or with MQWIRE_PURE_PYTHON set."""
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
+    speedups = load_speedups("kafkawire._delivery_speedups")
+    if speedups is None:
         return None
-    try:
-        compiled: type = importlib.import_module("kafkawire._delivery_speedups").new_type()
-    except ImportError:
-        return None
+    compiled: type = speedups.new_type()
     for name, value in vars(written).items():
         if name not in _STORAGE:
             setattr(compiled, name, value)

@@ -8,11 +8,10 @@ batches fill up instead of every partition getting a trickle (KIP-480).
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
 from collections.abc import Callable, Sequence
-from types import ModuleType
+
+from mqwire.common.speedups import load_speedups
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
@@ -49,18 +48,9 @@ def partition_for_key_py(key: bytes, partitions: int) -> int:
     return (murmur2_py(key) & 0x7FFFFFFF) % partitions
 
 
-def _load_speedups() -> ModuleType | None:
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("kafkawire._partitioner_speedups")
-    except ImportError:
-        return None
-
-
 # The compiled hash (built with the package when a C compiler is present; MQWIRE_PURE_PYTHON=1 forces the
 # Python one): the producer hashes every keyed record.
-_speedups = _load_speedups()
+_speedups = load_speedups("kafkawire._partitioner_speedups")
 murmur2: Callable[[bytes], int] = murmur2_py if _speedups is None else _speedups.murmur2
 partition_for_key: Callable[[bytes, int], int] = (
     partition_for_key_py if _speedups is None else _speedups.partition_for_key

@@ -22,31 +22,19 @@ chooses: a consumer spends one budget on a whole response, batch by batch.
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
 from kafkawire.protocol import primitives as p
 from mqwire.common.checksums import crc32c
 from mqwire.common.compression import CompressionLimitError, compress, decompress
 from mqwire.common.errors import ChecksumError, ProtocolError
+from mqwire.common.speedups import load_speedups
 
-
-def _load_speedups() -> ModuleType | None:
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("kafkawire.protocol._records_speedups")
-    except ImportError:
-        return None
-
-
-_speedups = _load_speedups()
+_speedups = load_speedups("kafkawire.protocol._records_speedups")
 
 MAGIC = 2
 # Offsets inside the batch header.

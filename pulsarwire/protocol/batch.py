@@ -8,15 +8,13 @@ metadata records the codec and the uncompressed size (which Pulsar's bare LZ4 bl
 
 from __future__ import annotations
 
-import importlib
-import os
 import struct
 from collections.abc import Callable, Iterable
-from types import ModuleType
 from typing import NamedTuple, cast
 
 from mqwire.common import compression as codecs
 from mqwire.common.errors import ProtocolError
+from mqwire.common.speedups import load_speedups
 from pulsarwire.protocol.wire import LEN, VARINT, read_key_value, read_varint, skip_field, tag, varint
 
 # CompressionType values of the protocol, by the names the reference clients use.
@@ -253,18 +251,9 @@ _VARINT_TAGS = frozenset((0x18, 0x20, 0x28, 0x30, 0x40, 0x48))
 _BYTES_TAGS = frozenset((0x0A, 0x12, 0x3A))
 
 
-def _load_speedups() -> ModuleType | None:
-    if os.environ.get("MQWIRE_PURE_PYTHON"):
-        return None
-    try:
-        return importlib.import_module("pulsarwire.protocol._batch_speedups")
-    except ImportError:
-        return None
-
-
 # The compiled loops (built with the package when a C compiler is present); MQWIRE_PURE_PYTHON=1 turns
 # them off. They write the same bytes and read the same entries as the Python code above.
-_speedups = _load_speedups()
+_speedups = load_speedups("pulsarwire.protocol._batch_speedups")
 COMPILED = _speedups is not None
 encode_entry_fast: Callable[[bytes, bytes, bytes | None, bool, bytes | None, int, int | None, bool], bytes] = (
     _speedups.encode_entry if _speedups is not None else encode_entry_fields
