@@ -18,12 +18,12 @@ added under the shared lock too: before the short way settles the future (which 
 is run at once).
 
 While no condition, callback or error is attached to it, a ``RecordFuture`` refers to nothing that could lead
-back to it (its state, then its receipt, a tuple of plain values): so it is made outside the cycle collector's
-scans (``mqwire.common._gc_speedups``), which would otherwise go through every one of the hundreds of thousands
-a caller keeps until it flushes, at every full collection: about 1.2 microseconds a record. It is handed back
-to the collector as soon as one of those is attached. An attribute of a caller's own set on such a future is
-not seen by the collector: it must not make a cycle back to the future (which would then be freed only when
-broken).
+back to it (its state, then its receipt, which the async client made knowing nothing of this future): so it is
+made outside the cycle collector's scans (``mqwire.common._gc_speedups``), which would otherwise go through
+every one of the hundreds of thousands a caller keeps until it flushes, at every full collection: about 1.2
+microseconds a record. It is handed back to the collector as soon as one of those is attached. An attribute of
+a caller's own set on such a future is not seen by the collector: it must not make a cycle back to the future
+(which would then be freed only when broken).
 
 It relies on ``Future``'s attributes (``_condition``, ``_state``, ``_result``, ``_exception``, ``_waiters``,
 ``_done_callbacks``), which ``concurrent.futures.wait`` and ``as_completed`` also use, unchanged from CPython 3.8
