@@ -237,7 +237,8 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                         if future._done_callbacks:
                             told.append(future)
                         if error is not None or sources is None:
-                            _track(future)
+                            if error is not None:  # settled with None otherwise: nothing to refer back
+                                _track(future)
                             future._exception = error
                         else:
                             try:
