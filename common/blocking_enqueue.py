@@ -67,6 +67,15 @@ class EnqueueQueue(Generic[R]):
 
     def put(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> concurrent.futures.Future[R]:
         """Queue one record (``enqueue(*args, **kwargs)``); the future is its receipt or its error."""
+        return self._put(args, kwargs)
+
+    def put_value(self, value: Any) -> concurrent.futures.Future[R]:
+        """``put((value,), {})``, kept as the value alone (with None for its keyword arguments): the caller's
+        argument tuple and dictionary are freed at once instead of waiting here, which makes the cycle collector
+        run half as often while records pile up."""
+        return self._put(value, None)
+
+    def _put(self, args: Any, kwargs: Mapping[str, Any] | None) -> concurrent.futures.Future[R]:
         self._bridge.check()  # from the loop thread a full queue would wait forever
         future: RecordFuture[R] = RecordFuture()
         records = self._records
@@ -85,7 +94,7 @@ class EnqueueQueue(Generic[R]):
         return future
 
     def _put_waiting(
-        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], future: RecordFuture[R]
+        self, args: Any, kwargs: Mapping[str, Any] | None, future: RecordFuture[R]
     ) -> concurrent.futures.Future[R]:
         """``put`` when the queue is full or closed: wait for room (or raise), then queue the record."""
         with self._lock:
@@ -183,19 +192,21 @@ class EnqueueQueue(Generic[R]):
             await self.hand_over_slice(args, kwargs, futures)
 
     async def hand_over_slice(
-        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], futures: list[RecordFuture[Any]]
+        self, args: list[Any], kwargs: list[Mapping[str, Any] | None], futures: list[RecordFuture[Any]]
     ) -> None:
-        """On the loop: give the records (``enqueue(*args[i], **kwargs[i])``, their ``futures`` started) to the
-        async producer in order, and see that each record's future settles: with the error that refused it,
-        else with its receipt once acknowledged (registered in ``_unsettled`` meanwhile, for ``close``). This
-        one awaits ``enqueue`` per record."""
+        """On the loop: give the records (``enqueue(*args[i], **kwargs[i])``, or ``enqueue(args[i])`` where
+        ``kwargs[i]`` is None: see ``put_value``; their ``futures`` started) to the async producer in order, and
+        see that each record's future settles: with the error that refused it, else with its receipt once
+        acknowledged (registered in ``_unsettled`` meanwhile, for ``close``). This one awaits ``enqueue`` per
+        record."""
         enqueue = self._enqueue
         unsettled = self._unsettled
         settle = self._settle  # one bound method for every record: no object made per record
         context = self._callback_context()
         for at, future in enumerate(futures):
             try:
-                pending = await enqueue(*args[at], **kwargs[at])
+                named = kwargs[at]
+                pending = await (enqueue(args[at]) if named is None else enqueue(*args[at], **named))
             except asyncio.CancelledError:
                 self.fail_unsent(futures[at:])
                 raise

@@ -25,6 +25,10 @@ microseconds a record. It is handed back to the collector as soon as one of thos
 a caller's own set on such a future is not seen by the collector: it must not make a cycle back to the future
 (which would then be freed only when broken).
 
+A protocol whose receipts are cheap to make from their batch's settling settles a run of futures with
+``finish_many_lazily``: each keeps the batch's shared source and its place, and makes its receipt when asked for,
+so that no receipt object per record waits in memory (and in the collector's counts) until the caller reads it.
+
 It relies on ``Future``'s attributes (``_condition``, ``_state``, ``_result``, ``_exception``, ``_waiters``,
 ``_done_callbacks``), which ``concurrent.futures.wait`` and ``as_completed`` also use, unchanged from CPython 3.8
 to 3.13; the unit tests check each behaviour on every interpreter the project supports.
@@ -79,6 +83,9 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
     # A done callback is kept without the condition (under the shared lock, and run by the settling thread
     # as Future runs it): a caller sampling some futures' latency makes no condition for them.
     _done_callbacks = _NO_CALLBACKS
+    # A result made when first asked (see finish_many_lazily): (read, source), and the record's place.
+    _lazy: tuple[Callable[[Any, int], Any], Any] | None = None
+    _place = 0
 
     def __init__(self) -> None:
         # Not super().__init__(): it makes the condition this class makes only when needed. _waiters, which
@@ -96,6 +103,8 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 condition = self._made_condition
                 if condition is None:
                     _track(self)
+                    if self._lazy is not None:  # the standard methods read _result: made now, under the lock
+                        self._result = self._read_lazily()
                     self._waiters: list[Any] = []
                     if self._done_callbacks is _NO_CALLBACKS:
                         self._done_callbacks = []
@@ -133,12 +142,18 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         if self._state == _FINISHED:
             error = self._exception
             if error is None:
+                if self._lazy is not None:
+                    return self._read_lazily()  # type: ignore[no-any-return]
                 return self._result  # type: ignore[no-any-return]
             try:
                 raise error
             finally:
                 del error, self  # no cycle through the traceback's frame
         return super().result(timeout)
+
+    def _read_lazily(self) -> Any:
+        read, source = self._lazy  # type: ignore[misc]
+        return read(source, self._place)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """The record's error, or None, as ``Future.exception``."""
@@ -263,3 +278,54 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 future.finish(error=failed)
             else:
                 future.finish(value)
+
+    @staticmethod
+    def finish_many_lazily(
+        futures: Sequence[RecordFuture[Any]], read: Callable[[Any, int], Any], source: Any, first: int
+    ) -> None:
+        """``finish`` for each of ``futures``, the i-th with the result ``read(source, first + i)``, made each time
+        it is asked for rather than now: settling keeps no result object per record (which the caller would hold
+        until it drops the future). ``read`` must not fail and take no lock (a waiter's condition reads it under
+        the shared lock); ``source`` must not refer back to the futures (they may be outside the collector)."""
+        lazy = (read, source)
+        slow: list[int] = []
+        told: list[RecordFuture[Any]] = []
+        with _SHARED:
+            for at, future in enumerate(futures):
+                if future._made_condition is None:
+                    if future._state in (_PENDING, _RUNNING):
+                        if future._done_callbacks:
+                            told.append(future)
+                        future._lazy = lazy
+                        future._place = first + at
+                        future._state = _FINISHED
+                else:
+                    slow.append(at)
+        for future in told:
+            future._invoke_callbacks()  # type: ignore[attr-defined]
+            future._release_callbacks()
+        for at in slow:  # a waiter to tell: the standard way, with the result made now (unless cancelled)
+            future = futures[at]
+            if not future.done():
+                future.finish(read(source, first + at))
+
+
+def _share_attribute_names() -> None:
+    """Give one future, before any other exists, every attribute a future may get.
+
+    CPython keeps the attribute names of a class's instances in one table shared by all of them, and stops adding
+    names to it once a few dozen instances exist; an instance given a name missing from it then gets a dictionary
+    of its own, one more object per record for the cycle collector to count and, holding a receipt, to scan. So
+    the names go in first, here."""
+    future: RecordFuture[Any] = RecordFuture()
+    future._state = _FINISHED
+    future._lazy = None
+    future._place = 0
+    future._result = None
+    future._exception = None
+    future._done_callbacks = _NO_CALLBACKS
+    future._waiters = []
+    future._made_condition = None
+
+
+_share_attribute_names()

@@ -14,7 +14,8 @@
  * result() is compiled too, for the case a loop reading every record's metadata meets: a batch stored whole,
  * nothing of it cancelled. Then its outcome's `_ack` holds (RecordMetadata, topic, partition, base offset,
  * log-append time, timestamps); otherwise `_ack` is None and the method written in Python (`_result_slow`)
- * answers, with its errors.
+ * answers, with its errors. metadata_at(ack, index) makes the same metadata from such an `_ack` alone, for the
+ * blocking producer's futures, which keep the `_ack` and their place instead of a RecordMetadata each.
  *
  * Without this extension delivery.py uses RecordFuture as written in Python (collectable as usual).
  */
@@ -60,19 +61,11 @@ static void future_dealloc(RecordFutureObject *self) {
 static PyObject *str_ack;         /* "_ack" */
 static PyObject *str_result_slow; /* "_result_slow" */
 
-/* The written method answers whatever this one does not: a batch not stored whole, or an offset that the
- * sum below could not give exactly (the Python one reads the outcome itself). */
-static PyObject *result_slow(RecordFutureObject *self, PyObject *ack) {
-    Py_DECREF(ack);
-    return PyObject_CallMethodNoArgs((PyObject *)self, str_result_slow);
-}
-
-static PyObject *future_result(RecordFutureObject *self, PyObject *unused) {
-    (void)unused;
-    PyObject *ack = PyObject_GetAttr(self->outcome, str_ack);
-    if (ack == NULL) return NULL;
+/* The RecordMetadata of the record at `index` of a batch acknowledged as `ack` says; NULL with no error set when
+ * `ack` is not such a tuple or the offset would overflow (the caller's written code answers then). */
+static PyObject *metadata_of(PyObject *ack, Py_ssize_t index) {
     if (!PyTuple_CheckExact(ack) || PyTuple_GET_SIZE(ack) != 6 || !PyType_Check(PyTuple_GET_ITEM(ack, 0))) {
-        return result_slow(self, ack);
+        return NULL;
     }
     PyTypeObject *metadata_type = (PyTypeObject *)PyTuple_GET_ITEM(ack, 0);
     PyObject *offset = NULL, *timestamp = NULL, *metadata = NULL;
@@ -81,12 +74,12 @@ static PyObject *future_result(RecordFutureObject *self, PyObject *unused) {
     long long log_append_time = PyLong_AsLongLong(PyTuple_GET_ITEM(ack, 4));
     if (log_append_time == -1 && PyErr_Occurred()) goto done;
     long long record_offset = -1;
-    if (base_offset >= 0 && __builtin_add_overflow(base_offset, self->index, &record_offset)) {
-        return result_slow(self, ack);
+    if (base_offset >= 0 && __builtin_add_overflow(base_offset, (long long)index, &record_offset)) {
+        return NULL;
     }
     offset = PyLong_FromLongLong(record_offset);
     if (offset == NULL) goto done;
-    timestamp = log_append_time < 0 ? PySequence_GetItem(PyTuple_GET_ITEM(ack, 5), self->index)
+    timestamp = log_append_time < 0 ? PySequence_GetItem(PyTuple_GET_ITEM(ack, 5), index)
                                     : PyLong_FromLongLong(log_append_time);
     if (timestamp == NULL) goto done;
     /* The named tuple made as tuple.__new__ makes a subclass's: allocated with its four slots, then filled. */
@@ -102,7 +95,18 @@ static PyObject *future_result(RecordFutureObject *self, PyObject *unused) {
 done:
     Py_XDECREF(offset);
     Py_XDECREF(timestamp);
+    return metadata;
+}
+
+static PyObject *future_result(RecordFutureObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *ack = PyObject_GetAttr(self->outcome, str_ack);
+    if (ack == NULL) return NULL;
+    PyObject *metadata = metadata_of(ack, self->index);
     Py_DECREF(ack);
+    if (metadata == NULL && !PyErr_Occurred()) {
+        return PyObject_CallMethodNoArgs((PyObject *)self, str_result_slow);
+    }
     return metadata;
 }
 
@@ -141,9 +145,26 @@ static PyObject *new_type(PyObject *module, PyObject *unused) {
     return PyType_FromSpec(&future_spec);
 }
 
+static PyObject *metadata_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "metadata_at takes (ack, index)");
+        return NULL;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    if (index == -1 && PyErr_Occurred()) return NULL;
+    PyObject *metadata = metadata_of(args[0], index);
+    if (metadata == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "not an acknowledged batch's _ack, or an offset past int64");
+    }
+    return metadata;
+}
+
 static PyMethodDef module_methods[] = {
     {"new_type", new_type, METH_NOARGS,
      "A new type of record future outside the cycle collector: its two read-only fields and result()."},
+    {"metadata_at", (PyCFunction)(void (*)(void))metadata_at, METH_FASTCALL,
+     "The RecordMetadata of the record at index of the batch whose outcome's _ack is given."},
     {NULL, NULL, 0, NULL},
 };
 

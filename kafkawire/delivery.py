@@ -24,6 +24,10 @@ from kafkawire.protocol.records import RecordTimestamps, new_record_timestamps
 from mqwire.common.errors import ProtocolError
 from mqwire.common.speedups import load_speedups
 
+Ack = tuple[type[RecordMetadata], str, int, int, int, RecordTimestamps]
+"""What ``BatchOutcome._ack`` holds once its batch is stored whole: (RecordMetadata, topic, partition, base offset,
+log-append time, timestamps)."""
+
 DoneCallback = Callable[["RecordFuture"], object]
 
 _INT64_MAX = 2**63 - 1
@@ -63,7 +67,7 @@ class BatchOutcome:
         self.error: BaseException | None = None
         # Once stored whole with nothing cancelled, what the compiled RecordFuture.result reads (see
         # _delivery_speedups.c): (RecordMetadata, topic, partition, base offset, log-append time, timestamps).
-        self._ack: tuple[type[RecordMetadata], str, int, int, int, RecordTimestamps] | None = None
+        self._ack: Ack | None = None
         # Made only when a record's future gets a callback, is awaited while pending, or is cancelled.
         self._callbacks: list[tuple[RecordFuture, DoneCallback, contextvars.Context]] | None = None
         self._waiters: list[tuple[int, asyncio.Future[None]]] | None = None
@@ -330,3 +334,20 @@ def _outside_the_collector(written: type) -> type | None:
 
 if not TYPE_CHECKING:
     RecordFuture = _outside_the_collector(RecordFuture) or RecordFuture
+
+
+def _metadata_at(ack: Ack, index: int) -> RecordMetadata:
+    """The ``RecordMetadata`` of the record at ``index`` of the batch acknowledged as ``ack`` says."""
+    kind, topic, partition, base_offset, log_append_time, timestamps = ack
+    offset = -1 if base_offset < 0 else base_offset + index
+    return tuple.__new__(
+        kind, (topic, partition, offset, timestamps[index] if log_append_time < 0 else log_append_time)
+    )
+
+
+_compiled_delivery = load_speedups("kafkawire._delivery_speedups")
+metadata_at: Callable[[Ack, int], RecordMetadata] = (
+    _metadata_at if _compiled_delivery is None else _compiled_delivery.metadata_at
+)
+"""``_metadata_at``, compiled when the extension is in use (the metadata is then left out of the collector, as
+``RecordFuture.result``'s is): what the blocking producer's futures read their metadata with."""

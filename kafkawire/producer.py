@@ -359,11 +359,12 @@ class Producer(AsyncResource):
 
     async def _enqueue_records(
         self,
-        args: Sequence[tuple[Any, ...]],
-        kwargs: Sequence[Mapping[str, Any]],
+        args: Sequence[Any],
+        kwargs: Sequence[Mapping[str, Any] | None],
         into: list[tuple[int, int, BatchOutcome | Exception, int]],
     ) -> None:
-        """``enqueue(*args[i], **kwargs[i])`` for many records in order, for the blocking producer's hand-over.
+        """``enqueue(*args[i], **kwargs[i])`` (``enqueue(args[i])`` where ``kwargs[i]`` is None) for many records
+        in order, for the blocking producer's hand-over.
 
         What became of them is appended to ``into`` as it goes (so a cancelled call leaves there what was
         buffered), in order, as runs ``(start, stop, outcome, first)``: records ``start``..``stop`` went into
@@ -394,6 +395,8 @@ class Producer(AsyncResource):
                     continue
                 fast = False  # nothing fitted and the batch is closed: the full way opens the next one
             positional, named = args[at], kwargs[at]
+            if named is None:  # the value alone
+                positional, named = (positional,), {}
             future: RecordFuture | None = None
             try:
                 if (
@@ -418,13 +421,19 @@ class Producer(AsyncResource):
                 await asyncio.sleep(0)
 
     def _bare_values(
-        self, args: Sequence[tuple[Any, ...]], kwargs: Sequence[Mapping[str, Any]]
+        self, args: Sequence[Any], kwargs: Sequence[Mapping[str, Any] | None]
     ) -> list[bytes | None] | None:
         """The values of a slice whose records are all bare values the short way takes (bytes, no keyword
         argument, none too large), found without a step per record in Python; else None."""
-        if not args or kwargs.count({}) != len(kwargs) or set(map(len, args)) != {1}:
+        if not args:
             return None
-        values: list[bytes | None] = list(map(_FIRST, args))
+        values: list[bytes | None]
+        if kwargs.count(None) == len(kwargs):  # values alone
+            values = list(args)
+        elif kwargs.count({}) == len(kwargs) and set(map(len, args)) == {1}:
+            values = list(map(_FIRST, args))
+        else:
+            return None
         if set(map(type, values)) != {bytes} or max(map(len, values)) > self._fast_value_limit:  # type: ignore[arg-type]
             return None
         return values

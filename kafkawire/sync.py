@@ -35,7 +35,7 @@ from kafkawire.bulk import BulkMetadata
 from kafkawire.client import AdminOptions, ClientOptions, ConsumerOptions, ProducerOptions
 from kafkawire.client import Client as AsyncClient
 from kafkawire.consumer import Consumer as AsyncConsumer
-from kafkawire.delivery import BatchOutcome
+from kafkawire.delivery import BatchOutcome, metadata_at
 from kafkawire.delivery import RecordFuture as AsyncRecordFuture
 from kafkawire.group.metadata import GroupMetadata
 from kafkawire.message import Message, RecordMetadata
@@ -70,7 +70,7 @@ class _SliceQueue(EnqueueQueue[RecordMetadata]):
         self._enqueue_records = producer._enqueue_records
 
     async def hand_over_slice(
-        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], futures: list[RecordFuture[Any]]
+        self, args: list[Any], kwargs: list[Mapping[str, Any] | None], futures: list[RecordFuture[Any]]
     ) -> None:
         """On the loop: buffer the records in order; a refused one fails its own future, the others settle
         when their batch is acknowledged."""
@@ -109,9 +109,12 @@ class _SliceQueue(EnqueueQueue[RecordMetadata]):
             return  # failed by close already
         outcome = done._outcome
         error = outcome.error
+        ack = outcome._ack
         for futures, first in spans:
             if error is not None:
                 RecordFuture.finish_many(futures, error=error)
+            elif ack is not None:  # stored whole: each record's metadata made when asked, from the batch's
+                RecordFuture.finish_many_lazily(futures, metadata_at, ack, first)
             else:  # each record's metadata as its async RecordFuture reads it
                 places = range(first, first + len(futures))
                 RecordFuture.finish_many(futures, [_RESULT(_RECEIPT(outcome, at)) for at in places])
@@ -144,7 +147,7 @@ class Producer(BlockingProducer[RecordMetadata]):
     def enqueue(self, *args: Any, **kwargs: Any) -> concurrent.futures.Future[RecordMetadata]:
         """Buffer one record; the future resolves with its ``RecordMetadata`` once acknowledged."""
         if not kwargs and self._bare_values and len(args) == 1 and type(args[0]) is bytes:
-            return self._queue.put(args, kwargs)  # a bare value, nothing to serialize: straight to the queue
+            return self._queue.put_value(args[0])  # a bare value, nothing to serialize: straight to the queue
         return self._enqueue(args, kwargs)
 
     @same_arguments(AsyncProducer.enqueue_many)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import concurrent.futures
 import gc
 import os
+import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -168,6 +170,80 @@ def test_finish_many_settles_each_with_its_own_result_or_all_with_one_error() ->
     assert all(future.exception(0) is error for future in failed)
     RecordFuture.finish_many(failed, [4, 5, 6])  # settled already: nothing changes
     assert all(future.exception(0) is error for future in failed)
+
+
+def test_finish_many_lazily_makes_each_result_when_it_is_asked_for() -> None:
+    reads: list[tuple[object, int]] = []
+
+    def read(source: object, place: int) -> tuple[object, int]:
+        reads.append((source, place))
+        return (source, place)
+
+    futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(4)]
+    assert futures[3].cancel()
+    RecordFuture.start_many(futures)
+    told: list[object] = []
+    futures[1].add_done_callback(told.append)
+    RecordFuture.finish_many_lazily(futures, read, "batch", 5)
+    assert told == [futures[1]] and reads == []  # settled, nothing made yet
+    assert [future.result(0) for future in futures[:3]] == [("batch", 5), ("batch", 6), ("batch", 7)]
+    assert reads == [("batch", 5), ("batch", 6), ("batch", 7)]
+    assert futures[1].exception() is None and futures[0]._made_condition is None
+    assert futures[3].cancelled()  # cancelled before the hand-over: stays so
+    RecordFuture.finish_many_lazily(futures, read, "other", 0)  # settled already: nothing changes
+    assert futures[0].result() == ("batch", 5)
+
+
+def test_a_lazily_settled_future_gives_its_result_to_the_standard_methods() -> None:
+    # A thread that reaches the standard Future.result (it saw the future pending, then made the condition)
+    # reads _result: made when the condition is.
+    future: RecordFuture[object] = RecordFuture()
+    RecordFuture.start_many([future])
+    RecordFuture.finish_many_lazily([future], lambda source, place: (source, place), "batch", 2)
+    assert future._condition is not None
+    assert concurrent.futures.Future.result(future, 0) == ("batch", 2)
+    assert "finished returned tuple" in repr(future)
+
+
+def test_finish_many_lazily_wakes_a_waiter_in_another_thread() -> None:
+    futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(2)]
+    RecordFuture.start_many(futures)
+    results: list[object] = []
+    waiter = threading.Thread(target=lambda: results.append(futures[0].result(30)))
+    waiter.start()
+    while futures[0]._made_condition is None:
+        threading.Event().wait(0.001)
+    RecordFuture.finish_many_lazily(futures, lambda source, place: (source, place), "batch", 0)
+    waiter.join(30)
+    assert results == [("batch", 0)] and futures[1].result(0) == ("batch", 1)
+
+
+SETTLED_IN_A_FRESH_INTERPRETER = """
+import gc, sys
+from mqwire.common.blocking_future import RecordFuture
+early = [RecordFuture() for _ in range(100)]  # the class's shared table of names takes no new ones by now
+futures = [RecordFuture() for _ in range(1000)]
+sources = list(range(1000))
+gc.disable()
+before = gc.get_count()[0]
+RecordFuture.start_many(futures)
+if sys.argv[1] == "lazily":
+    RecordFuture.finish_many_lazily(futures, lambda source, place: place, "batch", 0)
+else:
+    RecordFuture.finish_many(futures, sources)
+print(gc.get_count()[0] - before)
+"""
+
+
+@pytest.mark.parametrize("way", ["lazily", "with results"])
+def test_settled_futures_get_no_dictionary_of_their_own(way: str) -> None:
+    # A future given an attribute name missing from its class's shared table gets a dictionary of its own: one
+    # more object for the cycle collector per record. In a fresh interpreter, so that no other test has put the
+    # names in the table first.
+    answer = subprocess.run(
+        [sys.executable, "-c", SETTLED_IN_A_FRESH_INTERPRETER, way], capture_output=True, text=True, check=True
+    )
+    assert int(answer.stdout) < 100  # not one per future
 
 
 def test_finish_many_wakes_a_waiter_in_another_thread() -> None:

@@ -108,6 +108,19 @@ async def test_the_compiled_result_gives_what_the_written_one_gives() -> None:
         cancelled.result()
 
 
+async def test_metadata_at_gives_from_the_ack_alone_what_result_gives(mod: ModuleType) -> None:
+    # The blocking producer's futures keep the batch's _ack and their place, and read their metadata with it.
+    for log_append_time, base_offset in [(-1, 100), (5_000, 7), (-1, -1)]:
+        outcome, futures = batch(mod)
+        outcome.succeed(base_offset, log_append_time)
+        assert outcome._ack is not None
+        for index, future in enumerate(futures):
+            metadata = mod.metadata_at(outcome._ack, index)
+            assert metadata == future.result() and type(metadata) is RecordMetadata
+            compiled = mod is delivery and not os.environ.get("MQWIRE_PURE_PYTHON")
+            assert gc.is_tracked(metadata) is not compiled
+
+
 def allocations_counted(mod: ModuleType, count: int) -> int:
     """How far ``count`` new record futures (all kept) move the collector towards its next collection."""
     outcome = mod.BatchOutcome(TOPIC, PARTITION, asyncio.get_running_loop())

@@ -87,6 +87,28 @@ async def test_a_slice_of_bare_values_goes_in_a_run_per_batch_stamped_now() -> N
         assert all(before <= outcome.timestamps[place] <= after for place in range(first, first + stop - start))
 
 
+async def test_values_alone_and_full_arguments_in_one_slice_keep_their_order() -> None:
+    producer = offline_producer()
+    values = [f"v{i}".encode() for i in range(6)]
+    # Alone (kwargs None: the blocking enqueue's bare bytes), or as (args, kwargs), mixed in one slice.
+    args: list[Any] = [value if i % 2 else (value,) for i, value in enumerate(values)]
+    kwargs: list[Mapping[str, Any] | None] = [None if i % 2 else {} for i in range(6)]
+    kwargs[4] = {"partition": 1}
+    runs: list[Run] = []
+    await producer._enqueue_records(args, kwargs, runs)
+    sticky = producer._accumulator.open_batch("t", 0)
+    other = producer._accumulator.open_batch("t", 1)
+    assert sticky is not None and other is not None
+    # In the order given, each in its place; neighbours in one batch make one run.
+    assert runs == [(0, 4, sticky.outcome, 0), (4, 5, other.outcome, 0), (5, 6, sticky.outcome, 4)]
+
+    alone: list[Run] = []
+    await producer._enqueue_records(values, [None] * 6, alone)  # every value alone: one run
+    assert alone == [(0, 6, sticky.outcome, 5)]
+    assert producer._bare_values(values, [None] * 6) == values
+    assert producer._bare_values([b"x" * (producer._fast_value_limit + 1)], [None]) is None  # too large: enqueue
+
+
 class _ScriptedProducer:
     """The async producer's two ways of buffering, onto batches of three records settled by the test."""
 
@@ -108,13 +130,11 @@ class _ScriptedProducer:
             raise SerializationError("refused")
         return self._place(value)
 
-    async def _enqueue_records(
-        self, args: list[tuple[Any, ...]], kwargs: list[Mapping[str, Any]], into: list[Run]
-    ) -> None:
+    async def _enqueue_records(self, args: list[Any], kwargs: list[Mapping[str, Any] | None], into: list[Run]) -> None:
         self.calls += 1
         for at, (positional, named) in enumerate(zip(args, kwargs, strict=True)):
             try:
-                future = await self.enqueue(*positional, **named)
+                future = await (self.enqueue(positional) if named is None else self.enqueue(*positional, **named))
             except Exception as error:
                 into.append((at, at + 1, error, -1))
                 continue
@@ -141,7 +161,8 @@ def test_the_records_of_a_batch_settle_in_one_callback_in_order(
 
     monkeypatch.setattr(queue, "_settle_batch", counted)
     values = [b"0", b"1", b"bad", b"3", b"4", b"5", b"6"]
-    futures = [queue.put((value,), {}) for value in values]
+    # The value alone (put_value, as the producer's enqueue of bare bytes) and full arguments, in one slice.
+    futures = [queue.put_value(value) if i % 2 else queue.put((value,), {}) for i, value in enumerate(values)]
     gate.set()
     bridge.call(queue.drained)
     assert scripted.calls == 1
@@ -163,6 +184,7 @@ def test_the_records_of_a_batch_settle_in_one_callback_in_order(
             futures[i].result(LIVENESS)
     assert len(settles) == 2  # one callback per batch, not one per record
     assert not queue._unsettled
+    assert futures[0]._lazy is not None  # a batch stored whole: each metadata made when asked for
 
 
 def test_a_future_waited_on_in_another_thread_is_settled_with_its_batch(bridge: Bridge) -> None:
