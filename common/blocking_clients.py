@@ -176,6 +176,8 @@ class BlockingProducer(_Closable, Generic[R]):
     def _enqueue(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> concurrent.futures.Future[R]:
         if self._serializers is not None:
             args, kwargs = self._serializers.apply(args, kwargs)
+        if not kwargs and len(args) == 1:
+            return self._queue.put_value(args[0])  # the value alone: no argument tuple or dictionary waits queued
         return self._queue.put(args, kwargs)
 
     def _send(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
