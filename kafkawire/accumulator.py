@@ -216,8 +216,9 @@ class Accumulator:
         self._incomplete: set[ProducerBatch] = set()
         # The newest batch of each partition while it is not done yet: the next batch's size follows it.
         self._latest: dict[TopicPartition, ProducerBatch] = {}
-        # The size of the newest batch of a partition, done already, that was full before its linger time.
-        self._early: dict[TopicPartition, int] = {}
+        # The next batch's size for a partition whose newest batch, done already, was at least half full by
+        # its linger time: twice that batch's if it was full before it, else the same.
+        self._next_limit: dict[TopicPartition, int] = {}
         self.used = 0
         self._flushing = 0
         self.closing = False
@@ -392,7 +393,10 @@ class Accumulator:
         the CPU per record of one partition's grown batches. A grown batch reserves its size of
         ``buffer_memory`` as any batch does, so the buffer bounds the memory as before; only a partition busy
         enough to fill a batch within its linger time grows, so a producer writing slowly to many partitions
-        reserves what Java's would.
+        reserves what Java's would. A done batch that was at least half full when it went out (its linger
+        time up, or full after it) leaves the next at its size: the partition fills about that much in a
+        linger time. Sent back to ``batch_size`` instead, a partition over several partitions at full speed
+        went 16, 32, 64, 128, 256 KB and back, at twice the requests of batches that keep their size.
 
         A batch also starts with room for ``RECORDS_PER_BATCH`` records of its first record's size: with
         records of more than a quarter of ``batch_size`` (10 KB in 16 KB batches), a batch of that size
@@ -402,8 +406,7 @@ class Accumulator:
         """
         latest = self._latest.get(tp)
         if latest is None:
-            early = self._early.pop(tp, None)
-            limit = self.batch_size if early is None else min(early * 2, self.max_batch_size)
+            limit = self._next_limit.pop(tp, self.batch_size)
         else:
             limit = min(latest.limit * 2, self.max_batch_size) if latest.filled else latest.limit
         return max(limit, min(first_size * RECORDS_PER_BATCH, self.max_batch_size))
@@ -517,8 +520,10 @@ class Accumulator:
         self._incomplete.discard(batch)
         if self._latest.get(batch.tp) is batch:
             del self._latest[batch.tp]
-            if batch.filled_early:
-                self._early[batch.tp] = batch.limit  # see _limit_for
+            if batch.filled_early:  # see _limit_for
+                self._next_limit[batch.tp] = min(batch.limit * 2, self.max_batch_size)
+            elif 2 * batch.size >= batch.limit:
+                self._next_limit[batch.tp] = batch.limit
             # otherwise the partition keeps up: its next batch starts at the base size
         self._release(batch)
 

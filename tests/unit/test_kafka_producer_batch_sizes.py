@@ -221,10 +221,47 @@ async def test_over_many_partitions_a_batch_full_before_its_linger_time_doubles_
     assert acc.empty and acc.used == 0
 
 
-async def test_a_batch_that_filled_over_its_linger_time_leaves_the_next_at_the_base_size() -> None:
+async def test_a_batch_that_filled_over_its_linger_time_leaves_the_next_at_its_size() -> None:
     acc = make()
     assert fill_once(acc, 0).limit == 1_000
     assert fill_once(acc, 0, late=True).limit == 2_000  # grown after the early one, but filled late
-    assert fill_once(acc, 0).limit == 1_000
+    assert fill_once(acc, 0).limit == 2_000  # kept: the partition fills about that much in its linger time
+    assert fill_once(acc, 0).limit == 4_000  # that one filled early: doubled
     acc = make(max_batch_size=None)  # a given batch_size: never grows
     assert [fill_once(acc, 0).limit for _ in range(3)] == [1_000] * 3
+
+
+def send_at_linger(acc: Accumulator, partition: int, records: int) -> ProducerBatch:
+    """Append ``records`` 100-byte values to the partition's new batch, then let its linger time pass: that
+    batch, sent and acknowledged."""
+    clock = acc.clock
+    assert isinstance(clock, Clock)
+    assert acc.append("t", partition, 1, None, b"v" * 100, ()) is not None  # opens the batch
+    for _ in range(records - 1):
+        assert acc.append("t", partition, 1, None, b"v" * 100, (), abort_on_new_batch=True) is not None
+    clock.now += 0.006
+    taken, _, _ = acc.drain(clock(), everything())
+    (batch,) = taken[1]
+    assert not batch.filled
+    batch.complete(0)
+    acc.finished(batch)
+    return batch
+
+
+async def test_a_batch_sent_at_its_linger_time_half_full_keeps_its_size_for_the_next() -> None:
+    # Over several partitions a partition's batch is done when the sticky partitioner comes back to it; one
+    # that its linger time sent at least half full says the partition keeps up at that size (a large batch
+    # that missed being full would otherwise send the partition back to batch_size, then up again by doubling).
+    acc = make()
+    assert [fill_once(acc, 0).limit for _ in range(3)] == [1_000, 2_000, 4_000]
+    lingered = send_at_linger(acc, 0, 30)
+    assert lingered.limit == 8_000 and 2 * lingered.size < 8_000  # 30 records of about 120 bytes: under half
+    acc.append("t", 0, 1, None, b"v", ())
+    (batch,) = acc.queued()
+    assert batch.limit == 1_000  # so the next is back at the base size
+
+    acc = make()
+    assert [fill_once(acc, 0).limit for _ in range(4)] == [1_000, 2_000, 4_000, 8_000]
+    assert send_at_linger(acc, 0, 40).limit == 8_000  # over half full at its linger time
+    assert send_at_linger(acc, 0, 20).limit == 8_000  # kept; this one less than half full
+    assert fill_once(acc, 0).limit == 1_000  # back to the base size
