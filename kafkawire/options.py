@@ -165,7 +165,8 @@ class ProducerOptions(TypedDict, total=False):
       client's meaning); default None: batches of 16 384 bytes (or room for four records of a batch's
       first record's size, when that is more), and larger ones, up to half of ``max_request_size``
       (512 KB), for a partition whose batches fill faster than they are acknowledged or fill up before
-      their linger time is over.
+      their linger time is over; a partition's batch that went out at least half full leaves the next at
+      its size.
     - ``compression_type`` — the codec of the batches: ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"``, or
       ``"none"`` / None; default None (no compression).
     - ``compression`` — the same as ``compression_type``, under a shorter name; give one of the two (both
