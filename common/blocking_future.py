@@ -209,6 +209,13 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                     _untrack(self)
 
     @staticmethod
+    def _run_callbacks(told: Sequence[RecordFuture[Any]]) -> None:
+        """The callbacks of futures the short way settled, outside the shared lock, as Future runs them."""
+        for future in told:
+            future._invoke_callbacks()  # type: ignore[attr-defined]
+            future._release_callbacks()
+
+    @staticmethod
     def start_many(futures: Sequence[RecordFuture[Any]]) -> list[bool]:
         """``start`` for each of ``futures`` under one acquisition of the shared lock: whether each started
         (False: cancelled by its caller, so its record is not sent)."""
@@ -264,9 +271,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                         future._state = _FINISHED
                 else:
                     slow.append(at)
-        for future in told:  # their callbacks, outside the lock, as Future runs them
-            future._invoke_callbacks()  # type: ignore[attr-defined]
-            future._release_callbacks()
+        RecordFuture._run_callbacks(told)
         for at in slow:  # a waiter to tell: the standard way, outside the lock
             future = futures[at]
             if error is not None or sources is None:
@@ -288,6 +293,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         until it drops the future). ``read`` must not fail and take no lock (a waiter's condition reads it under
         the shared lock); ``source`` must not refer back to the futures (they may be outside the collector)."""
         lazy = (read, source)
+        # finish_many's walk, written out again: it runs once per record, where a call per future would cost more.
         slow: list[int] = []
         told: list[RecordFuture[Any]] = []
         with _SHARED:
@@ -301,9 +307,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                         future._state = _FINISHED
                 else:
                     slow.append(at)
-        for future in told:
-            future._invoke_callbacks()  # type: ignore[attr-defined]
-            future._release_callbacks()
+        RecordFuture._run_callbacks(told)
         for at in slow:  # a waiter to tell: the standard way, with the result made now (unless cancelled)
             future = futures[at]
             if not future.done():
