@@ -22,7 +22,7 @@ from mqwire.testing import classpath, procs
 from mqwire.testing.errors import BrokerError, BrokerStartError
 from mqwire.testing.java import find_java
 from mqwire.testing.kafka_cluster import KafkaClusterKind
-from mqwire.testing.launcher import STOP_TIMEOUT, start_timeout
+from mqwire.testing.launcher import STOP_TIMEOUT, on_new_ports_when_one_is_lost, start_failure, start_timeout
 from mqwire.testing.net import wait_ports_free
 from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.paths import default_state_dir
@@ -182,15 +182,18 @@ class ClusterLauncher:
                 self.state.remove(name)
                 if record.owns_work_dir:
                     shutil.rmtree(record.plan.work_dir, ignore_errors=True)
-            java = find_java(kind.base)
-            cp = classpath.classpath(kind.base)
-            if self.work_root is not None:
-                self.work_root.mkdir(parents=True, exist_ok=True)
-            work_dir = Path(tempfile.mkdtemp(prefix=f"mqwire-{name}-", dir=self.work_root))
-            plan = kind.build_plan(work_dir, java.executable, cp, uuid.uuid4().hex[:12], dict(options or {}))
-            record = Record(plan, java=java.to_json(), started_at=time.time())
-            self.state.save(name, record)
-            return self._run(name, record, fresh=True)
+            return on_new_ports_when_one_is_lost(name, lambda: self._fresh(kind, name, options))
+
+    def _fresh(self, kind: ClusterKind, name: str, options: Mapping[str, Any] | None) -> ClusterStatus:
+        java = find_java(kind.base)
+        cp = classpath.classpath(kind.base)
+        if self.work_root is not None:
+            self.work_root.mkdir(parents=True, exist_ok=True)
+        work_dir = Path(tempfile.mkdtemp(prefix=f"mqwire-{name}-", dir=self.work_root))
+        plan = kind.build_plan(work_dir, java.executable, cp, uuid.uuid4().hex[:12], dict(options or {}))
+        record = Record(plan, java=java.to_json(), started_at=time.time())
+        self.state.save(name, record)
+        return self._run(name, record, fresh=True)
 
     def _relaunch(self, name: str, record: Record) -> ClusterStatus:
         for spec in record.plan.procs:
@@ -226,7 +229,7 @@ class ClusterLauncher:
             if fresh:
                 self.state.remove(name)
             if isinstance(err, BrokerError | OSError | ValueError):
-                raise BrokerStartError(f"{name} failed to start (work folder {record.plan.work_dir}): {err}") from err
+                raise start_failure(name, record.plan, fresh, err) from err
             raise
         record.ready_once = True
         self.state.save(name, record)

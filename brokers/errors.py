@@ -9,3 +9,7 @@ class BrokerError(RuntimeError):
 
 class BrokerStartError(BrokerError):
     """A broker died or did not become ready in time; the message ends with its log tail."""
+
+
+class PortTakenError(BrokerStartError):
+    """A fresh broker found a port chosen for it taken by another process before it could bind it."""

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from mqwire.testing import classpath, procs
 from mqwire.testing.endpoints import Endpoint
-from mqwire.testing.errors import BrokerError, BrokerStartError
+from mqwire.testing.errors import BrokerError, BrokerStartError, PortTakenError
 from mqwire.testing.java import find_java
 from mqwire.testing.kafka import KafkaKind, add_broker_config
 from mqwire.testing.net import wait_ports_free
 from mqwire.testing.parallel import each_in_parallel
 from mqwire.testing.paths import BROKER_NAMES, default_state_dir
-from mqwire.testing.plan import BrokerKind, Spawner
+from mqwire.testing.plan import BrokerKind, Plan, Spawner
 from mqwire.testing.procs import ProcSpec
 from mqwire.testing.pulsar import PulsarKind
 from mqwire.testing.registry import RegistryKind
@@ -34,7 +36,13 @@ KINDS: dict[str, BrokerKind] = {
     "kafka3": KafkaKind("kafka3", share_groups=False),
     "registry": RegistryKind(),
 }
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 DEFAULT_START_TIMEOUT = 180.0
+# Starts of one broker when each loses one of its freshly chosen ports to another process.
+PORT_RACE_ATTEMPTS = 3
+# What the JVM (and Netty's native transport) logs when a server socket cannot bind its port.
+_BIND_FAILURE = "Address already in use"
 STOP_TIMEOUT = 20.0
 
 
@@ -53,6 +61,40 @@ class BrokerStatus:
     # Set by ``start``: True when it found the broker already running and did nothing.
     already_running: bool = False
     start_seconds: float | None = None
+
+
+def lost_a_port(log_files: Iterable[str]) -> bool:
+    """True when a log says a server socket found its port taken."""
+    for path in log_files:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as log_text:
+                if any(_BIND_FAILURE in line for line in log_text):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def start_failure(name: str, plan: Plan, fresh: bool, cause: BaseException) -> BrokerStartError:
+    """The error for a start that failed: a fresh start whose logs say a port was taken can be tried again."""
+    failure = PortTakenError if fresh and lost_a_port(plan.log_files) else BrokerStartError
+    return failure(f"{name} failed to start (work folder {plan.work_dir}): {cause}")
+
+
+def on_new_ports_when_one_is_lost(name: str, start_fresh: Callable[[], T]) -> T:
+    """Run ``start_fresh`` (which chooses new ports each time) again while it loses a port, a few times at most.
+
+    The ports are chosen free, but another process may bind one (a client's ephemeral port) before the
+    broker does; any other failure is final.
+    """
+    for attempt in range(1, PORT_RACE_ATTEMPTS + 1):
+        try:
+            return start_fresh()
+        except PortTakenError as err:
+            if attempt == PORT_RACE_ATTEMPTS:
+                raise
+            log.warning("%s lost a port to another process; starting it again on new ports: %s", name, err)
+    raise AssertionError("unreachable")
 
 
 def _check_name(name: str) -> None:
@@ -166,6 +208,29 @@ class Launcher:
         kafka_classpath: Sequence[str] = (),
         kafka_jvm_flags: Sequence[str] = (),
     ) -> BrokerStatus:
+        return on_new_ports_when_one_is_lost(
+            name,
+            lambda: self._fresh_once(
+                name,
+                tubemq_topics,
+                tubemq_authentication,
+                tubemq_tls,
+                kafka_properties,
+                kafka_classpath,
+                kafka_jvm_flags,
+            ),
+        )
+
+    def _fresh_once(
+        self,
+        name: str,
+        tubemq_topics: dict[str, int],
+        tubemq_authentication: bool,
+        tubemq_tls: bool,
+        kafka_properties: Mapping[str, str] | None,
+        kafka_classpath: Sequence[str],
+        kafka_jvm_flags: Sequence[str],
+    ) -> BrokerStatus:
         kind = KINDS[name]
         java = find_java(name)
         cp = classpath.classpath(name)
@@ -209,9 +274,7 @@ class Launcher:
                 # Logs stay in the work folder for a look; the state goes so a new start is clean.
                 self.state.remove(name)
             if isinstance(err, BrokerError | OSError | ValueError):
-                raise BrokerStartError(
-                    f"{name} failed to start (work folder {record.plan.work_dir}): {err}"
-                ) from err
+                raise start_failure(name, record.plan, fresh, err) from err
             raise
         record.ready_once = True
         self.state.save(name, record)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from mqwire.testing import classpath, cli, kafka_wire, procs, pulsar_admin, tubemq_admin
+from mqwire.testing import classpath, cli, kafka, kafka_wire, procs, pulsar_admin, tubemq_admin
 from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker, split_url, summary
 from mqwire.testing.errors import BrokerError
 from mqwire.testing.kafka import KafkaKind
+from mqwire.testing.launcher import Launcher, lost_a_port
 from mqwire.testing.net import LOOPBACK, free_ports, port_is_free, port_is_open
 from mqwire.testing.paths import BROKER_NAMES, DEFAULT_BROKERS
 from mqwire.testing.procs import ProcSpec
@@ -231,6 +232,15 @@ def test_unavailable_broker_fails_instead_of_skipping(tmp_path: Path) -> None:
     assert "skipped" not in proc.stdout
 
 
+def test_only_a_log_that_says_a_port_was_taken_counts_as_a_lost_port(tmp_path: Path) -> None:
+    bound = tmp_path / "bind.log"
+    bound.write_text("Caused by: java.net.BindException: Address already in use\n", encoding="utf-8")
+    other = tmp_path / "other.log"
+    other.write_text("java.lang.OutOfMemoryError: Java heap space\n", encoding="utf-8")
+    assert lost_a_port([str(tmp_path / "missing.log"), str(bound)])
+    assert not lost_a_port([str(other), str(tmp_path / "missing.log")])
+
+
 # --- the real brokers ------------------------------------------------------------------------
 
 
@@ -385,3 +395,36 @@ def test_failed_integration_test_shows_broker_log_tail(tmp_path: Path) -> None:
     assert "1 failed" in proc.stdout
     assert "kafka broker log tail" in proc.stdout
     assert "kafka.log" in proc.stdout
+
+
+@pytest.mark.integration
+def test_a_fresh_broker_that_loses_a_port_starts_again_on_new_ports(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Another process listens on the port chosen for the first start, as a client's ephemeral port can.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen()
+        held = taken.getsockname()[1]
+        chosen: list[list[int]] = []
+
+        def ports_the_first_of_them_taken(count: int) -> list[int]:
+            ports = [p for p in free_ports(count + 1) if p != held][:count]
+            if not chosen:
+                ports[0] = held
+            chosen.append(ports)
+            return ports
+
+        monkeypatch.setattr(kafka, "free_ports", ports_the_first_of_them_taken)
+        launcher = Launcher(state_dir=tmp_path / "state", work_root=tmp_path / "work", owned=True)
+        try:
+            status = launcher.start("kafka")
+            endpoint = status.endpoint
+            assert isinstance(endpoint, KafkaBroker)
+            assert len(chosen) == 2 and chosen[0][0] == held
+            assert endpoint.port == chosen[1][0] != held
+            assert kafka_wire.is_ready(endpoint.port)
+            (first,) = [d for d in (tmp_path / "work").glob("mqwire-kafka-*") if str(d) != status.work_dir]
+            assert lost_a_port(str(log) for log in (first / "logs").iterdir())
+        finally:
+            launcher.stop("kafka")
