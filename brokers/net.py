@@ -3,28 +3,66 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import time
+from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+
+
+# The lowest port chosen for a server outside the kernel's ephemeral range (below it: well-known services).
+LOWEST_SERVER_PORT = 10_000
+# Random ports tried per port wanted before the kernel is asked for one (bind to port 0).
+_TRIES_PER_PORT = 20
+_random = random.Random()
+
+
+def ephemeral_range() -> tuple[int, int] | None:
+    """The ports the kernel gives outgoing connections (Linux's ``ip_local_port_range``), if known."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return None
+    return low, high
 
 
 def free_ports(count: int) -> list[int]:
     """Return ``count`` distinct ports that were free on the loopback address a moment ago.
 
-    All sockets stay bound until every port is chosen, so the kernel cannot hand out the same
-    port twice within one call.
+    They are drawn below the kernel's ephemeral range where it leaves room: a port from that range can be
+    taken by a client's outgoing connection between this choice and the server's bind. All sockets stay bound
+    until every port is chosen, so the same port is never handed out twice within one call.
     """
     sockets: list[socket.socket] = []
     try:
-        for _ in range(count):
+        span = ephemeral_range()
+        if span is not None and span[0] - LOWEST_SERVER_PORT >= 1_000:
+            for _ in range(_TRIES_PER_PORT * count):
+                if len(sockets) == count:
+                    break
+                sock = _bound(_random.randrange(LOWEST_SERVER_PORT, span[0]))
+                if sock is not None:
+                    sockets.append(sock)
+        while len(sockets) < count:  # no room below the range, or too many taken there: the kernel's choice
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
             sockets.append(sock)
+            sock.bind((LOOPBACK, 0))
         return [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
             sock.close()
+
+
+def _bound(port: int) -> socket.socket | None:
+    """A socket bound to ``port`` on the loopback address, or None when the port is taken."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((LOOPBACK, port))
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 def free_port() -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mqwire.testing import classpath, cli, kafka, kafka_wire, procs, pulsar_admin, tubemq_admin
+from mqwire.testing import classpath, cli, kafka, kafka_wire, net, procs, pulsar_admin, tubemq_admin
 from mqwire.testing.endpoints import KafkaBroker, PulsarBroker, TubeMQBroker, split_url, summary
 from mqwire.testing.errors import BrokerError
 from mqwire.testing.kafka import KafkaKind
@@ -36,6 +36,19 @@ def test_free_ports_are_distinct_and_bindable() -> None:
     ports = free_ports(20)
     assert len(set(ports)) == 20
     assert all(port_is_free(p) for p in ports)
+
+
+def test_free_ports_stay_out_of_the_range_clients_connect_from() -> None:
+    span = net.ephemeral_range()
+    assert span is not None, "this Linux machine has /proc/sys/net/ipv4/ip_local_port_range"
+    ports = free_ports(50)
+    assert all(net.LOWEST_SERVER_PORT <= p < span[0] for p in ports), (span, ports)
+
+
+def test_free_ports_ask_the_kernel_when_no_room_is_left_below_the_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(net, "ephemeral_range", lambda: (net.LOWEST_SERVER_PORT + 10, 65535))
+    ports = free_ports(5)
+    assert len(set(ports)) == 5 and all(port_is_free(p) for p in ports)
 
 
 @pytest.fixture
