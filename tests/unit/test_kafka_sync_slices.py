@@ -149,7 +149,7 @@ def test_the_records_of_a_batch_settle_in_one_callback_in_order(
     gate = threading.Event()
 
     async def hold() -> None:  # the loop is busy while the records are queued: they go over in one slice
-        await asyncio.to_thread(gate.wait, LIVENESS)
+        gate.wait(LIVENESS)  # blocking the loop itself: waiting in a thread would let a drain run meanwhile
 
     bridge.submit(hold)
     settles: list[object] = []
@@ -230,8 +230,8 @@ def test_a_record_cancelled_before_the_hand_over_is_not_sent_and_the_others_keep
     queue = _SliceQueue(bridge, scripted, "test producer")  # type: ignore[arg-type]
     gate = threading.Event()
 
-    async def hold() -> None:
-        await asyncio.to_thread(gate.wait, LIVENESS)
+    async def hold() -> None:  # the loop is busy until the two records are cancelled: no drain starts them
+        gate.wait(LIVENESS)
 
     bridge.submit(hold)
     futures = [queue.put((f"{i}".encode(),), {}) for i in range(5)]
