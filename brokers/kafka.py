@@ -28,11 +28,16 @@ from mqwire.testing.procs import ProcSpec, tail, wait_until
 
 MAIN_CLASS = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
+# Kafka's documented region size (16 MB). With the default one (1 MB at these heaps) every request of 512 KB or
+# more, such as a librdkafka batch of 1 MB, is a humongous object: the broker then runs young and concurrent
+# collections for it and spends up to 2x its CPU per record, a cost a production broker does not charge.
+G1_REGION_FLAG = "-XX:G1HeapRegionSize=16M"
 JVM_FLAGS = (
     "-Xms256m",
     "-Xmx512m",
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
+    G1_REGION_FLAG,
     "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",

@@ -13,7 +13,7 @@ from typing import Any
 
 from mqwire.testing import kafka_wire
 from mqwire.testing.errors import BrokerStartError
-from mqwire.testing.kafka import MAIN_CLASS, STORAGE_TOOL
+from mqwire.testing.kafka import G1_REGION_FLAG, MAIN_CLASS, STORAGE_TOOL
 from mqwire.testing.logconf import log4j2_flags, write_log4j2
 from mqwire.testing.net import LOOPBACK, free_ports
 from mqwire.testing.parallel import each_in_parallel
@@ -27,6 +27,7 @@ JVM_FLAGS = (
     "-Xmx512m",
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
+    G1_REGION_FLAG,
     "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true",
     "-Djava.net.preferIPv4Stack=true",
