@@ -761,6 +761,7 @@ def run(
         "seconds": clock.seconds,
         "cpu_seconds": clock.cpu_used,
         "broker_cpu_seconds": clock.broker_cpu_used,
+        "broker_jit_cpu_seconds": clock.broker_jit_cpu_used,
         "p50_ms": None if p50 is None else p50 * 1000,
         "p99_ms": None if p99 is None else p99 * 1000,
         "latency_bins": lat.histogram() if lat.samples else None,

@@ -134,6 +134,7 @@ class Row:
     # The brokers' CPU time over the measured interval (the Python clients' runs), with the client's it says
     # whether the machine's cores or the broker set the pace.
     broker_cpu_seconds: float | None = None
+    broker_jit_cpu_seconds: float | None = None  # of it, the brokers' JIT compiler threads'
     # "tuned": the Python clients and the Java tool share one batch size (measure.BATCH_BYTES); "defaults":
     # every client at its own (``--defaults``).
     settings: str = "tuned"
@@ -153,6 +154,13 @@ class Row:
         if self.broker_cpu_seconds is None or not self.records:
             return None
         return self.broker_cpu_seconds / self.records * 1e6
+
+    @property
+    def broker_jit_us(self) -> float | None:
+        """Of ``broker_cpu_us``, what the brokers' JIT compiler threads spent, per record."""
+        if self.broker_jit_cpu_seconds is None or not self.records:
+            return None
+        return self.broker_jit_cpu_seconds / self.records * 1e6
 
     @property
     def cores_busy(self) -> float | None:
@@ -216,7 +224,8 @@ def python_run(
     shown = phase if rate is None else f"{phase}@{rate:.0f}"
     return Row(system, size, 0, client, shown, records, figures.get("seconds", 0.0),
                figures.get("cpu_seconds", 0.0), rss, figures.get("p50_ms"), figures.get("p99_ms"),
-               latency_bins=figures.get("latency_bins"), broker_cpu_seconds=figures.get("broker_cpu_seconds"))
+               latency_bins=figures.get("latency_bins"), broker_cpu_seconds=figures.get("broker_cpu_seconds"),
+               broker_jit_cpu_seconds=figures.get("broker_jit_cpu_seconds"))
 
 
 _PERF = re.compile(
@@ -530,6 +539,7 @@ class Median:
     p99_rounds_ms: float | None  # the median of the rounds' p99s, for comparison
     broker_cpu_us: float | None = None
     cores_busy: float | None = None
+    broker_jit_us: float | None = None
 
 
 def pooled_percentile(histograms: list[dict[str, int]], q: float) -> float | None:
@@ -567,7 +577,7 @@ def medians(rows: list[Row]) -> list[Median]:
         pooled = pooled_percentile([b for b in bins if b], 0.99) if all(bins) else None
         broker, busy = mid([r.broker_cpu_us for r in runs]), mid([r.cores_busy for r in runs])
         out.append(Median(*key, len(runs), rate, cpu, rss, p50, p99_rounds if pooled is None else pooled, p99_rounds,
-                          broker, busy))
+                          broker, busy, mid([r.broker_jit_us for r in runs])))
     return out
 
 
@@ -583,15 +593,16 @@ def report(rows: list[Row]) -> str:
     """The medians, then ours against each reference peer (records/s and CPU per record)."""
     lines = [f"{'system':<7}{'size':>7}{'parts':>6} {'client':<23}{'phase':<15}{'n':>2}{'records/s':>11}"
              f"{'MB/s':>8}{'cpu us/rec':>11}{'rss MB':>8}{'p50 ms':>8}{'p99 ms':>8}{'p99 rnd':>8}"
-             f"{'broker us':>10}{'cores':>6}"]
+             f"{'broker us':>10}{'jit us':>7}{'cores':>6}"]
     table = medians(rows)
     for m in table:
         lines.append(f"{m.system:<7}{m.size:>7}{m.partitions:>6} {m.client:<23}{m.phase:<15}{m.rounds:>2}"
                      f"{m.rate:>11,.0f}{m.rate * m.size / 1e6:>8.1f}{m.cpu_us:>11.2f}{m.rss_mb:>8.0f}"
                      f"{_ms(m.p50_ms):>8}{_ms(m.p99_ms):>8}{_ms(m.p99_rounds_ms):>8}"
-                     f"{_fixed(m.broker_cpu_us, 2):>10}{_fixed(m.cores_busy, 2):>6}")
+                     f"{_fixed(m.broker_cpu_us, 2):>10}{_fixed(m.broker_jit_us, 1):>7}{_fixed(m.cores_busy, 2):>6}")
     lines.append("\np99: over all rounds' samples pooled (Python clients), else the median of the rounds' p99s;"
-                 " p99 rnd: the median of the rounds' p99s;\nbroker us: the brokers' CPU per record; cores: the"
+                 " p99 rnd: the median of the rounds' p99s;\nbroker us: the brokers' CPU per record (jit us: the part"
+                 " their JIT compiler threads spent); cores: the"
                  " client's and the brokers' CPU time over the interval (of the machine's cores), Python clients only")
     lines.append("\nratios of medians, ours / peer: records/s, CPU per record (and p99 at fixed rates)")
     index = {(m.system, m.size, m.partitions, m.client, m.phase): m for m in table}
