@@ -13,7 +13,7 @@ TEST_LOOP ?= both
 all: test
 
 # The kerberos extra (in dev) builds the gssapi package against MIT Kerberos's headers: installed first.
-$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c common/_gc_speedups.c | kerberos
+$(STAMP): pyproject.toml kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c common/_gc_speedups.c common/_enqueue_speedups.c | kerberos
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'  # dev brings the cli, spark and testing extras
@@ -113,7 +113,7 @@ FUZZ_EXAMPLES ?= 100000
 SANITIZE_EXAMPLES ?= 1000
 SANITIZED := build/sanitized
 SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
-SPEEDUPS := kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c common/_gc_speedups.c
+SPEEDUPS := kafkawire/protocol/_records_speedups.c kafkawire/_delivery_speedups.c kafkawire/_partitioner_speedups.c pulsarwire/protocol/_batch_speedups.c common/_gc_speedups.c common/_enqueue_speedups.c
 fuzz: $(STAMP) sanitizers
 	MQWIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/fuzz -q -p no:cacheprovider --timeout=0 $(PYTEST_ARGS)
 	rm -rf $(SANITIZED) && mkdir -p $(SANITIZED)

@@ -78,6 +78,12 @@ class Bridge:
         return self._closed
 
     @property
+    def generation(self) -> int:
+        """The process's fork generation when the bridge started (``fork_generation``): none of it exists in a
+        process of another."""
+        return self._generation
+
+    @property
     def thread_id(self) -> int:
         """The id of the loop thread."""
         return self._thread_id

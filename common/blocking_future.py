@@ -44,12 +44,14 @@ from typing import Any, Generic, TypeVar
 
 from mqwire.common.speedups import load_speedups
 
-__all__ = ["COMPILED", "RecordFuture"]
+__all__ = ["COMPILED", "PENDING", "RecordFuture"]
 
 T = TypeVar("T")
 
 # concurrent.futures' own state names (module-private there, stable since 3.2).
 _PENDING = "PENDING"
+PENDING = _PENDING
+"""The state a new future starts in (what ``mqwire.common._enqueue_speedups`` sets when it makes one)."""
 _RUNNING = "RUNNING"
 _FINISHED = "FINISHED"
 _CANCELLED = "CANCELLED"
@@ -89,7 +91,8 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
 
     def __init__(self) -> None:
         # Not super().__init__(): it makes the condition this class makes only when needed. _waiters, which
-        # only threads holding the condition touch, is made with it.
+        # only threads holding the condition touch, is made with it. _enqueue_speedups.c makes futures with
+        # these same two steps, without calling this: a change here is a change there.
         self._state = _PENDING
         # Out of the collector's scans (see the module's docstring): _track() hands it back before anything
         # that could refer back to it (a condition and its waiters, a callback, an error) is attached.
@@ -333,3 +336,8 @@ def _share_attribute_names() -> None:
 
 
 _share_attribute_names()
+
+_compiled = load_speedups("mqwire.common._enqueue_speedups")
+if _compiled is not None:
+    # A settled future's result() in one compiled call; every other case goes to the method above.
+    _compiled.install_result(RecordFuture)

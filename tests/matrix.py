@@ -209,10 +209,11 @@ import json, sys
 from kafkawire import delivery, partitioner
 from kafkawire.protocol import records
 from pulsarwire.protocol import batch
-from mqwire.common import blocking_future
+from mqwire.common import blocking_enqueue, blocking_future
 print(json.dumps({
     "kafkawire.protocol.records": records.COMPILED,
     "mqwire.common.blocking_future": blocking_future.COMPILED,
+    "mqwire.common.blocking_enqueue": blocking_enqueue.COMPILED,
     "kafkawire.partitioner": partitioner.COMPILED,
     "pulsarwire.protocol.batch": batch.COMPILED,
     # the compiled type is given the Python class's result() as _result_slow

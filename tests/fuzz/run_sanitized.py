@@ -26,6 +26,7 @@ EXTENSIONS = {
     "_partitioner_speedups": "kafkawire._partitioner_speedups",
     "_batch_speedups": "pulsarwire.protocol._batch_speedups",
     "_gc_speedups": "mqwire.common._gc_speedups",
+    "_enqueue_speedups": "mqwire.common._enqueue_speedups",
 }
 
 # Every test that runs a compiled loop: the property tests comparing it with Python, and the fuzzers.
@@ -40,6 +41,7 @@ TESTS = [
     "tests/unit/test_pulsar_batch_speedups.py",
     "tests/unit/test_pulsar_batch.py",
     "tests/unit/test_blocking_future.py",
+    "tests/unit/test_blocking_enqueue_put_value.py",
 ]
 
 
@@ -73,6 +75,10 @@ def check_in_use(build_dir: Path) -> None:
     gc_speedups = sys.modules["mqwire.common._gc_speedups"]
     if blocking_future._untrack is not gc_speedups.untrack:
         raise SystemExit("the instrumented collector switches are not in use")
+    from mqwire.common import blocking_enqueue
+
+    if blocking_enqueue._speedups is not sys.modules["mqwire.common._enqueue_speedups"]:
+        raise SystemExit("the instrumented enqueue step is not in use")
     if delivery.RecordFuture.__flags__ & (1 << 14):  # Py_TPFLAGS_HAVE_GC: the Python class, not the compiled type
         raise SystemExit("the instrumented record futures are not in use")
 

@@ -19,7 +19,7 @@ import json, sys
 from kafkawire import delivery, partitioner
 from kafkawire.protocol import records
 from pulsarwire.protocol import batch
-from mqwire.common import blocking_future
+from mqwire.common import blocking_enqueue, blocking_future
 import pulsarwire, tubemqwire
 print(json.dumps({
     "records": [records.COMPILED, records._decode_records is records.decode_records_py,
@@ -28,6 +28,7 @@ print(json.dumps({
     "batch": [batch.COMPILED, batch.encode_entry_fast is batch.encode_entry_fields],
     "delivery": [hasattr(delivery.RecordFuture, "_result_slow"), "_result_slow" not in vars(delivery.RecordFuture)],
     "blocking_future": blocking_future.COMPILED,
+    "blocking_enqueue": blocking_enqueue.COMPILED,
     "loaded": sorted(name for name in sys.modules if name.endswith("_speedups")),
 }))
 """
@@ -35,6 +36,7 @@ SPEEDUPS = [
     "kafkawire._delivery_speedups",
     "kafkawire._partitioner_speedups",
     "kafkawire.protocol._records_speedups",
+    "mqwire.common._enqueue_speedups",
     "mqwire.common._gc_speedups",
     "pulsarwire.protocol._batch_speedups",
 ]
@@ -60,6 +62,7 @@ def test_the_variable_loads_no_speedup_and_uses_the_python_code() -> None:
     assert report["batch"] == [False, True]
     assert report["delivery"] == [False, True]
     assert report["blocking_future"] is False
+    assert report["blocking_enqueue"] is False
 
 
 def test_without_it_every_built_speedup_is_taken() -> None:
@@ -72,3 +75,4 @@ def test_without_it_every_built_speedup_is_taken() -> None:
     assert report["batch"] == [True, False]
     assert report["delivery"] == [True, False]
     assert report["blocking_future"] is True
+    assert report["blocking_enqueue"] is True

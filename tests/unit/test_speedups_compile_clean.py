@@ -22,6 +22,7 @@ SOURCES = [
     "kafkawire/_partitioner_speedups.c",
     "pulsarwire/protocol/_batch_speedups.c",
     "common/_gc_speedups.c",
+    "common/_enqueue_speedups.c",
 ]
 
 

@@ -1,0 +1,402 @@
+/* A blocking producer's per-record steps, compiled: ``EnqueueQueue.put_value`` (mqwire.common.blocking_enqueue)
+ * and ``RecordFuture.result`` (mqwire.common.blocking_future).
+ *
+ * A script that enqueues half a million records a second spends most of its own thread's time in the few
+ * Python calls each record takes to reach the queue: the bridge's checks, the record's future, the append and
+ * the flags read after it. ``ValuePut`` does the same steps in one C call. It holds what never changes for its
+ * queue (the list, its bound, the loop thread, the bridge's fork generation) and reads what does (the flags)
+ * for every record, in the order the Python code reads them. Any record off the common way (a check that
+ * fails, a full or closed queue, no drain scheduled, the caller's turn to yield) takes the Python code, which
+ * raises the same errors and waits the same way.
+ *
+ * Then the caller reads each future's result: ``install_result`` gives RecordFuture a compiled ``result`` for
+ * a future settled with a receipt (kept whole or made when asked for); any other future (pending, failed,
+ * cancelled, asked with more than a timeout) is answered by the method written in Python.
+ *
+ * Without this extension (or with MQWIRE_PURE_PYTHON set) both are the Python methods alone.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "pythread.h"
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *queue;        /* the EnqueueQueue: its _closed and _scheduled are read for each record */
+    PyObject *records;      /* its list of records, three items each (never replaced) */
+    Py_ssize_t limit;       /* the items it holds before callers wait */
+    Py_ssize_t yield_items; /* the items after which a caller yields the interpreter lock (3 * YIELD_EVERY) */
+    PyObject *bridge;       /* its Bridge: _closed is read for each record */
+    unsigned long loop_thread;
+    PyObject *generation;   /* the bridge's fork generation */
+    PyObject *affinity;     /* mqwire.common.affinity, whose _generation counts this process's forks */
+    PyObject *future_type;  /* RecordFuture */
+    PyObject *pending;      /* concurrent.futures' PENDING state */
+    PyObject *put;          /* the queue's Python _put(value, None): every record off the common way */
+    PyObject *schedule;     /* the queue's _schedule(): a drain to start after the append */
+    PyObject *yield_now;    /* time.sleep */
+} ValuePut;
+
+static PyObject *str_closed, *str_scheduled, *str_generation, *str_state, *zero;
+static PyObject *str_exception, *str_lazy, *str_place, *str_result, *finished;
+static PyObject *result_in_python; /* RecordFuture.result as written in Python, once install_result ran */
+
+/* 1 when the attribute ``name`` of ``owner`` is true, 0 when false, -1 on error. */
+static int flag(PyObject *owner, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(owner, name);
+    if (value == NULL) {
+        return -1;
+    }
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+/* 1 when a record may take the common way, 0 when the Python code must take it, -1 on error. */
+static int common_way(ValuePut *self) {
+    /* Bridge.check's conditions: not forked since the bridge started, not its loop thread, not closed. */
+    PyObject *now = PyObject_GetAttr(self->affinity, str_generation);
+    if (now == NULL) {
+        return -1;
+    }
+    int same = PyObject_RichCompareBool(now, self->generation, Py_EQ);
+    Py_DECREF(now);
+    if (same <= 0) {
+        return same;
+    }
+    if (PyThread_get_thread_ident() == self->loop_thread) {
+        return 0;
+    }
+    int closed = flag(self->bridge, str_closed);
+    if (closed != 0) {
+        return closed < 0 ? -1 : 0;
+    }
+    /* _put's: room in the queue, and the queue open. */
+    if (PyList_GET_SIZE(self->records) >= self->limit) {
+        return 0;
+    }
+    closed = flag(self->queue, str_closed);
+    if (closed != 0) {
+        return closed < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+/* RecordFuture() without the call of its __init__, whose two steps are written here: the state, then out of
+ * the cycle collector's scans (see mqwire.common.blocking_future). */
+static PyObject *new_future(ValuePut *self) {
+    PyTypeObject *type = (PyTypeObject *)self->future_type;
+    PyObject *no_args = PyTuple_New(0);
+    if (no_args == NULL) {
+        return NULL;
+    }
+    PyObject *future = type->tp_new(type, no_args, NULL);
+    Py_DECREF(no_args);
+    if (future == NULL) {
+        return NULL;
+    }
+    if (PyObject_SetAttr(future, str_state, self->pending) < 0) {
+        Py_DECREF(future);
+        return NULL;
+    }
+    if (PyObject_IS_GC(future) && PyObject_GC_IsTracked(future)) {
+        PyObject_GC_UnTrack(future);
+    }
+    return future;
+}
+
+static PyObject *ValuePut_call(ValuePut *self, PyObject *args, PyObject *kwargs) {
+    PyObject *value;
+    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
+        PyErr_SetString(PyExc_TypeError, "put_value takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_UnpackTuple(args, "put_value", 1, 1, &value)) {
+        return NULL;
+    }
+    int common = common_way(self);
+    if (common < 0) {
+        return NULL;
+    }
+    if (common == 0) {
+        return PyObject_CallFunctionObjArgs(self->put, value, Py_None, NULL);
+    }
+    PyObject *future = new_future(self);
+    if (future == NULL) {
+        return NULL;
+    }
+    /* The three items in a row, as _put's one extend: no Python code runs between these appends (a list's
+     * growth allocates no object the collector could run a finalizer for), so no other thread sees a part. */
+    Py_ssize_t before = PyList_GET_SIZE(self->records);
+    if (PyList_Append(self->records, value) < 0 || PyList_Append(self->records, Py_None) < 0 ||
+        PyList_Append(self->records, future) < 0) {
+        /* Only a failed allocation gets here. The drain reads the list in threes: take back what went in. */
+#if PY_VERSION_HEX >= 0x030C0000
+        PyObject *raised = PyErr_GetRaisedException();
+        PyList_SetSlice(self->records, before, PyList_GET_SIZE(self->records), NULL);
+        PyErr_SetRaisedException(raised);
+#else
+        PyObject *error_type, *error_value, *error_traceback;
+        PyErr_Fetch(&error_type, &error_value, &error_traceback);
+        PyList_SetSlice(self->records, before, PyList_GET_SIZE(self->records), NULL);
+        PyErr_Restore(error_type, error_value, error_traceback);
+#endif
+        Py_DECREF(future);
+        return NULL;
+    }
+    /* The flags after the append, as _put reads them: the drain and close change them before they look at the
+     * list again, so the record is either seen by the running drain or starts one here. */
+    int scheduled = flag(self->queue, str_scheduled);
+    int closed = scheduled < 0 ? -1 : flag(self->queue, str_closed);
+    if (scheduled < 0 || closed < 0) {
+        Py_DECREF(future);
+        return NULL;
+    }
+    PyObject *done = NULL;
+    if (!scheduled || closed) {
+        done = PyObject_CallNoArgs(self->schedule);
+    } else if (PyList_GET_SIZE(self->records) % self->yield_items == 0) {
+        done = PyObject_CallOneArg(self->yield_now, zero);
+    } else {
+        return future;
+    }
+    if (done == NULL) {
+        Py_DECREF(future);
+        return NULL;
+    }
+    Py_DECREF(done);
+    return future;
+}
+
+static int ValuePut_traverse(ValuePut *self, visitproc visit, void *arg) {
+    Py_VISIT(self->queue);
+    Py_VISIT(self->records);
+    Py_VISIT(self->bridge);
+    Py_VISIT(self->generation);
+    Py_VISIT(self->affinity);
+    Py_VISIT(self->future_type);
+    Py_VISIT(self->pending);
+    Py_VISIT(self->put);
+    Py_VISIT(self->schedule);
+    Py_VISIT(self->yield_now);
+    return 0;
+}
+
+static int ValuePut_clear(ValuePut *self) {
+    Py_CLEAR(self->queue);
+    Py_CLEAR(self->records);
+    Py_CLEAR(self->bridge);
+    Py_CLEAR(self->generation);
+    Py_CLEAR(self->affinity);
+    Py_CLEAR(self->future_type);
+    Py_CLEAR(self->pending);
+    Py_CLEAR(self->put);
+    Py_CLEAR(self->schedule);
+    Py_CLEAR(self->yield_now);
+    return 0;
+}
+
+static void ValuePut_dealloc(ValuePut *self) {
+    PyObject_GC_UnTrack(self);
+    ValuePut_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int ValuePut_init(ValuePut *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"queue", "records", "limit", "yield_items", "bridge", "loop_thread", "generation",
+                            "affinity", "future_type", "pending", "put", "schedule", "yield_now", NULL};
+    PyObject *queue, *records, *bridge, *generation, *affinity, *future_type, *pending, *put, *schedule,
+        *yield_now;
+    Py_ssize_t limit, yield_items;
+    unsigned long loop_thread;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!nnOkOOO!OOOO", names, &queue, &PyList_Type, &records,
+                                     &limit, &yield_items, &bridge, &loop_thread, &generation, &affinity,
+                                     &PyType_Type, &future_type, &pending, &put, &schedule, &yield_now)) {
+        return -1;
+    }
+    if (yield_items <= 0) {
+        PyErr_SetString(PyExc_ValueError, "yield_items must be positive");
+        return -1;
+    }
+    ValuePut_clear(self);
+    self->queue = Py_NewRef(queue);
+    self->records = Py_NewRef(records);
+    self->limit = limit;
+    self->yield_items = yield_items;
+    self->bridge = Py_NewRef(bridge);
+    self->loop_thread = loop_thread;
+    self->generation = Py_NewRef(generation);
+    self->affinity = Py_NewRef(affinity);
+    self->future_type = Py_NewRef(future_type);
+    self->pending = Py_NewRef(pending);
+    self->put = Py_NewRef(put);
+    self->schedule = Py_NewRef(schedule);
+    self->yield_now = Py_NewRef(yield_now);
+    return 0;
+}
+
+static PyTypeObject ValuePutType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mqwire.common._enqueue_speedups.ValuePut",
+    .tp_basicsize = sizeof(ValuePut),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "EnqueueQueue.put_value's common way in one call (see mqwire.common.blocking_enqueue).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ValuePut_init,
+    .tp_call = (ternaryfunc)ValuePut_call,
+    .tp_traverse = (traverseproc)ValuePut_traverse,
+    .tp_clear = (inquiry)ValuePut_clear,
+    .tp_dealloc = (destructor)ValuePut_dealloc,
+};
+
+/* 1 when ``future`` is settled with a result (FINISHED, no error), 0 otherwise, -1 on error. */
+static int finished_well(PyObject *future) {
+    PyObject *state = PyObject_GetAttr(future, str_state);
+    if (state == NULL) {
+        return -1;
+    }
+    int done = state == finished;
+    if (!done && PyUnicode_Check(state)) {
+        done = PyUnicode_Compare(state, finished) == 0;
+    }
+    Py_DECREF(state);
+    if (!done) {
+        return 0;
+    }
+    PyObject *error = PyObject_GetAttr(future, str_exception);
+    if (error == NULL) {
+        return -1;
+    }
+    int well = error == Py_None;
+    Py_DECREF(error);
+    return well;
+}
+
+/* RecordFuture.result: the receipt of a future settled with one; anything else to the Python method. */
+static PyObject *future_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t given = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    int well = given <= 1 ? finished_well(self) : 0; /* a settled future's timeout does not matter */
+    if (well < 0) {
+        return NULL;
+    }
+    if (!well) {
+        if (given == 0) {
+            return PyObject_Vectorcall(result_in_python, &self, 1, NULL);
+        }
+        /* Rare (a pending future waited on with a timeout): the arguments as they came, self first. */
+        PyObject *positional = PyTuple_New(nargs + 1);
+        if (positional == NULL) {
+            return NULL;
+        }
+        PyTuple_SET_ITEM(positional, 0, Py_NewRef(self));
+        for (Py_ssize_t at = 0; at < nargs; at++) {
+            PyTuple_SET_ITEM(positional, at + 1, Py_NewRef(args[at]));
+        }
+        PyObject *named = NULL;
+        if (kwnames != NULL) {
+            named = PyDict_New();
+            for (Py_ssize_t at = 0; named != NULL && at < PyTuple_GET_SIZE(kwnames); at++) {
+                if (PyDict_SetItem(named, PyTuple_GET_ITEM(kwnames, at), args[nargs + at]) < 0) {
+                    Py_CLEAR(named);
+                }
+            }
+            if (named == NULL) {
+                Py_DECREF(positional);
+                return NULL;
+            }
+        }
+        PyObject *answer = PyObject_Call(result_in_python, positional, named);
+        Py_DECREF(positional);
+        Py_XDECREF(named);
+        return answer;
+    }
+    PyObject *lazy = PyObject_GetAttr(self, str_lazy);
+    if (lazy == NULL) {
+        return NULL;
+    }
+    if (lazy == Py_None) {
+        Py_DECREF(lazy);
+        return PyObject_GetAttr(self, str_result);
+    }
+    /* (read, source): the receipt is read(source, place), made each time it is asked for. */
+    if (!PyTuple_Check(lazy) || PyTuple_GET_SIZE(lazy) != 2) {
+        Py_DECREF(lazy);
+        PyErr_SetString(PyExc_TypeError, "a record future's _lazy must be (read, source)");
+        return NULL;
+    }
+    PyObject *place = PyObject_GetAttr(self, str_place);
+    if (place == NULL) {
+        Py_DECREF(lazy);
+        return NULL;
+    }
+    PyObject *call[2] = {PyTuple_GET_ITEM(lazy, 1), place};
+    PyObject *receipt = PyObject_Vectorcall(PyTuple_GET_ITEM(lazy, 0), call, 2, NULL);
+    Py_DECREF(place);
+    Py_DECREF(lazy);
+    return receipt;
+}
+
+static PyMethodDef result_method = {
+    "result", (PyCFunction)(void (*)(void))future_result, METH_FASTCALL | METH_KEYWORDS,
+    "The record's receipt, as Future.result (compiled for a settled future; see mqwire.common.blocking_future)."};
+
+static PyObject *install_result(PyObject *module, PyObject *cls) {
+    (void)module;
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "install_result takes the RecordFuture class");
+        return NULL;
+    }
+    if (result_in_python != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "RecordFuture.result is compiled already");
+        return NULL;
+    }
+    PyObject *written = PyObject_GetAttrString(cls, "result");
+    if (written == NULL) {
+        return NULL;
+    }
+    PyObject *compiled = PyDescr_NewMethod((PyTypeObject *)cls, &result_method);
+    if (compiled == NULL || PyObject_SetAttrString(cls, "result", compiled) < 0) {
+        Py_XDECREF(compiled);
+        Py_DECREF(written);
+        return NULL;
+    }
+    Py_DECREF(compiled);
+    result_in_python = written;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"install_result", install_result, METH_O,
+     "Give RecordFuture (the class given) its compiled result(), the Python one kept for every other case."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_enqueue_speedups", NULL, 0, module_methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__enqueue_speedups(void) {
+    if (PyType_Ready(&ValuePutType) < 0) {
+        return NULL;
+    }
+    str_closed = PyUnicode_InternFromString("_closed");
+    str_scheduled = PyUnicode_InternFromString("_scheduled");
+    str_generation = PyUnicode_InternFromString("_generation");
+    str_state = PyUnicode_InternFromString("_state");
+    zero = PyLong_FromLong(0);
+    str_exception = PyUnicode_InternFromString("_exception");
+    str_lazy = PyUnicode_InternFromString("_lazy");
+    str_place = PyUnicode_InternFromString("_place");
+    str_result = PyUnicode_InternFromString("_result");
+    finished = PyUnicode_InternFromString("FINISHED");
+    if (str_closed == NULL || str_scheduled == NULL || str_generation == NULL || str_state == NULL || zero == NULL ||
+        str_exception == NULL || str_lazy == NULL || str_place == NULL || str_result == NULL || finished == NULL) {
+        return NULL;
+    }
+    PyObject *created = PyModule_Create(&module);
+    if (created == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(created, "ValuePut", (PyObject *)&ValuePutType) < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
+    return created;
+}
