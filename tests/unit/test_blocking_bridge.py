@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
-import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,19 +28,11 @@ from mqwire.common.errors import (
     SerializationError,
     WrongLoopError,
 )
+from tests.forking import raises_in_a_forked_child
 from tests.interrupts import ctrl_c_after
 
 # A liveness bound only (generous, for a loaded machine): every wait below ends long before it unless hung.
 LIVENESS = 30.0
-
-
-@pytest.fixture
-def bridge() -> Iterator[Bridge]:
-    made = Bridge("test-bridge")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def test_call_returns_the_result_computed_on_the_loop_thread(bridge: Bridge) -> None:
@@ -233,19 +223,7 @@ def test_enqueue_from_the_loop_thread_is_refused_even_when_the_queue_is_full(bri
 
 
 def test_a_bridge_used_in_a_forked_child_raises_instead_of_waiting_forever(bridge: Bridge) -> None:
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            bridge.call(_echo, 1, timeout=LIVENESS)
-        except ForkedClientError:
-            code = 0
-        except BaseException:
-            code = 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert raises_in_a_forked_child(lambda: bridge.call(_echo, 1, timeout=LIVENESS), ForkedClientError)
     assert bridge.call(_echo, "parent") == "parent"
 
 

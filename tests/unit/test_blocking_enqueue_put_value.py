@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import threading
 import time
 import types
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,6 +18,7 @@ from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_enqueue import YIELD_EVERY, EnqueueQueue
 from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError, ForkedClientError, WrongLoopError
+from tests.forking import raises_in_a_forked_child
 
 LIVENESS = 30.0
 
@@ -33,15 +32,6 @@ def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     else:
         monkeypatch.setattr(blocking_enqueue, "_speedups", None)
     return str(request.param)
-
-
-@pytest.fixture
-def bridge() -> Iterator[Bridge]:
-    made = Bridge("test-bridge")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 class _Recorder:
@@ -178,17 +168,5 @@ def test_a_caller_that_outruns_the_loop_yields_every_so_many_records(
 
 def test_a_record_put_in_a_forked_child_raises(implementation: str, bridge: Bridge) -> None:
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            queue.put_value(b"no loop thread here")
-        except ForkedClientError:
-            code = 0
-        except BaseException:
-            code = 2
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert raises_in_a_forked_child(lambda: queue.put_value(b"no loop thread here"), ForkedClientError)
     assert queue.put_value(b"parent").result(LIVENESS) == 0

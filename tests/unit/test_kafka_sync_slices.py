@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,15 +24,6 @@ from mqwire.common.blocking import Bridge
 from mqwire.common.errors import ClosedError, OptionTypeError, SerializationError
 
 LIVENESS = 30.0
-
-
-@pytest.fixture
-def bridge() -> Iterator[Bridge]:
-    made = Bridge("test-bridge")
-    try:
-        yield made
-    finally:
-        made.stop()
 
 
 def offline_producer() -> AsyncProducer:
