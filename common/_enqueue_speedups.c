@@ -19,9 +19,11 @@
 #include <Python.h>
 #include "pythread.h"
 
+/* The queue holds its ValuePut: the ValuePut refers to it weakly (and to its methods as functions), so that a
+ * queue, and the client it belongs to, dropped unclosed are still freed at once rather than by the collector. */
 typedef struct {
     PyObject_HEAD
-    PyObject *queue;        /* the EnqueueQueue: its _closed and _scheduled are read for each record */
+    PyObject *queue;        /* a weak reference to the EnqueueQueue, whose _closed and _scheduled are read */
     PyObject *records;      /* its list of records, three items each (never replaced) */
     Py_ssize_t limit;       /* the items it holds before callers wait */
     Py_ssize_t yield_items; /* the items after which a caller yields the interpreter lock (3 * YIELD_EVERY) */
@@ -31,8 +33,8 @@ typedef struct {
     PyObject *affinity;     /* mqwire.common.affinity, whose _generation counts this process's forks */
     PyObject *future_type;  /* RecordFuture */
     PyObject *pending;      /* concurrent.futures' PENDING state */
-    PyObject *put;          /* the queue's Python _put(value, None): every record off the common way */
-    PyObject *schedule;     /* the queue's _schedule(): a drain to start after the append */
+    PyObject *put;          /* its class's Python _put(queue, value, None): every record off the common way */
+    PyObject *schedule;     /* its class's _schedule(queue): a drain to start after the append */
     PyObject *yield_now;    /* time.sleep */
 } ValuePut;
 
@@ -52,7 +54,7 @@ static int flag(PyObject *owner, PyObject *name) {
 }
 
 /* 1 when a record may take the common way, 0 when the Python code must take it, -1 on error. */
-static int common_way(ValuePut *self) {
+static int common_way(ValuePut *self, PyObject *queue) {
     /* Bridge.check's conditions: not forked since the bridge started, not its loop thread, not closed. */
     PyObject *now = PyObject_GetAttr(self->affinity, str_generation);
     if (now == NULL) {
@@ -74,7 +76,7 @@ static int common_way(ValuePut *self) {
     if (PyList_GET_SIZE(self->records) >= self->limit) {
         return 0;
     }
-    closed = flag(self->queue, str_closed);
+    closed = flag(queue, str_closed);
     if (closed != 0) {
         return closed < 0 ? -1 : 0;
     }
@@ -104,6 +106,8 @@ static PyObject *new_future(ValuePut *self) {
     return future;
 }
 
+static PyObject *put_value(ValuePut *self, PyObject *queue, PyObject *value);
+
 static PyObject *ValuePut_call(ValuePut *self, PyObject *args, PyObject *kwargs) {
     PyObject *value;
     if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
@@ -113,12 +117,35 @@ static PyObject *ValuePut_call(ValuePut *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_UnpackTuple(args, "put_value", 1, 1, &value)) {
         return NULL;
     }
-    int common = common_way(self);
+    PyObject *queue = NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyWeakref_GetRef(self->queue, &queue) < 0) {
+        return NULL;
+    }
+#else
+    queue = PyWeakref_GetObject(self->queue);
+    if (queue == Py_None) {
+        queue = NULL;
+    }
+    Py_XINCREF(queue);
+#endif
+    if (queue == NULL) {
+        PyErr_SetString(PyExc_ReferenceError, "the queue of this put_value is gone");
+        return NULL;
+    }
+    PyObject *future = put_value(self, queue, value);
+    Py_DECREF(queue);
+    return future;
+}
+
+/* put_value with its queue alive (held by the caller). */
+static PyObject *put_value(ValuePut *self, PyObject *queue, PyObject *value) {
+    int common = common_way(self, queue);
     if (common < 0) {
         return NULL;
     }
     if (common == 0) {
-        return PyObject_CallFunctionObjArgs(self->put, value, Py_None, NULL);
+        return PyObject_CallFunctionObjArgs(self->put, queue, value, Py_None, NULL);
     }
     PyObject *future = new_future(self);
     if (future == NULL) {
@@ -145,15 +172,15 @@ static PyObject *ValuePut_call(ValuePut *self, PyObject *args, PyObject *kwargs)
     }
     /* The flags after the append, as _put reads them: the drain and close change them before they look at the
      * list again, so the record is either seen by the running drain or starts one here. */
-    int scheduled = flag(self->queue, str_scheduled);
-    int closed = scheduled < 0 ? -1 : flag(self->queue, str_closed);
+    int scheduled = flag(queue, str_scheduled);
+    int closed = scheduled < 0 ? -1 : flag(queue, str_closed);
     if (scheduled < 0 || closed < 0) {
         Py_DECREF(future);
         return NULL;
     }
     PyObject *done = NULL;
     if (!scheduled || closed) {
-        done = PyObject_CallNoArgs(self->schedule);
+        done = PyObject_CallOneArg(self->schedule, queue);
     } else if (PyList_GET_SIZE(self->records) % self->yield_items == 0) {
         done = PyObject_CallOneArg(self->yield_now, zero);
     } else {
@@ -217,8 +244,12 @@ static int ValuePut_init(ValuePut *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_ValueError, "yield_items must be positive");
         return -1;
     }
+    PyObject *queue_ref = PyWeakref_NewRef(queue, NULL);
+    if (queue_ref == NULL) {
+        return -1;
+    }
     ValuePut_clear(self);
-    self->queue = Py_NewRef(queue);
+    self->queue = queue_ref;
     self->records = Py_NewRef(records);
     self->limit = limit;
     self->yield_items = yield_items;

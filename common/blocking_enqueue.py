@@ -71,11 +71,12 @@ class EnqueueQueue(Generic[R]):
         self._context: contextvars.Context | None = None
         self._order: asyncio.Lock | None = None  # made on the loop, which owns it
         if _speedups is not None:
-            # The same steps as _put's, in one call; every record off their common way is handed to _put.
+            # The same steps as _put's, in one call; every record off their common way is handed to _put. It holds
+            # this queue weakly and its methods as functions: no cycle keeps a dropped client's queue alive.
             self.put_value = _speedups.ValuePut(  # type: ignore[method-assign]
                 queue=self, records=self._records, limit=self._limit, yield_items=3 * YIELD_EVERY, bridge=bridge,
                 loop_thread=bridge.thread_id, generation=bridge.generation, affinity=affinity,
-                future_type=RecordFuture, pending=PENDING, put=self._put, schedule=self._schedule,
+                future_type=RecordFuture, pending=PENDING, put=type(self)._put, schedule=type(self)._schedule,
                 yield_now=time.sleep,
             )
 

@@ -10,6 +10,7 @@ import gc
 import threading
 import time
 import types
+import weakref
 
 import pytest
 
@@ -164,6 +165,22 @@ def test_a_caller_that_outruns_the_loop_yields_every_so_many_records(
     finally:
         release.set()
     assert futures[-1].result(LIVENESS) == len(futures) - 1
+
+
+def test_a_dropped_queue_is_freed_without_the_collector(implementation: str, bridge: Bridge) -> None:
+    # A client dropped unclosed is freed at once, and its bridge's loop thread with it: no cycle through
+    # put_value may keep the queue for the collector to find.
+    queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
+    assert queue.put_value(b"x").result(LIVENESS) == 0
+    gone = weakref.ref(queue)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        del queue
+        assert gone() is None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def test_a_record_put_in_a_forked_child_raises(implementation: str, bridge: Bridge) -> None:
