@@ -55,17 +55,22 @@ def broker_pids() -> list[int]:
     return [int(pid) for pid in os.environ.get(BROKER_PIDS_VARIABLE, "").split(",") if pid]
 
 
+def cpu_ticks(stat_path: str) -> int:
+    """User and system CPU time, in clock ticks, from a process's or thread's ``stat`` file (OSError if gone)."""
+    with open(stat_path, encoding="ascii") as stat:
+        # After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
+        fields = stat.read().rpartition(")")[2].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def process_cpu_seconds(pids: list[int]) -> float | None:
     """User and system CPU time of the processes ``pids`` (all their threads), or None if one cannot be read."""
     total = 0
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-                # After the command's closing parenthesis: state is field 3, utime and stime fields 14 and 15.
-                fields = stat.read().rpartition(")")[2].split()
+            total += cpu_ticks(f"/proc/{pid}/stat")
         except OSError:
             return None
-        total += int(fields[11]) + int(fields[12])
     return total / CLOCK_TICKS
 
 
@@ -88,11 +93,9 @@ def compiler_cpu_seconds(pids: list[int]) -> float | None:
                 with open(f"/proc/{pid}/task/{thread}/comm", encoding="utf-8") as comm:
                     if not comm.read().startswith(JIT_THREAD_PREFIXES):
                         continue
-                with open(f"/proc/{pid}/task/{thread}/stat", encoding="ascii") as stat:
-                    fields = stat.read().rpartition(")")[2].split()
+                total += cpu_ticks(f"/proc/{pid}/task/{thread}/stat")
             except OSError:
                 continue  # a compiler thread may end between the listing and the read
-            total += int(fields[11]) + int(fields[12])
     return total / CLOCK_TICKS
 
 
