@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Self, TypeVar, cast
 
 from mqwire.common.blocking import Bridge, bound
-from mqwire.common.blocking_enqueue import EnqueueQueue
+from mqwire.common.blocking_enqueue import EnqueueQueue, bytes_enqueue
 from mqwire.common.blocking_future import RecordFuture
 from mqwire.common.errors import ClosedError, ReceiveTimeoutError, RequestTimeoutError
 from mqwire.common.serde import to_bytes
@@ -150,6 +150,17 @@ class _Closable:
         self.close()
 
 
+def enqueue_record(
+    queue: EnqueueQueue[R], serializers: CallerSerializers | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> concurrent.futures.Future[R]:
+    """A blocking producer's ``enqueue(*args, **kwargs)``: serialized in the caller's thread, then queued."""
+    if serializers is not None:
+        args, kwargs = serializers.apply(args, kwargs)
+    if not kwargs and len(args) == 1:
+        return queue.put_value(args[0])  # the value alone: no argument tuple or dictionary waits queued
+    return queue.put(args, kwargs)
+
+
 class BlockingProducer(_Closable, Generic[R]):
     """A blocking producer: ``send`` returns the receipt, ``enqueue`` a ``concurrent.futures.Future`` of it.
 
@@ -168,17 +179,21 @@ class BlockingProducer(_Closable, Generic[R]):
         self._serializers = serializers
         self._queue: EnqueueQueue[R] = self._make_queue(bridge, producer, what)
         self._closed = False
+        # Bytes values pass the caller's serializers unchanged when there is no value serializer: such a value
+        # alone goes straight to the queue, through the compiled enqueue when there is one (every subclass's
+        # enqueue is _enqueue with its own signature).
+        self._bare_values = serializers is None or serializers.value is None
+        if self._bare_values:
+            compiled = bytes_enqueue(self._queue, functools.partial(enqueue_record, self._queue, serializers))
+            if compiled is not None:
+                self.__dict__["enqueue"] = compiled  # before the class's enqueue, as an instance's own
 
     def _make_queue(self, bridge: Bridge, producer: Any, what: str) -> EnqueueQueue[R]:
         """The queue of records on their way to ``producer``: a protocol's own may hand over faster."""
         return EnqueueQueue(bridge, producer.enqueue, what=what)
 
     def _enqueue(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> concurrent.futures.Future[R]:
-        if self._serializers is not None:
-            args, kwargs = self._serializers.apply(args, kwargs)
-        if not kwargs and len(args) == 1:
-            return self._queue.put_value(args[0])  # the value alone: no argument tuple or dictionary waits queued
-        return self._queue.put(args, kwargs)
+        return enqueue_record(self._queue, self._serializers, args, kwargs)
 
     def _send(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> R:
         return self._bridge.wait(self._enqueue(args, kwargs))

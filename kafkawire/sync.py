@@ -127,14 +127,6 @@ _RECEIPT = AsyncRecordFuture
 class Producer(BlockingProducer[RecordMetadata]):
     """A blocking Kafka producer; threads may share one."""
 
-    def __init__(
-        self, bridge: Bridge, producer: AsyncProducer, what: str, serializers: CallerSerializers | None = None
-    ) -> None:
-        """Wrap ``producer`` (see ``BlockingProducer``)."""
-        super().__init__(bridge, producer, what, serializers)
-        # Bytes values pass the caller's serializers unchanged when there is no value serializer.
-        self._bare_values = serializers is None or serializers.value is None
-
     def _make_queue(self, bridge: Bridge, producer: Any, what: str) -> EnqueueQueue[RecordMetadata]:
         return _SliceQueue(bridge, producer, what)
 
