@@ -21,7 +21,8 @@ While no condition, callback or error is attached to it, a ``RecordFuture`` refe
 back to it (its state, then its receipt, which the async client made knowing nothing of this future): so it is
 made outside the cycle collector's scans (``mqwire.common._gc_speedups``), which would otherwise go through
 every one of the hundreds of thousands a caller keeps until it flushes, at every full collection: about 1.2
-microseconds a record. It is handed back to the collector as soon as one of those is attached. An attribute of
+microseconds a record. It is handed back to the collector as soon as one of those is attached (for a callback,
+unless it is a ``QueuedFuture``, which its queue holds until it settles it). An attribute of
 a caller's own set on such a future is not seen by the collector: it must not make a cycle back to the future
 (which would then be freed only when broken).
 
@@ -44,7 +45,7 @@ from typing import Any, Generic, TypeVar
 
 from mqwire.common.speedups import load_speedups
 
-__all__ = ["COMPILED", "PENDING", "RecordFuture"]
+__all__ = ["COMPILED", "PENDING", "QueuedFuture", "RecordFuture"]
 
 T = TypeVar("T")
 
@@ -88,6 +89,8 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
     # A result made when first asked (see finish_many_lazily): (read, source), and the record's place.
     _lazy: tuple[Callable[[Any, int], Any], Any] | None = None
     _place = 0
+    # Whether a done callback brings the future back under the collector (see QueuedFuture for when it need not).
+    _callbacks_seen = True
 
     def __init__(self) -> None:
         # Not super().__init__(): it makes the condition this class makes only when needed. _waiters, which
@@ -111,6 +114,8 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                     self._waiters: list[Any] = []
                     if self._done_callbacks is _NO_CALLBACKS:
                         self._done_callbacks = []
+                    else:  # a QueuedFuture's list, outside the scans until now: Future keeps it once run
+                        _track(self._done_callbacks)
                     condition = self._made_condition = threading.Condition()
         return condition
 
@@ -119,9 +124,13 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         with _SHARED:
             short = self._made_condition is None
             if short and self._state not in _DONE:
-                _track(self)
+                if self._callbacks_seen:
+                    _track(self)
                 if self._done_callbacks is _NO_CALLBACKS:
-                    self._done_callbacks = [fn]
+                    callbacks = [fn]
+                    if not self._callbacks_seen:
+                        _untrack(callbacks)  # held by this future alone, which is outside the scans too
+                    self._done_callbacks = callbacks
                 else:
                     self._done_callbacks.append(fn)
                 return
@@ -317,14 +326,29 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 future.finish(read(source, first + at))
 
 
-def _share_attribute_names() -> None:
-    """Give one future, before any other exists, every attribute a future may get.
+class QueuedFuture(RecordFuture[T]):
+    """The future of a record in a blocking producer's queue, which holds it until it settles it (acknowledged,
+    refused, or failed by the queue's close): a done callback added meanwhile leaves it, and its list of callbacks,
+    outside the collector's scans.
+
+    Nothing can become unreachable through them while the queue holds the future, and settling drops the
+    callbacks (and so any cycle through one). A caller adding a callback to every tenth record (to sample its
+    latency) otherwise put three objects each into the collector's older generations, which doubled its full
+    collections, each a walk of every future the caller keeps. The one case left: a future whose queue is
+    dropped with it unsettled (its client dropped unclosed) keeps a cycle through its callback until the process
+    ends."""
+
+    _callbacks_seen = False
+
+
+def _share_attribute_names(cls: type[RecordFuture[Any]]) -> None:
+    """Give one future of ``cls``, before any other exists, every attribute a future may get.
 
     CPython keeps the attribute names of a class's instances in one table shared by all of them, and stops adding
     names to it once a few dozen instances exist; an instance given a name missing from it then gets a dictionary
     of its own, one more object per record for the cycle collector to count and, holding a receipt, to scan. So
     the names go in first, here."""
-    future: RecordFuture[Any] = RecordFuture()
+    future = cls()
     future._state = _FINISHED
     future._lazy = None
     future._place = 0
@@ -335,7 +359,8 @@ def _share_attribute_names() -> None:
     future._made_condition = None
 
 
-_share_attribute_names()
+_share_attribute_names(RecordFuture)
+_share_attribute_names(QueuedFuture)
 
 _compiled = load_speedups("mqwire.common._enqueue_speedups")
 if _compiled is not None:

@@ -17,7 +17,7 @@ import pytest
 from mqwire.common import blocking_enqueue, blocking_future
 from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_enqueue import YIELD_EVERY, EnqueueQueue
-from mqwire.common.blocking_future import RecordFuture
+from mqwire.common.blocking_future import QueuedFuture, RecordFuture
 from mqwire.common.errors import ClosedError, ForkedClientError, WrongLoopError
 from tests.forking import raises_in_a_forked_child
 
@@ -69,7 +69,7 @@ def test_records_are_handed_over_in_order_and_each_future_resolved(implementatio
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, recorder.enqueue, what="test producer")
     try:
         futures = [queue.put_value(f"{i}".encode()) for i in range(1000)]
-        assert all(type(future) is RecordFuture for future in futures)
+        assert all(type(future) is QueuedFuture for future in futures)
     finally:
         gate.set()
     assert [future.result(LIVENESS) for future in futures] == list(range(1000))

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import pytest
 
 from mqwire.common import blocking_future
-from mqwire.common.blocking_future import RecordFuture
+from mqwire.common.blocking_future import QueuedFuture, RecordFuture
 
 
 def settled(result: object = None, error: BaseException | None = None) -> RecordFuture[object]:
@@ -394,3 +394,57 @@ def test_callbacks_are_dropped_once_run_and_the_future_leaves_the_collector_agai
         assert not gc.is_tracked(future)
     future.add_done_callback(ran.append)  # settled: runs at once, as Future's
     assert ran == [future, future]
+
+
+# ------------------------------------------------------------------------------ a queued record's future
+@needs_compiled
+def test_a_queued_futures_callback_leaves_it_outside_the_collector_until_settled() -> None:
+    ran: list[object] = []
+    future: QueuedFuture[object] = QueuedFuture()
+    assert future.start()
+    future.add_done_callback(ran.append)
+    future.add_done_callback(ran.append)
+    assert not gc.is_tracked(future)
+    assert not gc.is_tracked(future._done_callbacks)
+    RecordFuture.finish_many_lazily([future], lambda source, place: (source, place), "batch", 3)
+    assert ran == [future, future]
+    assert future._done_callbacks == ()
+    assert not gc.is_tracked(future)
+    assert future.result() == ("batch", 3)
+
+
+def test_a_cycle_through_a_queued_futures_callback_is_collected_once_settled() -> None:
+    future: QueuedFuture[object] = QueuedFuture()
+    assert future.start()
+    holder = [future]
+    future.add_done_callback(holder.append)  # future -> its callbacks -> holder -> future, until settled
+    future.finish("receipt")
+    gone = weakref.ref(future)
+    del future, holder
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_queued_futures_callbacks_come_under_the_collector_with_its_condition() -> None:
+    # A waiter's condition makes it a standard Future, which keeps its callbacks once run: a cycle through them
+    # must then be found by the collector even if the future is never settled.
+    future: QueuedFuture[object] = QueuedFuture()
+    assert future.start()
+    holder = [future]
+    future.add_done_callback(holder.append)
+    assert future._condition is not None
+    if blocking_future.COMPILED:
+        assert gc.is_tracked(future) and gc.is_tracked(future._done_callbacks)
+    gone = weakref.ref(future)
+    del future, holder
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_queued_future_is_a_record_future_with_the_same_shared_attribute_names() -> None:
+    future: QueuedFuture[object] = QueuedFuture()
+    assert isinstance(future, RecordFuture)
+    assert future.start()
+    future.finish("receipt")
+    future.add_done_callback(lambda _: None)
+    assert future.result() == "receipt"
