@@ -1,5 +1,5 @@
-/* A blocking producer's per-record steps, compiled: ``EnqueueQueue.put_value`` (mqwire.common.blocking_enqueue)
- * and ``RecordFuture.result`` (mqwire.common.blocking_future).
+/* A blocking producer's per-record steps, compiled: ``EnqueueQueue.put_value`` (mqwire.common.blocking_enqueue),
+ * and ``RecordFuture``'s settling and ``result`` (mqwire.common.blocking_future).
  *
  * A script that enqueues half a million records a second spends most of its own thread's time in the few
  * Python calls each record takes to reach the queue: the bridge's checks, the record's future, the append and
@@ -14,16 +14,72 @@
  * argument tuple or a keyword dictionary (which cost a script a third of its time per record); any other call
  * goes to the Python ``enqueue`` it was given.
  *
- * Then the caller reads each future's result: ``install_result`` gives RecordFuture a compiled ``result`` for
- * a future settled with a receipt (kept whole or made when asked for); any other future (pending, failed,
- * cancelled, asked with more than a timeout) is answered by the method written in Python.
+ * RecordFuture keeps its attributes in slots, which these steps read and write in place. ``install`` learns
+ * where they are; the loop thread then starts and settles a batch's futures in one walk each (``start_many``,
+ * ``finish_many_lazily``: the futures without a condition, under the same shared lock the Python code takes,
+ * the rest left to it), and the caller reads each future's result with a compiled ``result`` for a future
+ * settled with a receipt (kept whole or made when asked for); any other future (pending, failed, cancelled,
+ * asked with more than a timeout) is answered by the method written in Python.
  *
- * Without this extension (or with MQWIRE_PURE_PYTHON set) both are the Python methods alone.
+ * Without this extension (or with MQWIRE_PURE_PYTHON set) all of them are the Python code alone.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "pythread.h"
 #include <stddef.h>
+#ifndef Py_T_OBJECT_EX /* before 3.12: the members' kinds are in structmember.h */
+#include "structmember.h"
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#endif
+
+/* RecordFuture keeps its attributes in slots (see mqwire.common.blocking_future): where each is in the object,
+ * learned from the class by install(), and the values its steps compare and store. */
+static Py_ssize_t at_state, at_result, at_exception, at_made_condition, at_done_callbacks, at_lazy, at_place;
+static PyTypeObject *future_class; /* RecordFuture, once install() ran */
+static PyObject *state_pending, *state_running, *state_finished, *no_callbacks;
+
+#define SLOT(object, at) (*(PyObject **)((char *)(object) + (at)))
+
+/* Store a new reference to ``value`` in the slot, releasing what was there. */
+static void set_slot(PyObject *object, Py_ssize_t at, PyObject *value) {
+    PyObject *old = SLOT(object, at);
+    SLOT(object, at) = Py_NewRef(value);
+    Py_XDECREF(old);
+}
+
+/* Whether the state in a slot (never NULL) is ``wanted``: the module's own strings, else compared as text. */
+static int state_is(PyObject *state, PyObject *wanted) {
+    if (state == wanted) {
+        return 1;
+    }
+    return PyUnicode_Check(state) && PyUnicode_Compare(state, wanted) == 0;
+}
+
+/* The offset of the slot ``name`` of ``cls``, or -1 with an error set. */
+static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
+    PyObject *described = PyObject_GetAttrString(cls, name);
+    if (described == NULL) {
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(described, &PyMemberDescr_Type) &&
+        ((PyMemberDescrObject *)described)->d_member->type == Py_T_OBJECT_EX) {
+        offset = ((PyMemberDescrObject *)described)->d_member->offset;
+    } else {
+        PyErr_Format(PyExc_TypeError, "RecordFuture.%s must be a slot", name);
+    }
+    Py_DECREF(described);
+    return offset;
+}
+
+/* Whether ``future`` is a RecordFuture with every slot set (a subclass's __init__ that skipped RecordFuture's
+ * leaves some unset: those futures take the Python methods). */
+static int slots_set(PyObject *future) {
+    return PyObject_TypeCheck(future, future_class) && SLOT(future, at_state) != NULL &&
+           SLOT(future, at_result) != NULL && SLOT(future, at_exception) != NULL &&
+           SLOT(future, at_made_condition) != NULL && SLOT(future, at_done_callbacks) != NULL &&
+           SLOT(future, at_lazy) != NULL && SLOT(future, at_place) != NULL;
+}
 
 /* The queue holds its ValuePut: the ValuePut refers to it weakly (and to its methods as functions), so that a
  * queue, and the client it belongs to, dropped unclosed are still freed at once rather than by the collector. */
@@ -38,16 +94,14 @@ typedef struct {
     unsigned long loop_thread;
     PyObject *generation;   /* the bridge's fork generation */
     PyObject *affinity;     /* mqwire.common.affinity, whose _generation counts this process's forks */
-    PyObject *future_type;  /* RecordFuture */
-    PyObject *pending;      /* concurrent.futures' PENDING state */
+    PyObject *future_type;  /* RecordFuture or a subclass */
     PyObject *put;          /* its class's Python _put(queue, value, None): every record off the common way */
     PyObject *schedule;     /* its class's _schedule(queue): a drain to start after the append */
     PyObject *yield_now;    /* time.sleep */
 } ValuePut;
 
-static PyObject *str_closed, *str_scheduled, *str_generation, *str_state, *zero;
-static PyObject *str_exception, *str_lazy, *str_place, *str_result, *finished;
-static PyObject *result_in_python; /* RecordFuture.result as written in Python, once install_result ran */
+static PyObject *str_closed, *str_scheduled, *str_generation, *zero;
+static PyObject *result_in_python; /* RecordFuture.result as written in Python, once install() ran */
 
 /* 1 when the attribute ``name`` of ``owner`` is true, 0 when false, -1 on error. */
 static int flag(PyObject *owner, PyObject *name) {
@@ -90,8 +144,8 @@ static int common_way(ValuePut *self, PyObject *queue) {
     return 1;
 }
 
-/* RecordFuture() without the call of its __init__, whose two steps are written here: the state, then out of
- * the cycle collector's scans (see mqwire.common.blocking_future). */
+/* RecordFuture() without the call of its __init__, whose steps are written here: every slot, then out of the
+ * cycle collector's scans (see mqwire.common.blocking_future). */
 static PyObject *new_future(ValuePut *self) {
     PyTypeObject *type = (PyTypeObject *)self->future_type;
     PyObject *no_args = PyTuple_New(0);
@@ -103,10 +157,13 @@ static PyObject *new_future(ValuePut *self) {
     if (future == NULL) {
         return NULL;
     }
-    if (PyObject_SetAttr(future, str_state, self->pending) < 0) {
-        Py_DECREF(future);
-        return NULL;
-    }
+    set_slot(future, at_state, state_pending);
+    set_slot(future, at_result, Py_None);
+    set_slot(future, at_exception, Py_None);
+    set_slot(future, at_made_condition, Py_None);
+    set_slot(future, at_done_callbacks, no_callbacks);
+    set_slot(future, at_lazy, Py_None);
+    set_slot(future, at_place, zero);
     if (PyObject_IS_GC(future) && PyObject_GC_IsTracked(future)) {
         PyObject_GC_UnTrack(future);
     }
@@ -213,7 +270,6 @@ static int ValuePut_traverse(ValuePut *self, visitproc visit, void *arg) {
     Py_VISIT(self->generation);
     Py_VISIT(self->affinity);
     Py_VISIT(self->future_type);
-    Py_VISIT(self->pending);
     Py_VISIT(self->put);
     Py_VISIT(self->schedule);
     Py_VISIT(self->yield_now);
@@ -227,7 +283,6 @@ static int ValuePut_clear(ValuePut *self) {
     Py_CLEAR(self->generation);
     Py_CLEAR(self->affinity);
     Py_CLEAR(self->future_type);
-    Py_CLEAR(self->pending);
     Py_CLEAR(self->put);
     Py_CLEAR(self->schedule);
     Py_CLEAR(self->yield_now);
@@ -242,18 +297,21 @@ static void ValuePut_dealloc(ValuePut *self) {
 
 static int ValuePut_init(ValuePut *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"queue", "records", "limit", "yield_items", "bridge", "loop_thread", "generation",
-                            "affinity", "future_type", "pending", "put", "schedule", "yield_now", NULL};
-    PyObject *queue, *records, *bridge, *generation, *affinity, *future_type, *pending, *put, *schedule,
-        *yield_now;
+                            "affinity", "future_type", "put", "schedule", "yield_now", NULL};
+    PyObject *queue, *records, *bridge, *generation, *affinity, *future_type, *put, *schedule, *yield_now;
     Py_ssize_t limit, yield_items;
     unsigned long loop_thread;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!nnOkOOO!OOOO", names, &queue, &PyList_Type, &records,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!nnOkOOO!OOO", names, &queue, &PyList_Type, &records,
                                      &limit, &yield_items, &bridge, &loop_thread, &generation, &affinity,
-                                     &PyType_Type, &future_type, &pending, &put, &schedule, &yield_now)) {
+                                     &PyType_Type, &future_type, &put, &schedule, &yield_now)) {
         return -1;
     }
     if (yield_items <= 0) {
         PyErr_SetString(PyExc_ValueError, "yield_items must be positive");
+        return -1;
+    }
+    if (future_class == NULL || !PyType_IsSubtype((PyTypeObject *)future_type, future_class)) {
+        PyErr_SetString(PyExc_TypeError, "future_type must be the installed RecordFuture or a subclass of it");
         return -1;
     }
     PyObject *queue_ref = PyWeakref_NewRef(queue, NULL);
@@ -271,7 +329,6 @@ static int ValuePut_init(ValuePut *self, PyObject *args, PyObject *kwargs) {
     self->generation = Py_NewRef(generation);
     self->affinity = Py_NewRef(affinity);
     self->future_type = Py_NewRef(future_type);
-    self->pending = Py_NewRef(pending);
     self->put = Py_NewRef(put);
     self->schedule = Py_NewRef(schedule);
     self->yield_now = Py_NewRef(yield_now);
@@ -386,89 +443,62 @@ static PyTypeObject BytesEnqueueType = {
     .tp_dealloc = (destructor)BytesEnqueue_dealloc,
 };
 
-/* 1 when ``future`` is settled with a result (FINISHED, no error), 0 otherwise, -1 on error. */
-static int finished_well(PyObject *future) {
-    PyObject *state = PyObject_GetAttr(future, str_state);
-    if (state == NULL) {
-        return -1;
+/* RecordFuture.result, as written in Python, for ``self`` and the arguments of a vectorcall. */
+static PyObject *result_written_in_python(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames) {
+    if (nargs == 0 && kwnames == NULL) {
+        return PyObject_Vectorcall(result_in_python, &self, 1, NULL);
     }
-    int done = state == finished;
-    if (!done && PyUnicode_Check(state)) {
-        done = PyUnicode_Compare(state, finished) == 0;
-    }
-    Py_DECREF(state);
-    if (!done) {
-        return 0;
-    }
-    PyObject *error = PyObject_GetAttr(future, str_exception);
-    if (error == NULL) {
-        return -1;
-    }
-    int well = error == Py_None;
-    Py_DECREF(error);
-    return well;
-}
-
-/* RecordFuture.result: the receipt of a future settled with one; anything else to the Python method. */
-static PyObject *future_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    Py_ssize_t given = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
-    int well = given <= 1 ? finished_well(self) : 0; /* a settled future's timeout does not matter */
-    if (well < 0) {
+    /* Rare (a pending future waited on with a timeout): the arguments as they came, self first. */
+    PyObject *positional = PyTuple_New(nargs + 1);
+    if (positional == NULL) {
         return NULL;
     }
-    if (!well) {
-        if (given == 0) {
-            return PyObject_Vectorcall(result_in_python, &self, 1, NULL);
+    PyTuple_SET_ITEM(positional, 0, Py_NewRef(self));
+    for (Py_ssize_t at = 0; at < nargs; at++) {
+        PyTuple_SET_ITEM(positional, at + 1, Py_NewRef(args[at]));
+    }
+    PyObject *named = NULL;
+    if (kwnames != NULL) {
+        named = PyDict_New();
+        for (Py_ssize_t at = 0; named != NULL && at < PyTuple_GET_SIZE(kwnames); at++) {
+            if (PyDict_SetItem(named, PyTuple_GET_ITEM(kwnames, at), args[nargs + at]) < 0) {
+                Py_CLEAR(named);
+            }
         }
-        /* Rare (a pending future waited on with a timeout): the arguments as they came, self first. */
-        PyObject *positional = PyTuple_New(nargs + 1);
-        if (positional == NULL) {
+        if (named == NULL) {
+            Py_DECREF(positional);
             return NULL;
         }
-        PyTuple_SET_ITEM(positional, 0, Py_NewRef(self));
-        for (Py_ssize_t at = 0; at < nargs; at++) {
-            PyTuple_SET_ITEM(positional, at + 1, Py_NewRef(args[at]));
-        }
-        PyObject *named = NULL;
-        if (kwnames != NULL) {
-            named = PyDict_New();
-            for (Py_ssize_t at = 0; named != NULL && at < PyTuple_GET_SIZE(kwnames); at++) {
-                if (PyDict_SetItem(named, PyTuple_GET_ITEM(kwnames, at), args[nargs + at]) < 0) {
-                    Py_CLEAR(named);
-                }
-            }
-            if (named == NULL) {
-                Py_DECREF(positional);
-                return NULL;
-            }
-        }
-        PyObject *answer = PyObject_Call(result_in_python, positional, named);
-        Py_DECREF(positional);
-        Py_XDECREF(named);
-        return answer;
     }
-    PyObject *lazy = PyObject_GetAttr(self, str_lazy);
-    if (lazy == NULL) {
-        return NULL;
+    PyObject *answer = PyObject_Call(result_in_python, positional, named);
+    Py_DECREF(positional);
+    Py_XDECREF(named);
+    return answer;
+}
+
+/* RecordFuture.result: the receipt of a future settled with one (FINISHED, no error); anything else to the Python
+ * method. A settled future's timeout does not matter. */
+static PyObject *future_result(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t given = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    if (given > 1 || !slots_set(self) || !state_is(SLOT(self, at_state), state_finished) ||
+        SLOT(self, at_exception) != Py_None) {
+        return result_written_in_python(self, args, nargs, kwnames);
     }
+    PyObject *lazy = SLOT(self, at_lazy);
     if (lazy == Py_None) {
-        Py_DECREF(lazy);
-        return PyObject_GetAttr(self, str_result);
+        return Py_NewRef(SLOT(self, at_result));
     }
     /* (read, source): the receipt is read(source, place), made each time it is asked for. */
     if (!PyTuple_Check(lazy) || PyTuple_GET_SIZE(lazy) != 2) {
-        Py_DECREF(lazy);
         PyErr_SetString(PyExc_TypeError, "a record future's _lazy must be (read, source)");
         return NULL;
     }
-    PyObject *place = PyObject_GetAttr(self, str_place);
-    if (place == NULL) {
-        Py_DECREF(lazy);
-        return NULL;
-    }
-    PyObject *call[2] = {PyTuple_GET_ITEM(lazy, 1), place};
+    Py_INCREF(lazy); /* the read may run Python code: the tuple stays while it runs */
+    PyObject *call[2] = {PyTuple_GET_ITEM(lazy, 1), SLOT(self, at_place)};
+    Py_INCREF(call[1]);
     PyObject *receipt = PyObject_Vectorcall(PyTuple_GET_ITEM(lazy, 0), call, 2, NULL);
-    Py_DECREF(place);
+    Py_DECREF(call[1]);
     Py_DECREF(lazy);
     return receipt;
 }
@@ -477,15 +507,190 @@ static PyMethodDef result_method = {
     "result", (PyCFunction)(void (*)(void))future_result, METH_FASTCALL | METH_KEYWORDS,
     "The record's receipt, as Future.result (compiled for a settled future; see mqwire.common.blocking_future)."};
 
-static PyObject *install_result(PyObject *module, PyObject *cls) {
+/* ``lock.acquire()`` or ``lock.release()`` of the Python lock given: 0, or -1 with an error set. Acquired this
+ * way a contended lock is waited for with the interpreter lock released, as Python code waits for it. */
+static int lock_call(PyObject *lock, PyObject *name) {
+    PyObject *done = PyObject_CallMethodNoArgs(lock, name);
+    if (done == NULL) {
+        return -1;
+    }
+    Py_DECREF(done);
+    return 0;
+}
+
+static PyObject *str_acquire, *str_release;
+
+/* 0 when ``futures`` is a list of RecordFutures with their slots set, -1 with an error otherwise. */
+static int check_futures(PyObject *futures) {
+    if (!PyList_Check(futures)) {
+        PyErr_SetString(PyExc_TypeError, "futures must be a list");
+        return -1;
+    }
+    for (Py_ssize_t at = 0; at < PyList_GET_SIZE(futures); at++) {
+        if (!slots_set(PyList_GET_ITEM(futures, at))) {
+            PyErr_SetString(PyExc_TypeError, "futures must be RecordFutures made by RecordFuture()");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* RecordFuture.start_many's walk under the shared lock: (started, slow), whether each future started (its state
+ * PENDING, now RUNNING) and the places of those with a condition, left to the Python code. */
+static PyObject *start_many(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "install_result takes the RecordFuture class");
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "start_many(futures, lock)");
         return NULL;
     }
-    if (result_in_python != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "RecordFuture.result is compiled already");
+    PyObject *futures = args[0], *lock = args[1];
+    if (future_class == NULL || check_futures(futures) < 0) {
+        if (future_class == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "install() has not run");
+        }
         return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(futures);
+    PyObject *started = PyList_New(count);
+    PyObject *slow = PyList_New(0);
+    if (started == NULL || slow == NULL || lock_call(lock, str_acquire) < 0) {
+        Py_XDECREF(started);
+        Py_XDECREF(slow);
+        return NULL;
+    }
+    int failed = 0;
+    /* No Python code runs in this walk (the list cannot change under it): the futures' slots and the lists. */
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *future = PyList_GET_ITEM(futures, at);
+        PyObject *went = Py_False;
+        if (SLOT(future, at_made_condition) == Py_None) {
+            if (state_is(SLOT(future, at_state), state_pending)) {
+                set_slot(future, at_state, state_running);
+                went = Py_True;
+            }
+        } else {
+            PyObject *place = PyLong_FromSsize_t(at);
+            if (place == NULL || PyList_Append(slow, place) < 0) {
+                Py_XDECREF(place);
+                failed = 1;
+            } else {
+                Py_DECREF(place);
+            }
+        }
+        PyList_SET_ITEM(started, at, Py_NewRef(went));
+        if (failed) {
+            for (Py_ssize_t rest = at + 1; rest < count; rest++) {
+                PyList_SET_ITEM(started, rest, Py_NewRef(Py_False));
+            }
+            break;
+        }
+    }
+    if (lock_call(lock, str_release) < 0 || failed) {
+        Py_DECREF(started);
+        Py_DECREF(slow);
+        return NULL;
+    }
+    PyObject *answer = PyTuple_Pack(2, started, slow);
+    Py_DECREF(started);
+    Py_DECREF(slow);
+    return answer;
+}
+
+/* RecordFuture.finish_many_lazily's walk under the shared lock: each future still PENDING or RUNNING and without
+ * a condition is settled with ``lazy`` and its place (first + its index); returns (told, slow): the futures
+ * settled that have callbacks to run, and the places of those with a condition, both left to the Python code. */
+static PyObject *finish_many_lazily(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4 || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "finish_many_lazily(futures, lazy, first: int, lock)");
+        return NULL;
+    }
+    PyObject *futures = args[0], *lazy = args[1], *lock = args[3];
+    Py_ssize_t first = PyLong_AsSsize_t(args[2]);
+    if (first == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (future_class == NULL || check_futures(futures) < 0) {
+        if (future_class == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "install() has not run");
+        }
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(futures);
+    /* The places first, so that nothing can fail once the walk changes states. */
+    PyObject *places = PyList_New(count);
+    PyObject *told = PyList_New(0);
+    PyObject *slow = PyList_New(0);
+    if (places == NULL || told == NULL || slow == NULL) {
+        goto fail;
+    }
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *place = PyLong_FromSsize_t(first + at);
+        if (place == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(places, at, place);
+    }
+    if (lock_call(lock, str_acquire) < 0) {
+        goto fail;
+    }
+    int failed = 0;
+    for (Py_ssize_t at = 0; at < count && !failed; at++) {
+        PyObject *future = PyList_GET_ITEM(futures, at);
+        if (SLOT(future, at_made_condition) != Py_None) {
+            PyObject *place = PyLong_FromSsize_t(at);
+            failed = place == NULL || PyList_Append(slow, place) < 0;
+            Py_XDECREF(place);
+            continue;
+        }
+        PyObject *state = SLOT(future, at_state);
+        if (!state_is(state, state_pending) && !state_is(state, state_running)) {
+            continue;
+        }
+        PyObject *callbacks = SLOT(future, at_done_callbacks);
+        if (callbacks != no_callbacks && (!PyList_Check(callbacks) || PyList_GET_SIZE(callbacks) != 0)) {
+            failed = PyList_Append(told, future) < 0;
+        }
+        set_slot(future, at_lazy, lazy);
+        set_slot(future, at_place, PyList_GET_ITEM(places, at));
+        set_slot(future, at_state, state_finished);
+    }
+    if (lock_call(lock, str_release) < 0 || failed) {
+        goto fail;
+    }
+    Py_DECREF(places);
+    PyObject *answer = PyTuple_Pack(2, told, slow);
+    Py_DECREF(told);
+    Py_DECREF(slow);
+    return answer;
+fail:
+    Py_XDECREF(places);
+    Py_XDECREF(told);
+    Py_XDECREF(slow);
+    return NULL;
+}
+
+/* install(RecordFuture, pending, running, finished, no_callbacks): learn where the class keeps its slots and the
+ * values its steps use, and give it its compiled result(), the Python one kept for every other case. */
+static PyObject *install(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 5 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "install(RecordFuture, pending, running, finished, no_callbacks)");
+        return NULL;
+    }
+    if (future_class != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "RecordFuture is compiled already");
+        return NULL;
+    }
+    PyObject *cls = args[0];
+    Py_ssize_t *offsets[] = {&at_state, &at_result, &at_exception, &at_made_condition,
+                             &at_done_callbacks, &at_lazy, &at_place};
+    const char *names[] = {"_state", "_result", "_exception", "_made_condition", "_done_callbacks", "_lazy", "_place"};
+    for (size_t at = 0; at < sizeof(names) / sizeof(names[0]); at++) {
+        *offsets[at] = slot_offset(cls, names[at]);
+        if (*offsets[at] < 0) {
+            return NULL;
+        }
     }
     PyObject *written = PyObject_GetAttrString(cls, "result");
     if (written == NULL) {
@@ -499,12 +704,23 @@ static PyObject *install_result(PyObject *module, PyObject *cls) {
     }
     Py_DECREF(compiled);
     result_in_python = written;
+    future_class = (PyTypeObject *)Py_NewRef(cls);
+    state_pending = Py_NewRef(args[1]);
+    state_running = Py_NewRef(args[2]);
+    state_finished = Py_NewRef(args[3]);
+    no_callbacks = Py_NewRef(args[4]);
     Py_RETURN_NONE;
 }
 
 static PyMethodDef module_methods[] = {
-    {"install_result", install_result, METH_O,
-     "Give RecordFuture (the class given) its compiled result(), the Python one kept for every other case."},
+    {"install", (PyCFunction)(void (*)(void))install, METH_FASTCALL,
+     "install(RecordFuture, pending, running, finished, no_callbacks): learn the class's slots and compile its "
+     "result()."},
+    {"start_many", (PyCFunction)(void (*)(void))start_many, METH_FASTCALL,
+     "start_many(futures, lock) -> (started, slow): RecordFuture.start_many's walk, under the lock."},
+    {"finish_many_lazily", (PyCFunction)(void (*)(void))finish_many_lazily, METH_FASTCALL,
+     "finish_many_lazily(futures, lazy, first, lock) -> (told, slow): RecordFuture.finish_many_lazily's walk, "
+     "under the lock."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -518,15 +734,11 @@ PyMODINIT_FUNC PyInit__enqueue_speedups(void) {
     str_closed = PyUnicode_InternFromString("_closed");
     str_scheduled = PyUnicode_InternFromString("_scheduled");
     str_generation = PyUnicode_InternFromString("_generation");
-    str_state = PyUnicode_InternFromString("_state");
     zero = PyLong_FromLong(0);
-    str_exception = PyUnicode_InternFromString("_exception");
-    str_lazy = PyUnicode_InternFromString("_lazy");
-    str_place = PyUnicode_InternFromString("_place");
-    str_result = PyUnicode_InternFromString("_result");
-    finished = PyUnicode_InternFromString("FINISHED");
-    if (str_closed == NULL || str_scheduled == NULL || str_generation == NULL || str_state == NULL || zero == NULL ||
-        str_exception == NULL || str_lazy == NULL || str_place == NULL || str_result == NULL || finished == NULL) {
+    str_acquire = PyUnicode_InternFromString("acquire");
+    str_release = PyUnicode_InternFromString("release");
+    if (str_closed == NULL || str_scheduled == NULL || str_generation == NULL || zero == NULL || str_acquire == NULL ||
+        str_release == NULL) {
         return NULL;
     }
     PyObject *created = PyModule_Create(&module);

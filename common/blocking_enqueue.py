@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from mqwire.common import affinity
 from mqwire.common.blocking import Bridge
-from mqwire.common.blocking_future import PENDING, QueuedFuture, RecordFuture
+from mqwire.common.blocking_future import QueuedFuture, RecordFuture
 from mqwire.common.errors import ClosedError
 from mqwire.common.speedups import load_speedups
 
@@ -76,7 +76,7 @@ class EnqueueQueue(Generic[R]):
             self.put_value = _speedups.ValuePut(  # type: ignore[method-assign]
                 queue=self, records=self._records, limit=self._limit, yield_items=3 * YIELD_EVERY, bridge=bridge,
                 loop_thread=bridge.thread_id, generation=bridge.generation, affinity=affinity,
-                future_type=QueuedFuture, pending=PENDING, put=type(self)._put, schedule=type(self)._schedule,
+                future_type=QueuedFuture, put=type(self)._put, schedule=type(self)._schedule,
                 yield_now=time.sleep,
             )
 

@@ -45,14 +45,12 @@ from typing import Any, Generic, TypeVar
 
 from mqwire.common.speedups import load_speedups
 
-__all__ = ["COMPILED", "PENDING", "QueuedFuture", "RecordFuture"]
+__all__ = ["COMPILED", "QueuedFuture", "RecordFuture"]
 
 T = TypeVar("T")
 
 # concurrent.futures' own state names (module-private there, stable since 3.2).
 _PENDING = "PENDING"
-PENDING = _PENDING
-"""The state a new future starts in (what ``mqwire.common._enqueue_speedups`` sets when it makes one)."""
 _RUNNING = "RUNNING"
 _FINISHED = "FINISHED"
 _CANCELLED = "CANCELLED"
@@ -71,6 +69,8 @@ COMPILED = _switches is not None
 _untrack: Callable[[object], None] = _unchanged if _switches is None else _switches.untrack
 _track: Callable[[object], None] = _unchanged if _switches is None else _switches.track
 
+_compiled = load_speedups("mqwire.common._enqueue_speedups")  # the walks below and result(), in C
+
 _SHARED = threading.Lock()  # guards every RecordFuture's condition-less state, and the making of its condition
 
 
@@ -78,25 +78,33 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
     """A ``concurrent.futures.Future`` whose condition is made on first need; ``start`` and ``finish`` are the
     settling thread's short ways to ``set_running_or_notify_cancel`` and ``set_result``/``set_exception``."""
 
-    # Until written, these are read from the class: a future starts with one attribute of its own, so it is
-    # cheaper to make and for the cycle collector to go through while a caller holds hundreds of thousands.
-    _result: Any = None
-    _exception: BaseException | None = None
-    _made_condition: threading.Condition | None = None
+    # Future's attributes (but _waiters, made with the condition) and this class's own, in slots rather than in
+    # the instance's dictionary: the compiled steps (mqwire.common._enqueue_speedups) read and write them in
+    # place, and a future given a name the class's shared table of names lacks gets no dictionary of its own.
+    __slots__ = ("_done_callbacks", "_exception", "_lazy", "_made_condition", "_place", "_result", "_state")
+    _result: Any
+    _exception: BaseException | None
+    _made_condition: threading.Condition | None
     # A done callback is kept without the condition (under the shared lock, and run by the settling thread
     # as Future runs it): a caller sampling some futures' latency makes no condition for them.
-    _done_callbacks = _NO_CALLBACKS
+    _done_callbacks: Any
     # A result made when first asked (see finish_many_lazily): (read, source), and the record's place.
-    _lazy: tuple[Callable[[Any, int], Any], Any] | None = None
-    _place = 0
+    _lazy: tuple[Callable[[Any, int], Any], Any] | None
+    _place: int
     # Whether a done callback brings the future back under the collector (see QueuedFuture for when it need not).
     _callbacks_seen = True
 
     def __init__(self) -> None:
         # Not super().__init__(): it makes the condition this class makes only when needed. _waiters, which
         # only threads holding the condition touch, is made with it. _enqueue_speedups.c makes futures with
-        # these same two steps, without calling this: a change here is a change there.
+        # these same steps, without calling this: a change here is a change there.
         self._state = _PENDING
+        self._result = None
+        self._exception = None
+        self._made_condition = None
+        self._done_callbacks = _NO_CALLBACKS
+        self._lazy = None
+        self._place = 0
         # Out of the collector's scans (see the module's docstring): _track() hands it back before anything
         # that could refer back to it (a condition and its waiters, a callback, an error) is attached.
         _untrack(self)
@@ -231,6 +239,23 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
     def start_many(futures: Sequence[RecordFuture[Any]]) -> list[bool]:
         """``start`` for each of ``futures`` under one acquisition of the shared lock: whether each started
         (False: cancelled by its caller, so its record is not sent)."""
+        started: list[bool]
+        slow: list[int]
+        if _compiled is not None and type(futures) is list:
+            started, slow = _compiled.start_many(futures, _SHARED)
+        else:
+            started, slow = RecordFuture._start_many_walk(futures)
+        for at in slow:  # another thread made the future's condition: its standard start, unless started
+            future = futures[at]
+            with future._condition:
+                if future._state in (_PENDING, _CANCELLED):
+                    started[at] = future.set_running_or_notify_cancel()
+        return started
+
+    @staticmethod
+    def _start_many_walk(futures: Sequence[RecordFuture[Any]]) -> tuple[list[bool], list[int]]:
+        """start_many's walk under the shared lock (``_enqueue_speedups.start_many`` in C): whether each future
+        started, and the places of those with a condition, to start the standard way."""
         started: list[bool] = []
         keep = started.append
         slow: list[int] = []
@@ -245,12 +270,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                 else:
                     slow.append(len(started))
                     keep(False)
-        for at in slow:  # another thread made the future's condition: its standard start, unless started
-            future = futures[at]
-            with future._condition:
-                if future._state in (_PENDING, _CANCELLED):
-                    started[at] = future.set_running_or_notify_cancel()
-        return started
+        return started, slow
 
     @staticmethod
     def finish_many(
@@ -305,6 +325,24 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
         until it drops the future). ``read`` must not fail and take no lock (a waiter's condition reads it under
         the shared lock); ``source`` must not refer back to the futures (they may be outside the collector)."""
         lazy = (read, source)
+        told: list[RecordFuture[Any]]
+        slow: list[int]
+        if _compiled is not None and type(futures) is list:
+            told, slow = _compiled.finish_many_lazily(futures, lazy, first, _SHARED)
+        else:
+            told, slow = RecordFuture._finish_lazily_walk(futures, lazy, first)
+        RecordFuture._run_callbacks(told)
+        for at in slow:  # a waiter to tell: the standard way, with the result made now (unless cancelled)
+            future = futures[at]
+            if not future.done():
+                future.finish(read(source, first + at))
+
+    @staticmethod
+    def _finish_lazily_walk(
+        futures: Sequence[RecordFuture[Any]], lazy: tuple[Callable[[Any, int], Any], Any], first: int
+    ) -> tuple[list[RecordFuture[Any]], list[int]]:
+        """finish_many_lazily's walk under the shared lock (``_enqueue_speedups.finish_many_lazily`` in C): the
+        futures settled that have callbacks to run, and the places of those with a condition."""
         # finish_many's walk, written out again: it runs once per record, where a call per future would cost more.
         slow: list[int] = []
         told: list[RecordFuture[Any]] = []
@@ -319,11 +357,7 @@ class RecordFuture(concurrent.futures.Future[T], Generic[T]):
                         future._state = _FINISHED
                 else:
                     slow.append(at)
-        RecordFuture._run_callbacks(told)
-        for at in slow:  # a waiter to tell: the standard way, with the result made now (unless cancelled)
-            future = futures[at]
-            if not future.done():
-                future.finish(read(source, first + at))
+        return told, slow
 
 
 class QueuedFuture(RecordFuture[T]):
@@ -338,31 +372,24 @@ class QueuedFuture(RecordFuture[T]):
     dropped with it unsettled (its client dropped unclosed) keeps a cycle through its callback until the process
     ends."""
 
+    __slots__ = ()
     _callbacks_seen = False
 
 
 def _share_attribute_names(cls: type[RecordFuture[Any]]) -> None:
-    """Give one future of ``cls``, before any other exists, every attribute a future may get.
+    """Give one future of ``cls``, before any other exists, the attribute a future may get outside its slots.
 
     CPython keeps the attribute names of a class's instances in one table shared by all of them, and stops adding
     names to it once a few dozen instances exist; an instance given a name missing from it then gets a dictionary
-    of its own, one more object per record for the cycle collector to count and, holding a receipt, to scan. So
-    the names go in first, here."""
+    of its own, one more object for the cycle collector to count. So the name goes in first, here."""
     future = cls()
-    future._state = _FINISHED
-    future._lazy = None
-    future._place = 0
-    future._result = None
-    future._exception = None
-    future._done_callbacks = _NO_CALLBACKS
     future._waiters = []
-    future._made_condition = None
 
 
 _share_attribute_names(RecordFuture)
 _share_attribute_names(QueuedFuture)
 
-_compiled = load_speedups("mqwire.common._enqueue_speedups")
 if _compiled is not None:
-    # A settled future's result() in one compiled call; every other case goes to the method above.
-    _compiled.install_result(RecordFuture)
+    # The walks of start_many and finish_many_lazily, and a settled future's result(), compiled; every other
+    # case goes to the methods above.
+    _compiled.install(RecordFuture, _PENDING, _RUNNING, _FINISHED, _NO_CALLBACKS)

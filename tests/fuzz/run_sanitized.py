@@ -42,6 +42,8 @@ TESTS = [
     "tests/unit/test_pulsar_batch.py",
     "tests/unit/test_blocking_future.py",
     "tests/unit/test_blocking_enqueue_put_value.py",
+    "tests/unit/test_blocking_bytes_enqueue.py",
+    "tests/unit/test_kafka_sync_slices.py",
 ]
 
 

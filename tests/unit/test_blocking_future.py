@@ -31,6 +31,17 @@ def settled(result: object = None, error: BaseException | None = None) -> Record
     return future
 
 
+@pytest.fixture(params=["compiled", "python"])
+def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """start_many and finish_many_lazily walk their futures this way (``_enqueue_speedups`` in C, or Python)."""
+    if request.param == "compiled":
+        if blocking_future._compiled is None:
+            pytest.skip("the compiled _enqueue_speedups is not in use (MQWIRE_PURE_PYTHON or no build)")
+    else:
+        monkeypatch.setattr(blocking_future, "_compiled", None)
+    return str(request.param)
+
+
 def test_is_a_concurrent_future_and_settles_without_a_condition() -> None:
     future = settled("receipt")
     assert isinstance(future, concurrent.futures.Future)
@@ -143,7 +154,7 @@ def test_a_settled_future_holds_no_lists_until_a_second_thread_needs_them() -> N
     assert "_done_callbacks" not in vars(future)
 
 
-def test_start_many_starts_each_future_once_and_reports_the_cancelled() -> None:
+def test_start_many_starts_each_future_once_and_reports_the_cancelled(walk: str) -> None:
     futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(4)]
     assert futures[1].cancel()
     waited: list[object] = []
@@ -153,7 +164,7 @@ def test_start_many_starts_each_future_once_and_reports_the_cancelled() -> None:
     assert RecordFuture.start_many(futures) == [False, False, False, False]  # started already: not again
 
 
-def test_finish_many_settles_each_with_its_own_result_or_all_with_one_error() -> None:
+def test_finish_many_settles_each_with_its_own_result_or_all_with_one_error(walk: str) -> None:
     futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(3)]
     RecordFuture.start_many(futures)
     told: list[object] = []
@@ -172,7 +183,7 @@ def test_finish_many_settles_each_with_its_own_result_or_all_with_one_error() ->
     assert all(future.exception(0) is error for future in failed)
 
 
-def test_finish_many_lazily_makes_each_result_when_it_is_asked_for() -> None:
+def test_finish_many_lazily_makes_each_result_when_it_is_asked_for(walk: str) -> None:
     reads: list[tuple[object, int]] = []
 
     def read(source: object, place: int) -> tuple[object, int]:
@@ -194,7 +205,7 @@ def test_finish_many_lazily_makes_each_result_when_it_is_asked_for() -> None:
     assert futures[0].result() == ("batch", 5)
 
 
-def test_a_lazily_settled_future_gives_its_result_to_the_standard_methods() -> None:
+def test_a_lazily_settled_future_gives_its_result_to_the_standard_methods(walk: str) -> None:
     # A thread that reaches the standard Future.result (it saw the future pending, then made the condition)
     # reads _result: made when the condition is.
     future: RecordFuture[object] = RecordFuture()
@@ -205,7 +216,7 @@ def test_a_lazily_settled_future_gives_its_result_to_the_standard_methods() -> N
     assert "finished returned tuple" in repr(future)
 
 
-def test_finish_many_lazily_wakes_a_waiter_in_another_thread() -> None:
+def test_finish_many_lazily_wakes_a_waiter_in_another_thread(walk: str) -> None:
     futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(2)]
     RecordFuture.start_many(futures)
     results: list[object] = []
@@ -246,7 +257,7 @@ def test_settled_futures_get_no_dictionary_of_their_own(way: str) -> None:
     assert int(answer.stdout) < 100  # not one per future
 
 
-def test_finish_many_wakes_a_waiter_in_another_thread() -> None:
+def test_finish_many_wakes_a_waiter_in_another_thread(walk: str) -> None:
     futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(2)]
     RecordFuture.start_many(futures)
     results: list[object] = []
@@ -259,7 +270,7 @@ def test_finish_many_wakes_a_waiter_in_another_thread() -> None:
     assert results == ["a"] and futures[1].result(0) == "b"
 
 
-def test_a_callback_added_while_pending_makes_no_condition_and_runs_in_the_settling_thread() -> None:
+def test_a_callback_added_while_pending_makes_no_condition_and_runs_in_the_settling_thread(walk: str) -> None:
     futures: list[RecordFuture[object]] = [RecordFuture() for _ in range(3)]
     ran: list[tuple[object, int]] = []
     futures[1].add_done_callback(lambda f: ran.append((f.result(), threading.get_ident())))
@@ -398,7 +409,7 @@ def test_callbacks_are_dropped_once_run_and_the_future_leaves_the_collector_agai
 
 # ------------------------------------------------------------------------------ a queued record's future
 @needs_compiled
-def test_a_queued_futures_callback_leaves_it_outside_the_collector_until_settled() -> None:
+def test_a_queued_futures_callback_leaves_it_outside_the_collector_until_settled(walk: str) -> None:
     ran: list[object] = []
     future: QueuedFuture[object] = QueuedFuture()
     assert future.start()
@@ -448,3 +459,17 @@ def test_a_queued_future_is_a_record_future_with_the_same_shared_attribute_names
     future.finish("receipt")
     future.add_done_callback(lambda _: None)
     assert future.result() == "receipt"
+
+
+def test_a_future_whose_slots_were_never_set_is_refused_not_read(walk: str) -> None:
+    # A subclass that skips RecordFuture.__init__ leaves its slots empty: the compiled steps must not read them.
+    class Unset(RecordFuture[object]):
+        def __init__(self) -> None:
+            pass
+
+    with pytest.raises((TypeError, AttributeError)):
+        RecordFuture.start_many([Unset()])
+    with pytest.raises((TypeError, AttributeError)):
+        RecordFuture.finish_many_lazily([Unset()], lambda source, place: place, None, 0)
+    with pytest.raises(AttributeError):
+        Unset().result(0)
