@@ -93,7 +93,9 @@ typedef struct {
     PyObject *bridge;       /* its Bridge: _closed is read for each record */
     unsigned long loop_thread;
     PyObject *generation;   /* the bridge's fork generation */
-    PyObject *affinity;     /* mqwire.common.affinity, whose _generation counts this process's forks */
+    PyObject *affinity;     /* the namespace of mqwire.common.affinity, whose _generation counts this process's forks */
+    /* Where the flags read for each record are kept, when in slots (-1: read as attributes). */
+    Py_ssize_t at_bridge_closed, at_queue_closed, at_queue_scheduled;
     PyObject *future_type;  /* RecordFuture or a subclass */
     PyObject *put;          /* its class's Python _put(queue, value, None): every record off the common way */
     PyObject *schedule;     /* its class's _schedule(queue): a drain to start after the append */
@@ -103,8 +105,21 @@ typedef struct {
 static PyObject *str_closed, *str_scheduled, *str_generation, *zero;
 static PyObject *result_in_python; /* RecordFuture.result as written in Python, once install() ran */
 
-/* 1 when the attribute ``name`` of ``owner`` is true, 0 when false, -1 on error. */
-static int flag(PyObject *owner, PyObject *name) {
+/* 1 when the attribute ``name`` of ``owner`` is true, 0 when false, -1 on error: read in place from its slot
+ * at ``at`` (learned by flag_slot) when it has one and it is set, as an attribute otherwise. */
+static int flag(PyObject *owner, Py_ssize_t at, PyObject *name) {
+    if (at >= 0) {
+        PyObject *kept = SLOT(owner, at);
+        if (kept == Py_True) {
+            return 1;
+        }
+        if (kept == Py_False) {
+            return 0;
+        }
+        if (kept != NULL) {
+            return PyObject_IsTrue(kept);
+        }
+    }
     PyObject *value = PyObject_GetAttr(owner, name);
     if (value == NULL) {
         return -1;
@@ -114,22 +129,44 @@ static int flag(PyObject *owner, PyObject *name) {
     return truth;
 }
 
+/* The offset of the slot in which instances of ``owner``'s class keep ``name``; -1 when they keep it elsewhere
+ * (in their dictionary, or behind a property), or on an error (then set). */
+static Py_ssize_t flag_slot(PyObject *owner, PyObject *name) {
+    PyObject *described = PyObject_GetAttr((PyObject *)Py_TYPE(owner), name);
+    if (described == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+        }
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(described, &PyMemberDescr_Type) &&
+        ((PyMemberDescrObject *)described)->d_member->type == Py_T_OBJECT_EX &&
+        PyType_IsSubtype(Py_TYPE(owner), PyDescr_TYPE(described))) {
+        offset = ((PyMemberDescrObject *)described)->d_member->offset;
+    }
+    Py_DECREF(described);
+    return offset;
+}
+
 /* 1 when a record may take the common way, 0 when the Python code must take it, -1 on error. */
 static int common_way(ValuePut *self, PyObject *queue) {
     /* Bridge.check's conditions: not forked since the bridge started, not its loop thread, not closed. */
-    PyObject *now = PyObject_GetAttr(self->affinity, str_generation);
+    PyObject *now = PyDict_GetItemWithError(self->affinity, str_generation); /* borrowed */
     if (now == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_AttributeError, "mqwire.common.affinity has no _generation");
+        }
         return -1;
     }
-    int same = PyObject_RichCompareBool(now, self->generation, Py_EQ);
-    Py_DECREF(now);
+    int same = now == self->generation ? 1 : PyObject_RichCompareBool(now, self->generation, Py_EQ);
     if (same <= 0) {
         return same;
     }
     if (PyThread_get_thread_ident() == self->loop_thread) {
         return 0;
     }
-    int closed = flag(self->bridge, str_closed);
+    int closed = flag(self->bridge, self->at_bridge_closed, str_closed);
     if (closed != 0) {
         return closed < 0 ? -1 : 0;
     }
@@ -137,7 +174,7 @@ static int common_way(ValuePut *self, PyObject *queue) {
     if (PyList_GET_SIZE(self->records) >= self->limit) {
         return 0;
     }
-    closed = flag(queue, str_closed);
+    closed = flag(queue, self->at_queue_closed, str_closed);
     if (closed != 0) {
         return closed < 0 ? -1 : 0;
     }
@@ -241,8 +278,8 @@ static PyObject *put_value(ValuePut *self, PyObject *queue, PyObject *value) {
     }
     /* The flags after the append, as _put reads them: the drain and close change them before they look at the
      * list again, so the record is either seen by the running drain or starts one here. */
-    int scheduled = flag(queue, str_scheduled);
-    int closed = scheduled < 0 ? -1 : flag(queue, str_closed);
+    int scheduled = flag(queue, self->at_queue_scheduled, str_scheduled);
+    int closed = scheduled < 0 ? -1 : flag(queue, self->at_queue_closed, str_closed);
     if (scheduled < 0 || closed < 0) {
         Py_DECREF(future);
         return NULL;
@@ -314,11 +351,24 @@ static int ValuePut_init(ValuePut *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_TypeError, "future_type must be the installed RecordFuture or a subclass of it");
         return -1;
     }
+    if (!PyModule_Check(affinity)) {
+        PyErr_SetString(PyExc_TypeError, "affinity must be the module mqwire.common.affinity");
+        return -1;
+    }
+    Py_ssize_t at_bridge_closed = flag_slot(bridge, str_closed);
+    Py_ssize_t at_queue_closed = at_bridge_closed < 0 && PyErr_Occurred() ? -1 : flag_slot(queue, str_closed);
+    Py_ssize_t at_queue_scheduled = PyErr_Occurred() ? -1 : flag_slot(queue, str_scheduled);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
     PyObject *queue_ref = PyWeakref_NewRef(queue, NULL);
     if (queue_ref == NULL) {
         return -1;
     }
     ValuePut_clear(self);
+    self->at_bridge_closed = at_bridge_closed;
+    self->at_queue_closed = at_queue_closed;
+    self->at_queue_scheduled = at_queue_scheduled;
     self->vectorcall = (vectorcallfunc)ValuePut_vectorcall;
     self->queue = queue_ref;
     self->records = Py_NewRef(records);
@@ -327,7 +377,7 @@ static int ValuePut_init(ValuePut *self, PyObject *args, PyObject *kwargs) {
     self->bridge = Py_NewRef(bridge);
     self->loop_thread = loop_thread;
     self->generation = Py_NewRef(generation);
-    self->affinity = Py_NewRef(affinity);
+    self->affinity = Py_NewRef(PyModule_GetDict(affinity));
     self->future_type = Py_NewRef(future_type);
     self->put = Py_NewRef(put);
     self->schedule = Py_NewRef(schedule);

@@ -54,6 +54,12 @@ def bound(timeout: float | None) -> float | None:
 class Bridge:
     """An asyncio event loop in a thread of its own, and the blocking calls into it."""
 
+    # In slots: a blocking producer's compiled put_value reads _closed in place for every record.
+    __slots__ = (
+        "__dict__", "__weakref__", "_closed", "_generation", "_lock", "_loop", "_name", "_pending", "_pid",
+        "_portal", "_thread", "_thread_id",
+    )
+
     def __init__(self, name: str = "mqwire-blocking") -> None:
         """Start the loop thread (named ``name``); it runs until ``stop``."""
         self._name = name

@@ -50,6 +50,13 @@ settles together, each with what it needs to settle them."""
 class EnqueueQueue(Generic[R]):
     """The records waiting for the loop thread, and the one task at a time that hands them to ``enqueue``."""
 
+    # In slots: the compiled put_value reads _closed and _scheduled in place for every record. (A dictionary
+    # still takes the compiled put_value and a subclass's own attributes; the put_value refers to it weakly.)
+    __slots__ = (
+        "__dict__", "__weakref__", "_bridge", "_closed", "_context", "_enqueue", "_limit", "_lock", "_order",
+        "_records", "_room", "_scheduled", "_unsettled", "_waiting", "_what",
+    )
+
     def __init__(
         self, bridge: Bridge, enqueue: Callable[..., Awaitable[Awaitable[R]]], *, what: str, limit: int = 16384
     ) -> None:

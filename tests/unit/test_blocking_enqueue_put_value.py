@@ -187,3 +187,25 @@ def test_a_record_put_in_a_forked_child_raises(implementation: str, bridge: Brid
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
     assert raises_in_a_forked_child(lambda: queue.put_value(b"no loop thread here"), ForkedClientError)
     assert queue.put_value(b"parent").result(LIVENESS) == 0
+
+
+def test_a_flag_kept_behind_a_property_is_read_as_an_attribute(implementation: str, bridge: Bridge) -> None:
+    # The compiled put_value reads the queue's flags in place from their slots; a class that keeps one
+    # elsewhere is read through its attribute instead, for every record.
+    class Watched(EnqueueQueue[int]):
+        reads = 0
+
+        @property  # type: ignore[override]
+        def _scheduled(self) -> bool:
+            type(self).reads += 1
+            return bool(self.__dict__.get("scheduled", False))
+
+        @_scheduled.setter
+        def _scheduled(self, value: bool) -> None:
+            self.__dict__["scheduled"] = value
+
+    recorder = _Recorder()
+    queue: Watched = Watched(bridge, recorder.enqueue, what="test producer")
+    futures = [queue.put_value(b"%d" % i) for i in range(50)]
+    assert [future.result(LIVENESS) for future in futures] == list(range(50))
+    assert Watched.reads >= 50
