@@ -166,14 +166,16 @@ class BatchOutcome:
         self.settled = True
         waiters, self._waiters = self._waiters, None
         callbacks, self._callbacks = self._callbacks, None
+        if callbacks:
+            # One turn of the loop runs them all, in order, each in its context: a handle per callback (as
+            # asyncio.Future makes) cost more than a sampled send itself when a loop of sends sets one on many.
+            # Scheduled before the awaiting tasks wake: a callback added when the record was buffered has run
+            # when its sender resumes, as an asyncio.Future runs a callback added before the await first.
+            self.loop.call_soon(self._run_callbacks, callbacks)
         if waiters:
             for _, waiter in waiters:
                 if not waiter.done():
                     waiter.set_result(None)
-        if callbacks:
-            # One turn of the loop runs them all, in order, each in its context: a handle per callback (as
-            # asyncio.Future makes) cost more than a sampled send itself when a loop of sends sets one on many.
-            self.loop.call_soon(self._run_callbacks, callbacks)
 
     def _run_callbacks(self, callbacks: list[tuple[RecordFuture, DoneCallback, contextvars.Context]]) -> None:
         for future, callback, context in callbacks:

@@ -409,6 +409,24 @@ async def test_callbacks_run_through_the_loop_with_the_future(mod: ModuleType) -
     assert seen[0][1] is futures[0]
 
 
+async def test_a_callback_added_before_the_await_has_run_when_the_awaiting_task_resumes(mod: ModuleType) -> None:
+    # As with an asyncio.Future, whose callbacks (the awaiting task's wake-up among them) run in the order
+    # added: a sender that traces its record in a callback sees the trace ended once its await returns.
+    outcome, futures = batch(mod)
+    seen: list[str] = []
+    futures[1].add_done_callback(lambda _: seen.append("callback"))
+
+    async def sender() -> None:
+        await futures[1]
+        seen.append("resumed")
+
+    task = asyncio.ensure_future(sender())
+    await asyncio.sleep(0)  # the task is awaiting now
+    outcome.succeed(0)
+    await task
+    assert seen == ["callback", "resumed"]
+
+
 async def test_callbacks_run_in_the_given_context(mod: ModuleType) -> None:
     outcome, (future, *_) = batch(mod)
     context = contextvars.copy_context()
