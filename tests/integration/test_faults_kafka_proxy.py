@@ -31,7 +31,8 @@ def proxied(broker: KafkaBroker) -> tuple[int, int]:
     return broker.proxied_port, broker.proxy_port
 
 
-@pytest.mark.parametrize("fault", ["drop", "stall", "blackhole"])
+@pytest.mark.loop_per_case("fault")
+@pytest.mark.parametrize("fault", ["stall", "drop", "blackhole"])
 async def test_produce_and_consume_recover_from_a_faulty_path(kafka_broker: KafkaBroker, fault: str) -> None:
     target, listen = proxied(kafka_broker)
     topic = f"kw-proxy-{fault}-{uuid.uuid4().hex[:8]}"

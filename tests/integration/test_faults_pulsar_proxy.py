@@ -24,7 +24,8 @@ OPTIONS = {"keepalive_interval": 1.0, "operation_timeout": 3.0, "connect_timeout
 FAULT_SECONDS = 6
 
 
-@pytest.mark.parametrize("fault", ["drop", "stall", "blackhole"])
+@pytest.mark.loop_per_case("fault")
+@pytest.mark.parametrize("fault", ["drop", "blackhole", "stall"])
 async def test_produce_and_consume_recover_from_a_faulty_path(pulsar_broker: PulsarBroker, fault: str) -> None:
     topic = f"persistent://public/default/proxy-{fault}-{uuid.uuid4().hex[:8]}"
     acked: list[bytes] = []

@@ -44,6 +44,7 @@ async def round_trip(producer: tubemqwire.Producer, consumer: tubemqwire.Consume
     pytest.fail(f"none of the {label!r} messages came back in 1000 sends")
 
 
+@pytest.mark.loop_per_case("fault")
 @pytest.mark.parametrize("fault", ["drop", "blackhole", "stall"])
 async def test_the_master_session_survives_a_faulty_path(tubemq_broker: TubeMQBroker, fault: str) -> None:
     host, port = tubemq_broker.url.removeprefix("tubemq://").split(":")
