@@ -17,9 +17,11 @@
  * RecordFuture keeps its attributes in slots, which these steps read and write in place. ``install`` learns
  * where they are; the loop thread then starts and settles a batch's futures in one walk each (``start_many``,
  * ``finish_many_lazily``: the futures without a condition, under the same shared lock the Python code takes,
- * the rest left to it), and the caller reads each future's result with a compiled ``result`` for a future
- * settled with a receipt (kept whole or made when asked for); any other future (pending, failed, cancelled,
- * asked with more than a timeout) is answered by the method written in Python.
+ * the rest left to it; then ``release_callbacks`` for those whose callbacks ran), a caller's callback on a
+ * pending future is kept by a compiled ``add_done_callback``, and the caller reads each future's result with a
+ * compiled ``result`` for a future settled with a receipt (kept whole or made when asked for). Any other future
+ * (with a condition, failed, cancelled, asked with more than a timeout) is answered by the method written in
+ * Python.
  *
  * Without this extension (or with MQWIRE_PURE_PYTHON set) all of them are the Python code alone.
  */
@@ -720,12 +722,112 @@ fail:
     return NULL;
 }
 
-/* install(RecordFuture, pending, running, finished, no_callbacks): learn where the class keeps its slots and the
- * values its steps use, and give it its compiled result(), the Python one kept for every other case. */
+static PyObject *add_in_python; /* RecordFuture.add_done_callback as written in Python, once install() ran */
+static PyObject *shared_lock;   /* the lock every RecordFuture's condition-less state changes under */
+static PyObject *str_callbacks_seen;
+
+/* RecordFuture.add_done_callback's short way, as the Python method takes it: a pending future without a
+ * condition keeps the callback in its list (made outside the collector's scans for a QueuedFuture, whose
+ * _callbacks_seen is false; the future brought back into them otherwise). Every other case (a condition, a
+ * settled future, a future whose slots were never set) goes to the Python method. */
+static PyObject *future_add_done_callback(PyObject *self, PyObject *fn) {
+    if (slots_set(self) && SLOT(self, at_made_condition) == Py_None) {
+        PyObject *seen_flag = _PyType_Lookup(Py_TYPE(self), str_callbacks_seen); /* borrowed */
+        int seen = seen_flag == NULL ? -1 : PyObject_IsTrue(seen_flag);
+        if (seen < 0) {
+            if (seen_flag == NULL) {
+                PyErr_SetString(PyExc_AttributeError, "RecordFuture has no _callbacks_seen");
+            }
+            return NULL;
+        }
+        if (lock_call(shared_lock, str_acquire) < 0) {
+            return NULL;
+        }
+        PyObject *state = SLOT(self, at_state);
+        if (SLOT(self, at_made_condition) == Py_None &&
+            (state_is(state, state_pending) || state_is(state, state_running))) {
+            int failed = 0;
+            if (seen && !PyObject_GC_IsTracked(self)) {
+                PyObject_GC_Track(self);
+            }
+            PyObject *callbacks = SLOT(self, at_done_callbacks);
+            if (callbacks == no_callbacks) {
+                PyObject *made = PyList_New(1);
+                failed = made == NULL;
+                if (made != NULL) {
+                    PyList_SET_ITEM(made, 0, Py_NewRef(fn));
+                    if (!seen) {
+                        PyObject_GC_UnTrack(made); /* held by this future alone, outside the scans too */
+                    }
+                    set_slot(self, at_done_callbacks, made);
+                    Py_DECREF(made);
+                }
+            } else if (PyList_Check(callbacks)) {
+                failed = PyList_Append(callbacks, fn) < 0;
+            } else {
+                PyErr_SetString(PyExc_TypeError, "a record future's _done_callbacks must be a list");
+                failed = 1;
+            }
+            if (lock_call(shared_lock, str_release) < 0 || failed) {
+                return NULL;
+            }
+            Py_RETURN_NONE;
+        }
+        if (lock_call(shared_lock, str_release) < 0) {
+            return NULL;
+        }
+    }
+    PyObject *call[2] = {self, fn};
+    return PyObject_Vectorcall(add_in_python, call, 2, NULL);
+}
+
+static PyMethodDef add_method = {
+    "add_done_callback", (PyCFunction)(void (*)(void))future_add_done_callback, METH_O,
+    "Call fn(future) once settled or cancelled (at once if it is), as Future.add_done_callback (compiled for a "
+    "pending future without a condition; see mqwire.common.blocking_future)."};
+
+/* RecordFuture._release_callbacks for each of ``told`` (futures whose callbacks the short way ran) under one
+ * acquisition of the shared lock: their callbacks dropped and, unless a condition or an error came meanwhile,
+ * each out of the collector's scans again. */
+static PyObject *release_callbacks(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "release_callbacks(told, lock)");
+        return NULL;
+    }
+    PyObject *told = args[0], *lock = args[1];
+    if (future_class == NULL || check_futures(told) < 0) {
+        if (future_class == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "install() has not run");
+        }
+        return NULL;
+    }
+    if (lock_call(lock, str_acquire) < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t at = 0; at < PyList_GET_SIZE(told); at++) {
+        PyObject *future = PyList_GET_ITEM(told, at);
+        if (SLOT(future, at_made_condition) != Py_None) {
+            continue;
+        }
+        set_slot(future, at_done_callbacks, no_callbacks);
+        if (SLOT(future, at_exception) == Py_None && PyObject_GC_IsTracked(future)) {
+            PyObject_GC_UnTrack(future);
+        }
+    }
+    if (lock_call(lock, str_release) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* install(RecordFuture, pending, running, finished, no_callbacks, lock): learn where the class keeps its slots
+ * and the values its steps use, and give it its compiled result() and add_done_callback(), the Python ones kept
+ * for every other case. */
 static PyObject *install(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 5 || !PyType_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "install(RecordFuture, pending, running, finished, no_callbacks)");
+    if (nargs != 6 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "install(RecordFuture, pending, running, finished, no_callbacks, lock)");
         return NULL;
     }
     if (future_class != NULL) {
@@ -743,17 +845,26 @@ static PyObject *install(PyObject *module, PyObject *const *args, Py_ssize_t nar
         }
     }
     PyObject *written = PyObject_GetAttrString(cls, "result");
-    if (written == NULL) {
+    PyObject *adding = written == NULL ? NULL : PyObject_GetAttrString(cls, "add_done_callback");
+    if (adding == NULL) {
+        Py_XDECREF(written);
         return NULL;
     }
     PyObject *compiled = PyDescr_NewMethod((PyTypeObject *)cls, &result_method);
-    if (compiled == NULL || PyObject_SetAttrString(cls, "result", compiled) < 0) {
+    PyObject *compiled_add = compiled == NULL ? NULL : PyDescr_NewMethod((PyTypeObject *)cls, &add_method);
+    if (compiled_add == NULL || PyObject_SetAttrString(cls, "result", compiled) < 0 ||
+        PyObject_SetAttrString(cls, "add_done_callback", compiled_add) < 0) {
         Py_XDECREF(compiled);
+        Py_XDECREF(compiled_add);
         Py_DECREF(written);
+        Py_DECREF(adding);
         return NULL;
     }
     Py_DECREF(compiled);
+    Py_DECREF(compiled_add);
     result_in_python = written;
+    add_in_python = adding;
+    shared_lock = Py_NewRef(args[5]);
     future_class = (PyTypeObject *)Py_NewRef(cls);
     state_pending = Py_NewRef(args[1]);
     state_running = Py_NewRef(args[2]);
@@ -768,6 +879,8 @@ static PyMethodDef module_methods[] = {
      "result()."},
     {"start_many", (PyCFunction)(void (*)(void))start_many, METH_FASTCALL,
      "start_many(futures, lock) -> (started, slow): RecordFuture.start_many's walk, under the lock."},
+    {"release_callbacks", (PyCFunction)(void (*)(void))release_callbacks, METH_FASTCALL,
+     "release_callbacks(told, lock): RecordFuture._release_callbacks for each, under one acquisition of the lock."},
     {"finish_many_lazily", (PyCFunction)(void (*)(void))finish_many_lazily, METH_FASTCALL,
      "finish_many_lazily(futures, lazy, first, lock) -> (told, slow): RecordFuture.finish_many_lazily's walk, "
      "under the lock."},
@@ -787,8 +900,9 @@ PyMODINIT_FUNC PyInit__enqueue_speedups(void) {
     zero = PyLong_FromLong(0);
     str_acquire = PyUnicode_InternFromString("acquire");
     str_release = PyUnicode_InternFromString("release");
+    str_callbacks_seen = PyUnicode_InternFromString("_callbacks_seen");
     if (str_closed == NULL || str_scheduled == NULL || str_generation == NULL || zero == NULL || str_acquire == NULL ||
-        str_release == NULL) {
+        str_release == NULL || str_callbacks_seen == NULL) {
         return NULL;
     }
     PyObject *created = PyModule_Create(&module);

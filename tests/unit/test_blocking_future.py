@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable
 
@@ -473,3 +474,10 @@ def test_a_future_whose_slots_were_never_set_is_refused_not_read(walk: str) -> N
         RecordFuture.finish_many_lazily([Unset()], lambda source, place: place, None, 0)
     with pytest.raises(AttributeError):
         Unset().result(0)
+    with pytest.raises(AttributeError):
+        Unset().add_done_callback(lambda _: None)
+
+
+def test_callbacks_are_kept_compiled_where_the_speedups_are() -> None:
+    written_in_python = isinstance(RecordFuture.__dict__["add_done_callback"], types.FunctionType)
+    assert written_in_python is (blocking_future._compiled is None)
