@@ -43,6 +43,10 @@ RECORDS_PER_BATCH = 4
 # linger time on average; counted ready this much early, they go out at it on average, never later than it plus
 # the same half millisecond.
 TIMER_SLACK = 0.0005
+# Buffers of acknowledged batches kept for the next batches (see recycle): a new batch writes into memory already
+# mapped instead of fresh pages, each a page fault (about 3.5 µs on a virtual machine) per 4 KB written. Past the
+# producer's buffer_memory: at most this many batches of at most max_batch_size each.
+SPARE_BUFFERS = 8
 
 
 def estimate_record_size(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
@@ -224,6 +228,7 @@ class Accumulator:
         self.closing = False
         # Counts batches closed for appends: the producer yields to the sender when it grows.
         self.sealed = 0
+        self._spare_buffers: list[bytearray] = []
 
     # ---------------------------------------------------------------------------------- appending
     def append(
@@ -365,9 +370,12 @@ class Accumulator:
         limit = min(self._limit_for(tp, first_size), max(self.batch_size, self.buffer_memory - self.used))
         capacity = max(limit, first_size)
         now = self.clock()
+        spare = self._spare_buffers.pop() if self._spare_buffers else None
         batch = ProducerBatch(
             tp,
-            BatchBuilder(compression=self.compression, max_size=capacity, transactional=self.transactional),
+            BatchBuilder(
+                compression=self.compression, max_size=capacity, transactional=self.transactional, buffer=spare
+            ),
             now,
             now + self.delivery_timeout,
             limit,
@@ -526,6 +534,17 @@ class Accumulator:
                 self._next_limit[batch.tp] = batch.limit
             # otherwise the partition keeps up: its next batch starts at the base size
         self._release(batch)
+
+    def recycle(self, batch: ProducerBatch) -> None:
+        """Keep the buffer of ``batch``, finished with the broker's answer to its request, for a next batch. Only
+        after that answer (a request's large record sets go to the connection uncopied, and a transport may hold
+        one until written), and only when nothing else holds it (``reclaim_buffer``). The batch is done: its
+        builder is read no more."""
+        if len(self._spare_buffers) >= SPARE_BUFFERS or batch.builder.size > self.max_batch_size:
+            return  # enough kept, or a single large record's buffer
+        buffer = batch.builder.reclaim_buffer()
+        if buffer is not None:
+            self._spare_buffers.append(buffer)
 
     def expire(self, now: float) -> list[ProducerBatch]:
         """Remove and return queued batches past their delivery deadline (the caller fails them)."""

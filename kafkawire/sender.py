@@ -293,6 +293,7 @@ class Sender:
                 return
             timeout = self.config.request_timeout + 5.0  # the broker answers by its own timeout first
             response = await connection.request(body, version=version, timeout=timeout)
+            del body  # its record sets, written uncopied, are the batches' buffers: recycle may take them now
             self.session.measures.produce_latency(node).observe(clock() - written)
         except (ConnectError, ConnectionLostError, RequestTimeoutError) as exc:
             if connection is not None:
@@ -386,6 +387,7 @@ class Sender:
         code: int = result.error_code  # type: ignore[attr-defined]
         if code == 0:
             self._complete(batch, result.base_offset, result.log_append_time_ms)  # type: ignore[attr-defined]
+            self.accumulator.recycle(batch)  # answered: its request was written whole
             return
         message = getattr(result, "error_message", None)
         error = errors.error_for(code, message or f"producing to {batch.tp.topic}-{batch.tp.partition}")

@@ -104,8 +104,18 @@ static inline char *field_put(char *out, const Field *field) {
  * bytearray itself reserves only an eighth more, so a batch filled with 10 KB records was reallocated,
  * and often copied whole, at almost every record. */
 static int grow(PyObject *buffer, Py_ssize_t size, Py_ssize_t limit) {
-    Py_ssize_t reserved = ((PyByteArrayObject *)buffer)->ob_alloc;
-    if (size < reserved) return PyByteArray_Resize(buffer, size);
+    PyByteArrayObject *bytes = (PyByteArrayObject *)buffer;
+    Py_ssize_t reserved = bytes->ob_alloc;
+    if (size < reserved) {
+        /* Within the allocation the size is set in place: PyByteArray_Resize gives back more than half of it
+         * when the size is below half, which a reclaimed batch buffer's first records are (see reclaim). */
+        if (size >= Py_SIZE(bytes) && bytes->ob_exports == 0 && bytes->ob_start == bytes->ob_bytes) {
+            Py_SET_SIZE(bytes, size);
+            bytes->ob_start[size] = '\0';
+            return 0;
+        }
+        return PyByteArray_Resize(buffer, size);
+    }
     Py_ssize_t current = PyByteArray_GET_SIZE(buffer);
     Py_ssize_t doubled = current > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : 2 * current;
     if (limit >= 0 && doubled > limit) doubled = limit;
@@ -736,7 +746,27 @@ static PyObject *appender_add_now(Appender *self, PyObject *const *args, Py_ssiz
     return PyLong_FromSsize_t(PyByteArray_GET_SIZE(self->buffer));
 }
 
+/* reclaim(size) -> the buffer of a finished batch, cut back to its first ``size`` bytes (a new batch's header room)
+ * with its allocation kept, as bytearray keeps it when it shrinks by less than half: the next batch writes into
+ * memory already mapped, not fresh pages (a page fault costs more than the copy of the page). None, and the
+ * buffer unchanged, unless this appender is all that holds it (a request written uncopied, a transport's
+ * queue, a view: anything else that still refers to it keeps it as it is) and it has ``size`` bytes or more. */
+static PyObject *appender_reclaim(Appender *self, PyObject *arg) {
+    Py_ssize_t size = PyLong_AsSsize_t(arg);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    PyByteArrayObject *buffer = (PyByteArrayObject *)self->buffer;
+    if (size < 0 || Py_REFCNT(buffer) != 1 || !PyByteArray_CheckExact(buffer) || buffer->ob_exports > 0 ||
+        buffer->ob_start != buffer->ob_bytes || Py_SIZE(buffer) < size) {
+        Py_RETURN_NONE;
+    }
+    Py_SET_SIZE(buffer, size);
+    buffer->ob_start[size] = '\0'; /* bytearray keeps a NUL after its bytes */
+    return Py_NewRef(buffer);
+}
+
 static PyMethodDef appender_methods[] = {
+    {"reclaim", (PyCFunction)appender_reclaim, METH_O,
+     "The finished batch's buffer cut back to size bytes with its memory kept, if nothing else holds it; else None."},
     {"add", (PyCFunction)(void (*)(void))appender_add, METH_FASTCALL,
      "Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits)."},
     {"add_now", (PyCFunction)(void (*)(void))appender_add_now, METH_FASTCALL,

@@ -246,6 +246,11 @@ class RecordAppenderPy:
         self.base_timestamp = 0
         self.max_timestamp = -1
 
+    def reclaim(self, size: int) -> bytearray | None:
+        """The compiled appender's reclaim (the buffer cut back to ``size`` bytes with its memory kept): None
+        here, where cutting a bytearray by more than half gives its memory back."""
+        return None
+
     def add(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
         """Add a record; the bytes written so far after it, or -1 if it does not fit (the first always fits).
 
@@ -308,7 +313,10 @@ class BatchBuilder:
         transactional: bool = False,
         partition_leader_epoch: int = -1,
         control: bool = False,
+        buffer: bytearray | None = None,
     ) -> None:
+        """``buffer``: a finished batch's, from ``reclaim_buffer`` (its first HEADER_SIZE bytes are rewritten
+        when the batch is built); None, a new one."""
         if compression is not None and compression not in CODEC_CODES:
             raise ValueError(f"unknown compression {compression!r}; expected one of {sorted(CODEC_CODES)} or None")
         self.codec = compression
@@ -318,7 +326,9 @@ class BatchBuilder:
         self.transactional = transactional
         self.partition_leader_epoch = partition_leader_epoch
         self.control = control
-        self._records = _RecordAppender(bytearray(HEADER_SIZE), max_size)
+        if buffer is None or len(buffer) != HEADER_SIZE:
+            buffer = bytearray(HEADER_SIZE)
+        self._records = _RecordAppender(buffer, max_size)
         self.add: Callable[[int, bytes | None, bytes | None, Sequence[Header]], int] = self._records.add
         self.add_now: Callable[[bytes | None, RecordTimestamps], int] = self._records.add_now
 
@@ -329,6 +339,13 @@ class BatchBuilder:
     def size(self) -> int:
         """Bytes written so far, before compression."""
         return len(self._records.buffer)
+
+    def reclaim_buffer(self) -> bytearray | None:
+        """Once the batch is done (and the builder used no more): its buffer, cut back to HEADER_SIZE bytes with
+        its memory kept, for a next batch (``BatchBuilder(buffer=...)``), which then writes into pages already
+        mapped instead of fresh ones. None when anything else still holds the buffer, and without the compiled
+        speedups (a bytearray cut by more than half gives its memory back)."""
+        return self._records.reclaim(HEADER_SIZE)
 
     def append(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()
@@ -759,6 +776,7 @@ else:
     _RecordAppender = RecordAppenderPy
     new_record_timestamps = list
 COMPILED = _speedups is not None
+
 
 
 class DecompressionBudget:

@@ -44,6 +44,7 @@ TESTS = [
     "tests/unit/test_blocking_enqueue_put_value.py",
     "tests/unit/test_blocking_bytes_enqueue.py",
     "tests/unit/test_kafka_sync_slices.py",
+    "tests/unit/test_kafka_batch_buffer_reuse.py",
 ]
 
 
