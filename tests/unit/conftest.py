@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from mqwire.common import blocking_enqueue
 from mqwire.common.blocking import Bridge
 
 
@@ -17,3 +18,15 @@ def bridge() -> Iterator[Bridge]:
         yield made
     finally:
         made.stop()
+
+
+@pytest.fixture(params=["compiled", "python"])
+def enqueue_way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Blocking producers and queues made in the test take this way of their per-record steps: the compiled
+    ``mqwire.common._enqueue_speedups`` (skipped where it is not in use) or the Python code."""
+    if request.param == "compiled":
+        if not blocking_enqueue.COMPILED:
+            pytest.skip("the compiled _enqueue_speedups is not in use (MQWIRE_PURE_PYTHON or no build)")
+    else:
+        monkeypatch.setattr(blocking_enqueue, "_speedups", None)
+    return str(request.param)

@@ -12,23 +12,11 @@ from typing import Any
 
 import pytest
 
-from mqwire.common import blocking_enqueue
 from mqwire.common.blocking import Bridge
 from mqwire.common.blocking_clients import BlockingProducer, CallerSerializers
 from mqwire.common.errors import ClosedError, SerializationError
 
 LIVENESS = 30.0  # a liveness bound only: every wait below ends long before it unless hung
-
-
-@pytest.fixture(params=["compiled", "python"])
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Producers made in the test take this way of ``enqueue``."""
-    if request.param == "compiled":
-        if not blocking_enqueue.COMPILED:
-            pytest.skip("the compiled _enqueue_speedups is not in use (MQWIRE_PURE_PYTHON or no build)")
-    else:
-        monkeypatch.setattr(blocking_enqueue, "_speedups", None)
-    return str(request.param)
 
 
 class _Recorder:
@@ -64,7 +52,7 @@ def recorder() -> _Recorder:
 
 
 @pytest.fixture
-def producer(implementation: str, bridge: Bridge, recorder: _Recorder) -> Iterator[_Producer]:
+def producer(enqueue_way: str, bridge: Bridge, recorder: _Recorder) -> Iterator[_Producer]:
     made = _Producer(bridge, recorder, "test producer")
     try:
         yield made
@@ -76,9 +64,9 @@ class _Bytes(bytes):
     """A subclass of bytes: not the common way's exact type."""
 
 
-def test_the_way_taken_is_the_one_asked_for(implementation: str, producer: _Producer) -> None:
+def test_the_way_taken_is_the_one_asked_for(enqueue_way: str, producer: _Producer) -> None:
     compiled = type(producer.enqueue).__name__ == "BytesEnqueue"
-    assert compiled is (implementation == "compiled")
+    assert compiled is (enqueue_way == "compiled")
 
 
 @pytest.mark.parametrize(
@@ -127,7 +115,7 @@ def test_a_closed_producer_refuses_at_the_call(producer: _Producer) -> None:
         producer.enqueue(b"late", key=b"k")
 
 
-def test_a_value_serializer_is_never_passed_by(implementation: str, bridge: Bridge, recorder: _Recorder) -> None:
+def test_a_value_serializer_is_never_passed_by(enqueue_way: str, bridge: Bridge, recorder: _Recorder) -> None:
     options: dict[str, Any] = {"value_serializer": lambda value: b"<" + bytes(value) + b">"}
     with _Producer(bridge, recorder, "test producer", CallerSerializers(options)) as producer:
         assert type(producer.enqueue).__name__ == "method"
@@ -136,18 +124,18 @@ def test_a_value_serializer_is_never_passed_by(implementation: str, bridge: Brid
 
 
 def test_a_key_serializer_alone_leaves_bytes_values_to_the_compiled_way(
-    implementation: str, bridge: Bridge, recorder: _Recorder
+    enqueue_way: str, bridge: Bridge, recorder: _Recorder
 ) -> None:
     options: dict[str, Any] = {"key_serializer": str.encode}
     with _Producer(bridge, recorder, "test producer", CallerSerializers(options)) as producer:
-        assert (type(producer.enqueue).__name__ == "BytesEnqueue") is (implementation == "compiled")
+        assert (type(producer.enqueue).__name__ == "BytesEnqueue") is (enqueue_way == "compiled")
         assert producer.enqueue(b"v").result(LIVENESS) == 0
         assert producer.enqueue(b"w", key="k").result(LIVENESS) == 1
     assert recorder.calls == [((b"v",), {}), ((b"w",), {"key": b"k"})]
 
 
 def test_a_dropped_producer_is_freed_without_the_collector(
-    implementation: str, bridge: Bridge, recorder: _Recorder
+    enqueue_way: str, bridge: Bridge, recorder: _Recorder
 ) -> None:
     # The compiled enqueue is stored on the producer: it must not refer back to it (or to its queue).
     made = _Producer(bridge, recorder, "test producer")

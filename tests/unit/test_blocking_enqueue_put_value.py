@@ -24,17 +24,6 @@ from tests.forking import raises_in_a_forked_child
 LIVENESS = 30.0
 
 
-@pytest.fixture(params=["compiled", "python"])
-def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Queues made in the test take this way of ``put_value``."""
-    if request.param == "compiled":
-        if not blocking_enqueue.COMPILED:
-            pytest.skip("the compiled _enqueue_speedups is not in use (MQWIRE_PURE_PYTHON or no build)")
-    else:
-        monkeypatch.setattr(blocking_enqueue, "_speedups", None)
-    return str(request.param)
-
-
 class _Recorder:
     """An async producer's ``enqueue``; its first call waits for ``gate`` (without holding the loop)."""
 
@@ -57,13 +46,13 @@ def test_record_futures_read_their_results_compiled_where_the_speedups_are() -> 
     assert written_in_python is (not blocking_enqueue.COMPILED)
 
 
-def test_the_way_taken_is_the_one_asked_for(implementation: str, bridge: Bridge) -> None:
+def test_the_way_taken_is_the_one_asked_for(enqueue_way: str, bridge: Bridge) -> None:
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
     compiled = type(queue.put_value).__name__ == "ValuePut"
-    assert compiled is (implementation == "compiled")
+    assert compiled is (enqueue_way == "compiled")
 
 
-def test_records_are_handed_over_in_order_and_each_future_resolved(implementation: str, bridge: Bridge) -> None:
+def test_records_are_handed_over_in_order_and_each_future_resolved(enqueue_way: str, bridge: Bridge) -> None:
     gate = threading.Event()
     recorder = _Recorder(gate)
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, recorder.enqueue, what="test producer")
@@ -76,7 +65,7 @@ def test_records_are_handed_over_in_order_and_each_future_resolved(implementatio
     assert recorder.values == [f"{i}".encode() for i in range(1000)]
 
 
-def test_a_new_future_is_pending_and_outside_the_collectors_scans(implementation: str, bridge: Bridge) -> None:
+def test_a_new_future_is_pending_and_outside_the_collectors_scans(enqueue_way: str, bridge: Bridge) -> None:
     gate = threading.Event()
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder(gate).enqueue, what="test producer")
     queue.put_value(b"held")  # its hand-over waits on the gate: the next records stay queued
@@ -91,7 +80,7 @@ def test_a_new_future_is_pending_and_outside_the_collectors_scans(implementation
     assert not future.running() and future.done()
 
 
-def test_a_call_from_the_loop_thread_is_refused(implementation: str, bridge: Bridge) -> None:
+def test_a_call_from_the_loop_thread_is_refused(enqueue_way: str, bridge: Bridge) -> None:
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
 
     async def from_the_loop() -> None:
@@ -101,7 +90,7 @@ def test_a_call_from_the_loop_thread_is_refused(implementation: str, bridge: Bri
         bridge.call(from_the_loop, timeout=LIVENESS)
 
 
-def test_a_closed_queue_and_a_stopped_bridge_refuse_records(implementation: str) -> None:
+def test_a_closed_queue_and_a_stopped_bridge_refuse_records(enqueue_way: str) -> None:
     bridge = Bridge("test-bridge")
     try:
         queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
@@ -116,7 +105,7 @@ def test_a_closed_queue_and_a_stopped_bridge_refuse_records(implementation: str)
         other.put_value(b"after stop")
 
 
-def test_a_caller_waits_for_room_when_the_queue_is_full(implementation: str, bridge: Bridge) -> None:
+def test_a_caller_waits_for_room_when_the_queue_is_full(enqueue_way: str, bridge: Bridge) -> None:
     gate = threading.Event()
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder(gate).enqueue, what="test producer", limit=1)
     first = queue.put_value(b"held")  # taken by the hand-over, which waits on the gate
@@ -138,7 +127,7 @@ def test_a_caller_waits_for_room_when_the_queue_is_full(implementation: str, bri
 
 
 def test_a_caller_that_outruns_the_loop_yields_every_so_many_records(
-    implementation: str, bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+    enqueue_way: str, bridge: Bridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     yields: list[int] = []  # the records queued at each yield
     sleep = time.sleep
@@ -167,7 +156,7 @@ def test_a_caller_that_outruns_the_loop_yields_every_so_many_records(
     assert futures[-1].result(LIVENESS) == len(futures) - 1
 
 
-def test_a_dropped_queue_is_freed_without_the_collector(implementation: str, bridge: Bridge) -> None:
+def test_a_dropped_queue_is_freed_without_the_collector(enqueue_way: str, bridge: Bridge) -> None:
     # A client dropped unclosed is freed at once, and its bridge's loop thread with it: no cycle through
     # put_value may keep the queue for the collector to find.
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
@@ -183,13 +172,13 @@ def test_a_dropped_queue_is_freed_without_the_collector(implementation: str, bri
             gc.enable()
 
 
-def test_a_record_put_in_a_forked_child_raises(implementation: str, bridge: Bridge) -> None:
+def test_a_record_put_in_a_forked_child_raises(enqueue_way: str, bridge: Bridge) -> None:
     queue: EnqueueQueue[int] = EnqueueQueue(bridge, _Recorder().enqueue, what="test producer")
     assert raises_in_a_forked_child(lambda: queue.put_value(b"no loop thread here"), ForkedClientError)
     assert queue.put_value(b"parent").result(LIVENESS) == 0
 
 
-def test_a_flag_kept_behind_a_property_is_read_as_an_attribute(implementation: str, bridge: Bridge) -> None:
+def test_a_flag_kept_behind_a_property_is_read_as_an_attribute(enqueue_way: str, bridge: Bridge) -> None:
     # The compiled put_value reads the queue's flags in place from their slots; a class that keeps one
     # elsewhere is read through its attribute instead, for every record.
     class Watched(EnqueueQueue[int]):
