@@ -22,7 +22,7 @@ def test_the_producer_defaults_are_these() -> None:
     # A change to any of them is deliberate: the porting guide's table states them.
     made = config()
     assert made.batch_size == 16_384
-    assert made.max_batch_size == 524_288
+    assert made.max_batch_size == 1_048_576
     assert made.linger == 0.005
     assert made.buffer_memory == 33_554_432
     assert made.max_in_flight == 5
@@ -38,15 +38,17 @@ def test_a_given_batch_size_is_fixed() -> None:
     assert (made.batch_size, made.max_batch_size) == (500_000, 500_000)
 
 
-def test_batches_grow_to_half_of_max_request_size() -> None:
-    assert config(max_request_size=4_194_304).max_batch_size == 2_097_152
+def test_batches_grow_to_max_request_size_within_a_brokers_default_batch_limit() -> None:
+    assert config(max_request_size=500_000).max_batch_size == 500_000
+    # A larger max_request_size does not take batches past what a broker takes by default.
+    assert config(max_request_size=4_194_304).max_batch_size == 1_048_576
     # Never below where batches start.
-    assert config(max_request_size=20_000).max_batch_size == 16_384
+    assert config(max_request_size=10_000).max_batch_size == 16_384
 
 
 def test_the_producer_hands_its_accumulator_the_growth_limit() -> None:
     client = kafkawire.connect("kafka://127.0.0.1:1")
-    assert client.producer("t")._accumulator.max_batch_size == 524_288
+    assert client.producer("t")._accumulator.max_batch_size == 1_048_576
     assert client.producer("t", batch_size=16_384)._accumulator.max_batch_size == 16_384
 
 
