@@ -165,9 +165,9 @@ class ProducerOptions(TypedDict, total=False):
       larger record makes a batch of its own; every batch has this size when it is given (the Java
       client's meaning); default None: batches of 16 384 bytes (or room for four records of a batch's
       first record's size, when that is more), and larger ones, up to ``max_request_size`` (at most
-      1 048 576, a broker's default batch limit), for a partition whose batches fill faster than they are acknowledged or fill up before
-      their linger time is over; a partition's batch that went out at least half full leaves the next at
-      its size.
+      1 048 576, a broker's default batch limit), for a partition whose batches fill faster than they are
+      acknowledged or fill up before their linger time is over; a partition's batch that went out at least
+      half full leaves the next at its size.
     - ``compression_type`` — the codec of the batches: ``"gzip"``, ``"snappy"``, ``"lz4"``, ``"zstd"``, or
       ``"none"`` / None; default None (no compression).
     - ``compression`` — the same as ``compression_type``, under a shorter name; give one of the two (both
